@@ -1,0 +1,60 @@
+"""Clocks: the wall clock for production, a manual clock for virtual time."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Anything that tells the current UTC time."""
+
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    """The real UTC wall clock."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class ManualClock:
+    """A clock that moves only when told to: virtual time for scenarios and tests."""
+
+    def __init__(self, start: datetime = EPOCH) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> datetime:
+        """Move forward by ``seconds`` (never backwards) and return the new time."""
+        if seconds < 0:
+            raise ValueError("a clock never goes backwards")
+        with self._lock:
+            self._now += timedelta(seconds=seconds)
+            return self._now
+
+    def set(self, when: datetime) -> None:
+        """Jump to ``when`` if it is not in the past."""
+        with self._lock:
+            if when < self._now:
+                raise ValueError("a clock never goes backwards")
+            self._now = when
+
+
+def rfc3339(when: datetime) -> str:
+    """``when`` as RFC 3339 UTC with microseconds and a ``Z``."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """Parse what :func:`rfc3339` wrote (and any ISO 8601 with an offset)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)

@@ -1,0 +1,1 @@
+"""service layer (see ../shared/DESIGN.md)."""

@@ -1,0 +1,127 @@
+"""PostgresStore: the reference store on PostgreSQL (psycopg 3 with a psycopg_pool pool)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from harness.domain import StoreError
+from harness.store.queries import migrations
+from harness.store.sqlstore import IdFactory, Row, SqlStore, Tx, random_ids
+
+try:  # the `postgres` extra
+    import psycopg
+    from psycopg.rows import dict_row
+    from psycopg.types.json import Jsonb
+    from psycopg_pool import ConnectionPool
+except ImportError:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+
+_PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+_MIGRATION_LOCK = 0x66_68_61_72  # "fhar": serialises concurrent migrators (replicas)
+
+
+def to_pyformat(sql: str) -> str:
+    """``:name`` placeholders → psycopg's ``%(name)s``."""
+    return _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+class _PgTx(Tx):
+    def __init__(self, conn: Any, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
+
+    def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
+        cursor = self.conn.execute(self.queries[name], params)
+        rows = cursor.fetchall() if cursor.description else []
+        return rows, cursor.rowcount
+
+
+class PostgresStore(SqlStore):
+    """The reference store on PostgreSQL; READ COMMITTED, the constraints do the deciding."""
+
+    backend = "postgres"
+    for_update = "FOR UPDATE"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Any = None,
+        ids: IdFactory = random_ids,
+        pool_size: int = 16,
+    ) -> None:
+        if psycopg is None:
+            raise StoreError(
+                "PostgreSQL support is not installed; pip install 'failover-harness[postgres]'"
+            )
+        super().__init__(clock=clock, ids=ids)
+        self.queries = {k: to_pyformat(v) for k, v in self.queries.items()}
+        self.dsn = dsn
+        try:
+            self.pool = ConnectionPool(
+                dsn, min_size=1, max_size=pool_size, open=True, timeout=30,
+                kwargs={"row_factory": dict_row, "autocommit": False},
+            )
+            self.pool.wait(timeout=10)
+        except Exception as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {_safe(exc, dsn)}") from None
+        self._migrate()
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[Tx]:
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                yield _PgTx(conn, self.queries)
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL error: {_safe(exc, self.dsn)}") from None
+
+    @contextmanager
+    def raw_connection(self) -> Iterator[Any]:
+        """A pooled connection for callers that need the session itself (explore, tests)."""
+        with self.pool.connection() as conn:
+            yield conn
+
+    def _migrate(self) -> None:
+        with self.transaction() as tx:
+            conn = tx.conn  # type: ignore[attr-defined]
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            current = conn.execute("SELECT max(version) AS v FROM schema_version").fetchone()["v"]
+            for version, statements in migrations("postgres"):
+                if version > (current or 0):
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+
+    def schema_version(self) -> int:
+        with self.transaction(write=False) as tx:
+            row = tx.conn.execute("SELECT max(version) AS v FROM schema_version").fetchone()  # type: ignore[attr-defined]
+            return int(row["v"])
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _json_in(self, value: Any) -> Any:
+        return Jsonb(value)
+
+    def _json_out(self, value: Any) -> Any:
+        return value
+
+    def _time_in(self, value: datetime) -> Any:
+        return value
+
+    def _time_out(self, value: Any) -> datetime:
+        return value  # type: ignore[no-any-return]
+
+
+def _safe(exc: BaseException, dsn: str) -> str:
+    """The driver's message with any password from the DSN removed."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    match = re.search(r"://[^:/@]+:([^@]+)@", dsn)
+    if match:
+        text = text.replace(match.group(1), "***")
+    return text

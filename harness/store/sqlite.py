@@ -1,0 +1,168 @@
+"""SqliteStore: the embedded default. A file in WAL mode, a busy timeout, a connection per thread."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.domain import StoreError, UnsupportedTarget
+from harness.domain.clock import parse_rfc3339, rfc3339
+from harness.store.queries import migrations
+from harness.store.sqlstore import IdFactory, Row, SqlStore, Tx, dumps_json, random_ids
+
+MIN_SQLITE = (3, 35, 0)  # RETURNING and INSERT … ON CONFLICT DO NOTHING
+
+
+class _SqliteTx(Tx):
+    def __init__(self, conn: sqlite3.Connection, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
+
+    def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
+        cursor = self.conn.execute(self.queries[name], params)
+        rows = cursor.fetchall() if cursor.description else []
+        return rows, cursor.rowcount
+
+
+class SqliteStore(SqlStore):
+    """The reference store on one SQLite file, safe for many threads and processes."""
+
+    backend = "sqlite"
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Any = None,
+        ids: IdFactory = random_ids,
+        busy_timeout_ms: int = 10_000,
+    ) -> None:
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            raise StoreError(
+                f"SQLite {sqlite3.sqlite_version} is too old; failover-harness needs "
+                f"{'.'.join(map(str, MIN_SQLITE))} or newer (use Python 3.11+ from python.org)"
+            )
+        super().__init__(clock=clock, ids=ids)
+        self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        self._migrate()
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError("the store is closed")
+            try:
+                conn = sqlite3.connect(
+                    self.path, timeout=self.busy_timeout_ms / 1000, isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from None
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def transaction(self, *, write: bool = True) -> Iterator[Tx]:
+        conn = self.connection()
+        try:
+            # IMMEDIATE takes the write lock up front, so two writers never deadlock upgrading.
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.Error as exc:
+            raise _wrap(exc) from None
+        try:
+            yield _SqliteTx(conn, self.queries)
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise _wrap(exc) from None
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise _wrap(exc) from None
+
+    def _migrate(self) -> None:
+        conn = self.connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+            current = row[0] or 0
+            for version, statements in migrations("sqlite"):
+                if version > current:
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise _wrap(exc) from None
+
+    def schema_version(self) -> int:
+        return int(self.connection().execute("SELECT max(version) FROM schema_version").fetchone()[0])
+
+    def close(self) -> None:
+        self._closed = True
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    def _json_in(self, value: Any) -> Any:
+        return dumps_json(value)
+
+    def _json_out(self, value: Any) -> Any:
+        return json.loads(value)
+
+    def _time_in(self, value: datetime) -> Any:
+        return rfc3339(value)
+
+    def _time_out(self, value: Any) -> datetime:
+        return parse_rfc3339(value)
+
+
+def _wrap(exc: sqlite3.Error) -> StoreError:
+    """A driver error as ours; the message names the condition, never the SQL."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return StoreError("the SQLite database is busy (another writer held it too long)")
+    return StoreError(f"SQLite error: {type(exc).__name__}: {text}")
+
+
+def sqlite_path_from_url(url: str) -> str:
+    """``sqlite:///rel/path`` → ``rel/path``; ``sqlite:////abs/path`` → ``/abs/path``."""
+    if not url.startswith("sqlite:///") or len(url) <= len("sqlite:///"):
+        raise UnsupportedTarget(
+            f"{url!r} is not a SQLite URL; write sqlite:///relative/file.db or "
+            "sqlite:////absolute/file.db"
+        )
+    path = url[len("sqlite:///"):].split("?", 1)[0]
+    if path == ":memory:":
+        raise UnsupportedTarget(
+            "sqlite:///:memory: cannot be shared between threads; use a file path"
+        )
+    return path
