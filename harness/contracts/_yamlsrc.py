@@ -46,7 +46,8 @@ class YamlSource:
     def error(self, message: str, loc: tuple[str | int, ...] = (), *, fix: str) -> ConfigError:
         """A :class:`ConfigError` pointing at ``loc`` in this file."""
         field = ".".join(str(p) for p in loc) or None
-        return ConfigError(message, file=str(self.path), line=self.line_of(loc), field=field, fix=fix)
+        line = self.line_of(loc)
+        return ConfigError(message, file=str(self.path), line=line, field=field, fix=fix)
 
 
 def load_yaml(path: Path) -> YamlSource:

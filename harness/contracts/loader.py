@@ -1,4 +1,4 @@
-"""Load ``contracts/<name>/contract.yaml`` (plus schema, golden cases, business module) into a Contract.
+"""Load ``contracts/<name>/contract.yaml`` (schema, golden cases, business module) as a Contract.
 
 Every problem is a :class:`ConfigError` naming the file, the line, the field and the fix.
 """
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.contracts._yamlsrc import YamlSource, load_yaml
 from harness.contracts.model import (
     Business,
+    BusinessRejection,
     CompareRule,
     Contract,
     Golden,
@@ -147,6 +148,7 @@ def load_contract(directory: Path) -> Contract:
                 f"expected output has key(s) {sorted(unknown)} that the schema does not define",
                 file=golden.source, field="expected", fix="fix the golden case or the schema",
             )
+    _check_expectations(goldens, schema, business)
     compare = {
         key: CompareRule("numeric", rule.numeric)
         if isinstance(rule, _NumericSpec)
@@ -318,6 +320,28 @@ def _load_goldens(src: YamlSource, folder: Path) -> tuple[Golden, ...]:
         seen[gid] = path
         goldens.append(Golden(gid, g.input, g.expected, g.language, str(path)))
     return tuple(goldens)
+
+
+def _check_expectations(
+    goldens: tuple[Golden, ...], schema: dict[str, Any], business: Business
+) -> None:
+    """Every golden expectation must itself pass the schema and the business code."""
+    validator = Draft202012Validator(schema)
+    for golden in goldens:
+        error = next(iter(validator.iter_errors(golden.expected)), None)
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            raise ConfigError(
+                f"the expected output breaks the contract's schema at {where}: {error.message}",
+                file=golden.source, field="expected", fix="fix the golden case or the schema",
+            )
+        try:
+            business.outcome(golden.expected)
+        except BusinessRejection as exc:
+            raise ConfigError(
+                f"the expected output is rejected by the business code: {exc}",
+                file=golden.source, field="expected", fix="fix the golden case or the model",
+            ) from None
 
 
 def _contract_hash(

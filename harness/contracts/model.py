@@ -15,7 +15,7 @@ Stripping = Literal["fences", "prose"]
 
 @dataclass(frozen=True, slots=True)
 class CompareRule:
-    """How one field of the business outcome is compared: exact, numeric ± tolerance, set, ignore."""
+    """How one field of a business outcome is compared: exact, numeric ± tolerance, set, ignore."""
 
     kind: CompareKind = "exact"
     tolerance: float = 0.0
@@ -91,7 +91,9 @@ class Business:
             try:
                 result = self.function(value)
             except (ValueError, TypeError, KeyError, LookupError) as exc:
-                raise BusinessRejection(f"business function raised {type(exc).__name__}: {exc}") from None
+                raise BusinessRejection(
+                    f"business function raised {type(exc).__name__}: {exc}"
+                ) from None
             return dict(result)
         if isinstance(value, BaseModel):
             return value.model_dump(mode="json")

@@ -1,0 +1,1 @@
+"""contracts layer (see ../shared/DESIGN.md)."""

@@ -1,0 +1,289 @@
+"""The three checks behind a certification: schema adherence, tokenization, round trip.
+
+Each takes what was observed (samples, rendered prompts, a request body) and returns a
+:class:`CheckResult` with figures and evidence. No I/O: the exchanges were made before.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.contracts.model import BusinessRejection, Contract, Golden
+from harness.contracts.outputs import Judgement, differences, judge
+from harness.contracts.records import CheckResult, Evidence, Redactor
+from harness.contracts.render import leftover_placeholders, render
+from harness.contracts.tokenizers import Tokenizer
+from harness.domain.fingerprint import canonical_json
+
+# Tokens a chat API adds around messages (role markers, separators): a conservative allowance.
+MESSAGE_OVERHEAD_TOKENS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One exchange with a provider for one golden input: the answer, or why there was none."""
+
+    golden_id: str
+    index: int
+    text: str | None = None
+    parsed: Any = None
+    finish_reason: str | None = None
+    refusal: str | None = None
+    error: str | None = None  # "unknown: read timeout …" / "failed: HTTP 429 …"
+    latency_s: float = 0.0
+
+    def judge(self, contract: Contract) -> Judgement:
+        if self.error is not None:
+            return Judgement("call_failed", f"the call failed ({self.error})")
+        return judge(
+            contract, self.text, parsed=self.parsed, finish_reason=self.finish_reason,
+            refusal=self.refusal,
+        )
+
+    @property
+    def shown(self) -> str | None:
+        return self.text if self.text is not None else (
+            None if self.parsed is None else canonical_json(self.parsed).decode()
+        )
+
+
+def schema_check(
+    contract: Contract,
+    *,
+    temperature: float,
+    samples: Sequence[Sample],
+    judgements: Sequence[Judgement],
+    redact: Redactor,
+) -> CheckResult:
+    """Temperature ≤ max_temperature; every sample strict JSON, no extra keys, schema, business."""
+    limit = contract.thresholds
+    evidence: list[Evidence] = []
+    temperature_ok = temperature <= limit.max_temperature
+    if not temperature_ok:
+        evidence.append(Evidence(
+            "*", f"temperature {temperature:g} exceeds the contract's max_temperature "
+            f"{limit.max_temperature:g}",
+        ))
+    failures: Counter[str] = Counter()
+    for sample, verdict in zip(samples, judgements, strict=True):
+        if not verdict.ok:
+            failures[verdict.failure or "?"] += 1
+            evidence.append(Evidence(
+                sample.golden_id, verdict.reason or "", redact.excerpt(sample.shown), sample.index
+            ))
+    total = len(samples)
+    passed_n = total - sum(failures.values())
+    rate = passed_n / total if total else 0.0
+    passed = temperature_ok and total > 0 and rate >= limit.pass_threshold
+    latencies = [s.latency_s for s in samples if s.error is None]
+    figures = {
+        "samples": total,
+        "passed": passed_n,
+        "pass_rate": round(rate, 4),
+        "pass_threshold": limit.pass_threshold,
+        "temperature": temperature,
+        "max_temperature": limit.max_temperature,
+        "failures": dict(sorted(failures.items())),
+        "latency_p50_s": round(statistics.median(latencies), 4) if latencies else None,
+    }
+    summary = (
+        f"{passed_n}/{total} samples adhere ({rate:.0%}, threshold {limit.pass_threshold:.0%})"
+        + ("" if temperature_ok else f"; temperature {temperature:g} > {limit.max_temperature:g}")
+    )
+    return CheckResult.build("schema", passed, summary, figures, evidence)
+
+
+def tokenization_check(
+    contract: Contract,
+    *,
+    tokenizer: Tokenizer,
+    context_window: int,
+    max_output_tokens: int,
+    kind: str,
+    build_body: Callable[[str, str], Mapping[str, Any]],
+    redact: Redactor,
+) -> CheckResult:
+    """Render every golden input; lossless, no special-token text, fits, system prompt placed right.
+
+    ``build_body(system, user)`` returns the request body the provider's client would send.
+    """
+    evidence: list[Evidence] = []
+    inspected: dict[str, Any] = {}  # text -> TokenReport; the system prompt is usually shared
+    schema_tokens = tokenizer.count(canonical_json(contract.schema).decode())
+    prompt_tokens: list[int] = []
+    first_rendered: tuple[str, str] | None = None
+    for golden in contract.goldens:
+        rendered = render(contract, golden.input)
+        if rendered.error:
+            evidence.append(Evidence(golden.id, rendered.error))
+            continue
+        if first_rendered is None:
+            first_rendered = (rendered.system, rendered.user)
+        total = schema_tokens + MESSAGE_OVERHEAD_TOKENS
+        for part, text in (("system", rendered.system), ("user", rendered.user)):
+            for placeholder in leftover_placeholders(text, golden.input):
+                evidence.append(Evidence(
+                    golden.id, f"unrendered placeholder {placeholder!r} in the {part} prompt"
+                ))
+            report = inspected.get(text)
+            if report is None:
+                report = inspected[text] = tokenizer.inspect(text)
+            total += report.tokens
+            for token in report.special:
+                evidence.append(Evidence(
+                    golden.id,
+                    f"special-token text {token!r} in the rendered {part} prompt "
+                    f"({tokenizer.spec} refuses it by default; input must not carry control "
+                    "tokens)",
+                    redact.excerpt(_around(text, token)),
+                ))
+            if not report.lossless:
+                evidence.append(Evidence(
+                    golden.id, f"encode → decode through {tokenizer.spec} is lossy for the {part} "
+                    "prompt", redact.excerpt(_first_difference(text, report.decoded)),
+                ))
+        prompt_tokens.append(total)
+        if total + max_output_tokens > context_window:
+            evidence.append(Evidence(
+                golden.id, f"prompt {total} tokens + max_output_tokens {max_output_tokens} > "
+                f"context_window {context_window}",
+            ))
+    placement = None
+    if first_rendered is not None:
+        placement = system_placement_problem(kind, build_body(*first_rendered), *first_rendered)
+        if placement:
+            evidence.append(Evidence(contract.goldens[0].id, placement))
+    figures = {
+        "tokenizer": tokenizer.spec,
+        "inputs": len(contract.goldens),
+        "max_prompt_tokens": max(prompt_tokens, default=0),
+        "mean_prompt_tokens": round(statistics.fmean(prompt_tokens), 1) if prompt_tokens else 0,
+        "max_output_tokens": max_output_tokens,
+        "context_window": context_window,
+        "system_prompt_placement": "ok" if placement is None else "wrong",
+    }
+    passed = not evidence
+    summary = (
+        f"{len(contract.goldens)} inputs render, round-trip losslessly through {tokenizer.spec} "
+        f"and fit (max {figures['max_prompt_tokens']} + {max_output_tokens} ≤ {context_window})"
+        if passed
+        else f"{len(evidence)} problem(s): {evidence[0].reason}"
+    )
+    return CheckResult.build("tokenization", passed, summary, figures, evidence)
+
+
+def system_placement_problem(
+    kind: str, body: Mapping[str, Any], system: str, user: str
+) -> str | None:
+    """``None`` when the body carries the system prompt where ``kind`` expects it, else why not."""
+    messages = body.get("messages") or []
+    if kind == "openai-chat":
+        first = messages[0] if messages else {}
+        placed = first.get("role") in ("system", "developer")
+        if not placed or _text(first.get("content")) != system:
+            return "openai-chat request: the system prompt is not the first message (role system)"
+        if any(m.get("role") == "user" and system in _text(m.get("content")) for m in messages):
+            return "openai-chat request: the system prompt was sent inside a user message"
+    elif kind == "anthropic-messages":
+        if _text(body.get("system")) != system:
+            return "anthropic-messages request: the system prompt is not in the top-level 'system'"
+        if any(m.get("role") == "system" for m in messages):
+            return "anthropic-messages request: a message has role 'system', which the API rejects"
+    else:
+        return f"unknown provider kind {kind!r}"
+    if not any(m.get("role") == "user" and user in _text(m.get("content")) for m in messages):
+        return f"{kind} request: the user prompt is not in a user message"
+    return None
+
+
+def round_trip_check(
+    contract: Contract,
+    *,
+    samples: Sequence[Sample],
+    judgements: Sequence[Judgement],
+    primary: str | None,
+    primary_outcomes: Mapping[str, dict[str, Any]],
+    redact: Redactor,
+) -> CheckResult:
+    """Business outcome of each answer vs the golden expectation and vs the primary's outcome.
+
+    ``primary_outcomes`` maps golden id → the primary's outcome, only for inputs where the
+    primary itself agreed with the golden expectation (a wrong primary is not a reference).
+    """
+    expected = {g.id: expected_outcome(contract, g) for g in contract.goldens}
+    evidence: list[Evidence] = []
+    agree_golden = agree_primary = compared_primary = 0
+    for sample, verdict in zip(samples, judgements, strict=True):
+        if not verdict.ok or verdict.outcome is None:
+            evidence.append(Evidence(
+                sample.golden_id, f"no usable answer to compare ({verdict.failure})",
+                redact.excerpt(sample.shown), sample.index,
+            ))
+            continue
+        diffs = differences(contract, verdict.outcome, expected[sample.golden_id])
+        if diffs:
+            evidence.append(Evidence(
+                sample.golden_id, "differs from the golden expectation: " + "; ".join(diffs),
+                redact.excerpt(sample.shown), sample.index,
+            ))
+        reference = primary_outcomes.get(sample.golden_id)
+        if reference is not None:
+            compared_primary += 1
+            pdiffs = differences(contract, verdict.outcome, reference)
+            if pdiffs:
+                evidence.append(Evidence(
+                    sample.golden_id, f"differs from the primary {primary!r}: " + "; ".join(pdiffs),
+                    redact.excerpt(sample.shown), sample.index,
+                ))
+            else:
+                agree_primary += 1
+        if not diffs and (reference is None or not pdiffs):
+            agree_golden += 1
+    total = len(samples)
+    rate = agree_golden / total if total else 0.0
+    passed = total > 0 and rate >= contract.thresholds.pass_threshold
+    figures = {
+        "samples": total,
+        "agree": agree_golden,
+        "agree_rate": round(rate, 4),
+        "pass_threshold": contract.thresholds.pass_threshold,
+        "primary": primary,
+        "compared_with_primary": compared_primary,
+        "agree_with_primary": agree_primary,
+    }
+    against = f" and the primary {primary!r}" if primary else ""
+    summary = f"{agree_golden}/{total} answers match the golden expectation{against} ({rate:.0%})"
+    return CheckResult.build("round_trip", passed, summary, figures, evidence)
+
+
+def expected_outcome(contract: Contract, golden: Golden) -> dict[str, Any]:
+    """The business outcome of a golden case's expected output (validated at load time)."""
+    try:
+        return contract.business.outcome(golden.expected)
+    except BusinessRejection as exc:  # the loader checks this; keep the reason if it slips
+        raise ValueError(f"golden {golden.id}: expected output rejected: {exc}") from None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _around(text: str, needle: str, width: int = 60) -> str:
+    at = text.find(needle)
+    return text[max(0, at - width) : at + len(needle) + width]
+
+
+def _first_difference(a: str, b: str) -> str:
+    pairs = enumerate(zip(a, b, strict=False))
+    at = next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+    return f"{a[max(0, at - 30): at + 30]!r} became {b[max(0, at - 30): at + 30]!r}"

@@ -1,0 +1,96 @@
+"""``providers.lock.json``: the certification records users commit beside ``providers.yaml``."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.contracts.records import CertificationRecord
+from harness.domain.errors import ConfigError
+
+LOCK_VERSION = 1
+
+
+def lock_path_for(providers_path: Path) -> Path:
+    """The lock file beside a providers file: ``providers.yaml`` → ``providers.lock.json``."""
+    return providers_path.with_name(f"{providers_path.stem}.lock.json")
+
+
+@dataclass
+class LockFile:
+    """All certification records, one per (provider, contract)."""
+
+    path: Path
+    records: dict[tuple[str, str], CertificationRecord] = field(default_factory=dict)
+
+    def get(self, provider: str, contract: str) -> CertificationRecord | None:
+        return self.records.get((provider, contract))
+
+    def merge(self, records: Iterable[CertificationRecord]) -> None:
+        """Replace the records for the same (provider, contract); keep the others."""
+        for record in records:
+            self.records[record.key] = record
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lock_version": LOCK_VERSION,
+            "generated_by": f"failover-harness {__version__}",
+            "certifications": [self.records[k].to_json() for k in sorted(self.records)],
+        }
+
+    def write(self) -> None:
+        """Write atomically (temp file + rename), sorted, so diffs stay small and reviewable."""
+        text = json.dumps(self.to_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".providers.lock.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def read_lock(path: Path) -> LockFile:
+    """Read ``path``; a missing file is an empty lock, a broken one a :class:`ConfigError`."""
+    fix = "restore it from version control, or delete it and run 'failover-harness certify'"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return LockFile(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the lock file: {exc}", file=str(path), fix=fix) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"not valid JSON: {exc.msg}", file=str(path), line=exc.lineno, fix=fix
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("certifications"), list):
+        raise ConfigError(
+            "not a failover-harness lock file (no 'certifications' list)", file=str(path), fix=fix
+        )
+    if data.get("lock_version") != LOCK_VERSION:
+        raise ConfigError(
+            f"lock_version {data.get('lock_version')!r} is not supported (this harness writes "
+            f"{LOCK_VERSION})", file=str(path), field="lock_version",
+            fix="re-run 'failover-harness certify' with this version of the harness",
+        )
+    lock = LockFile(path)
+    for i, item in enumerate(data["certifications"]):
+        try:
+            record = CertificationRecord.from_json(item)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(
+                f"certification #{i + 1} is malformed: {type(exc).__name__}: {exc}",
+                file=str(path), field=f"certifications[{i}]", fix=fix,
+            ) from None
+        lock.records[record.key] = record
+    return lock

@@ -1,0 +1,130 @@
+"""Where a (provider, contract) pair stands: certified, failed, missing, stale or expired.
+
+Pure: the gate, the failover runner's eligibility and the reports all ask this one function,
+so "eligible" means the same thing everywhere (DESIGN.md rule 10).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from harness.contracts.records import CertificationRecord
+
+
+class State(StrEnum):
+    """The standing of a certification. Unknown (missing, stale, expired) is not failed."""
+
+    CERTIFIED = "certified"
+    FAILED = "failed"
+    MISSING = "missing"
+    STALE = "stale"
+    EXPIRED = "expired"
+
+    @property
+    def exit_code(self) -> int:
+        return {State.CERTIFIED: 0, State.FAILED: 1}.get(self, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One pair's state, why, and the command that fixes it."""
+
+    provider: str
+    contract: str
+    state: State
+    why: str
+    fix: str = ""
+
+    @property
+    def eligible(self) -> bool:
+        return self.state is State.CERTIFIED
+
+
+def certify_command(
+    provider: str,
+    contract: str,
+    providers_path: str | None = None,
+    contracts_dir: str | None = None,
+) -> str:
+    """The command line that re-certifies one pair."""
+    parts = ["failover-harness", "certify"]
+    if providers_path:
+        parts += ["--providers", providers_path]
+    if contracts_dir:
+        parts += ["--contracts", contracts_dir]
+    parts += ["--provider", provider, "--contract", contract]
+    return shlex.join(parts)
+
+
+def standing(
+    *,
+    provider: str,
+    contract: str,
+    config_hash: str,
+    config: Mapping[str, Any],
+    contract_hash: str,
+    contract_version: str,
+    record: CertificationRecord | None,
+    now: datetime,
+    command: str,
+) -> Standing:
+    """Judge ``record`` against the provider's current config and the contract's current hash."""
+    if record is None:
+        return Standing(
+            provider, contract, State.MISSING,
+            f"no certification of {provider!r} for contract {contract!r} in the lock file",
+            f"run: {command}",
+        )
+    if record.config_hash != config_hash:
+        changed = _changed(record.config, config)
+        return Standing(
+            provider, contract, State.STALE,
+            f"the provider's configuration changed since it was certified"
+            f"{' (' + changed + ')' if changed else ''}",
+            f"re-certify at the new configuration: {command}",
+        )
+    if record.contract_hash != contract_hash:
+        version = (
+            f" (version {record.contract_version} → {contract_version})"
+            if record.contract_version != contract_version
+            else " (same version, different content)"
+        )
+        return Standing(
+            provider, contract, State.STALE,
+            f"the contract changed since the certification{version}",
+            f"re-certify against the new contract: {command}",
+        )
+    if now >= record.expires_at:
+        return Standing(
+            provider, contract, State.EXPIRED,
+            f"the certification expired at {record.expires_at:%Y-%m-%d %H:%M} UTC",
+            f"re-certify: {command}",
+        )
+    if record.verdict != "eligible":
+        return Standing(
+            provider, contract, State.FAILED,
+            f"certified ineligible ({record.mode}): {record.why()}",
+            "make the provider meet the contract (or set this link to 'failover: manual' in the "
+            f"providers file), then run: {command}",
+        )
+    return Standing(
+        provider, contract, State.CERTIFIED,
+        f"certified {record.mode} at {record.certified_at:%Y-%m-%d %H:%M} UTC, valid until "
+        f"{record.expires_at:%Y-%m-%d %H:%M} UTC",
+    )
+
+
+def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    if not old:
+        return ""
+    diffs = [
+        f"{key} {old.get(key)!r} → {new.get(key)!r}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    ]
+    return ", ".join(diffs)
