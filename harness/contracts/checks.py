@@ -224,24 +224,23 @@ def round_trip_check(
                 redact.excerpt(sample.shown), sample.index,
             ))
             continue
+        problems = []
         diffs = differences(contract, verdict.outcome, expected[sample.golden_id])
         if diffs:
-            evidence.append(Evidence(
-                sample.golden_id, "differs from the golden expectation: " + "; ".join(diffs),
-                redact.excerpt(sample.shown), sample.index,
-            ))
+            problems.append("differs from the golden expectation: " + "; ".join(diffs))
         reference = primary_outcomes.get(sample.golden_id)
         if reference is not None:
             compared_primary += 1
             pdiffs = differences(contract, verdict.outcome, reference)
             if pdiffs:
-                evidence.append(Evidence(
-                    sample.golden_id, f"differs from the primary {primary!r}: " + "; ".join(pdiffs),
-                    redact.excerpt(sample.shown), sample.index,
-                ))
+                problems.append(f"differs from the primary {primary!r}: " + "; ".join(pdiffs))
             else:
                 agree_primary += 1
-        if not diffs and (reference is None or not pdiffs):
+        if problems:
+            evidence.append(Evidence(
+                sample.golden_id, " | ".join(problems), redact.excerpt(sample.shown), sample.index
+            ))
+        else:
             agree_golden += 1
     total = len(samples)
     rate = agree_golden / total if total else 0.0

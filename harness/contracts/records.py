@@ -98,7 +98,14 @@ class CheckResult:
         figures: dict[str, Any],
         evidence: list[Evidence],
     ) -> CheckResult:
-        return cls(name, passed, summary, figures, tuple(evidence[:MAX_EVIDENCE]), len(evidence))
+        # Breadth first: one piece per input before a second piece for any input.
+        seen: set[str] = set()
+        firsts, rest = [], []
+        for item in evidence:
+            (rest if item.input_id in seen else firsts).append(item)
+            seen.add(item.input_id)
+        kept = (firsts + rest)[:MAX_EVIDENCE]
+        return cls(name, passed, summary, figures, tuple(kept), len(evidence))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,12 +153,14 @@ class CertificationRecord:
         return [c for c in self.checks if not c.passed]
 
     def why(self) -> str:
-        """One line: the failed checks and their first piece of evidence."""
-        parts = []
-        for check in self.failed_checks():
-            first = check.evidence[0].reason if check.evidence else check.summary
-            parts.append(f"{check.name}: {first}")
-        return "; ".join(parts) or "all checks passed"
+        """One line: the first failed check's first evidence, and which other checks failed."""
+        failed = self.failed_checks()
+        if not failed:
+            return "all checks passed"
+        first = failed[0]
+        reason = first.evidence[0].reason if first.evidence else first.summary
+        others = ", ".join(c.name for c in failed[1:])
+        return f"{first.name}: {reason}" + (f" (also failed: {others})" if others else "")
 
     def to_json(self) -> dict[str, Any]:
         return {

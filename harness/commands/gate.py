@@ -1,0 +1,48 @@
+"""`failover-harness gate`: refuse a providers config whose auto links lack a valid certification.
+
+Exit 0 when every ``auto`` link is certified at its current config and contract hash; 1 when
+one was certified ineligible; 3 when one is missing, stale or expired (unknown is not failed);
+2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.contracts.standing import State
+from harness.contracts.workspace import open_workspace
+
+HELP = "check that every auto failover link has a valid certification (for CI)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--providers", type=Path, default=Path("providers.yaml"), metavar="FILE",
+                        help="the providers file (default: providers.yaml)")
+    parser.add_argument("--contracts", type=Path, default=None, metavar="DIR",
+                        help="the contracts folder (default: contracts/ beside the providers file)")
+    parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
+                        help="the lock file (default: <providers>.lock.json beside it)")
+
+
+def run(args: argparse.Namespace) -> int:
+    ws = open_workspace(args.providers, args.contracts, args.lock)
+    standings = ws.gate()
+    problems = [s for s in standings if s.state is not State.CERTIFIED]
+    for s in problems:
+        print(f"{s.state.upper()}: provider {s.provider!r}, contract {s.contract!r}: {s.why}")
+        print(f"  fix: {s.fix}")
+    if not standings:
+        print(f"gate: no auto failover links in {args.providers}; nothing to certify")
+        return 0
+    if not problems:
+        print(f"gate: ok — {len(standings)} auto link(s) certified at their current config and "
+              f"contract ({ws.lock.path})")
+        return 0
+    code = 1 if any(s.state is State.FAILED for s in problems) else 3
+    counts = {state: sum(1 for s in problems if s.state is state) for state in State}
+    summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+    print(f"gate: {len(problems)} of {len(standings)} auto link(s) not certified ({summary})",
+          file=sys.stderr)
+    return code

@@ -1,0 +1,72 @@
+"""Find and load what certify and gate work on: providers file, contracts, lock file, cassettes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.contracts._yamlsrc import load_yaml
+from harness.contracts.eligibility import LockFileEligibility
+from harness.contracts.loader import load_contracts
+from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
+from harness.contracts.model import Contract
+from harness.contracts.standing import Standing
+from harness.domain.clock import Clock
+from harness.domain.errors import ConfigError
+from harness.providers.config import ProvidersFile, load_providers
+
+
+@dataclass
+class Workspace:
+    """The providers file and everything beside it."""
+
+    providers_path: Path
+    providers: ProvidersFile
+    contracts_dir: Path
+    contracts: dict[str, Contract]
+    lock: LockFile
+
+    @property
+    def cassettes_dir(self) -> Path:
+        return self.providers_path.parent / "cassettes"
+
+    def eligibility(self, clock: Clock | None = None) -> LockFileEligibility:
+        return LockFileEligibility(
+            self.providers, self.contracts, self.lock, clock=clock,
+            providers_path=str(self.providers_path),
+        )
+
+    def auto_links(self) -> list[tuple[str, str]]:
+        """(provider, contract) for every chain link that automatic failover may use."""
+        return [
+            (link.provider, contract)
+            for contract, chain in sorted(self.providers.chains.items())
+            for link in chain
+            if link.failover == "auto"
+        ]
+
+    def gate(self, clock: Clock | None = None) -> list[Standing]:
+        """The standing of every ``auto`` link."""
+        eligibility = self.eligibility(clock)
+        return [eligibility.standing(p, c) for p, c in self.auto_links()]
+
+
+def open_workspace(
+    providers_path: Path, contracts_dir: Path | None = None, lock_path: Path | None = None
+) -> Workspace:
+    """Load the providers file, its contracts (default: ``contracts/`` beside it) and lock file."""
+    providers = load_providers(providers_path)
+    contracts_dir = contracts_dir or providers_path.parent / "contracts"
+    contracts = load_contracts(contracts_dir)
+    for contract_id in providers.chains:
+        if contract_id not in contracts:
+            raise ConfigError(
+                f"the chain for contract {contract_id!r} has no contract in {contracts_dir}",
+                file=str(providers_path),
+                line=load_yaml(providers_path).line_of(("chains", contract_id)),
+                field=f"chains.{contract_id}",
+                fix=f"create {contracts_dir / contract_id / 'contract.yaml'}, fix the chain's "
+                "name, or pass --contracts DIR",
+            )
+    lock = read_lock(lock_path or lock_path_for(providers_path))
+    return Workspace(providers_path, providers, contracts_dir, contracts, lock)
