@@ -21,7 +21,9 @@ from harness.domain.errors import HarnessError
 
 # name -> module; keep sorted. Each module: HELP, configure(parser), run(args) -> int.
 COMMANDS: dict[str, str] = {
+    "certify": "harness.commands.certify",
     "check": "harness.commands.check",
+    "gate": "harness.commands.gate",
 }
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
