@@ -23,6 +23,7 @@ from harness.domain.errors import HarnessError
 COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
+    "serve": "harness.commands.serve",
     "gate": "harness.commands.gate",
 }
 
