@@ -1,0 +1,67 @@
+"""``failover-harness fake-provider``: serve a fake OpenAI or Anthropic endpoint on loopback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from harness.domain.errors import ConfigError
+
+HELP = "Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen behaviour."
+
+KINDS = ("openai-chat", "anthropic-messages")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from harness.providers.behaviours import ALL_BEHAVIOURS
+
+    parser.add_argument("--kind", required=True, choices=KINDS, help="the wire format to speak")
+    parser.add_argument("--port", type=int, default=0,
+                        help="TCP port on the loopback interface (0: any free port; printed)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--behaviour", "--behavior", default="conformant", metavar="B",
+                        help="how to answer: " + ", ".join(ALL_BEHAVIOURS)
+                        + " (a request may override it with the header x-fake-behaviour)")
+    parser.add_argument("--answers", metavar="FILE",
+                        help="YAML/JSON answers: [{user, system?, answer}] (default: a minimal "
+                             "instance of the request's schema)")
+    parser.add_argument("--expect-api-key-env", metavar="NAME",
+                        help="answer 401 unless the request carries the key held in env NAME")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.providers.behaviours import Behaviour, BehaviourError
+    from harness.providers.fake import FakeProvider
+    from harness.providers.fake_answers import load_answers
+    from harness.providers.fake_server import bind_socket, uvicorn_server
+
+    try:
+        behaviour = Behaviour.parse(args.behaviour)
+    except BehaviourError as exc:
+        raise ConfigError(str(exc), field="--behaviour",
+                          fix="e.g. --behaviour conformant, slow:250 or status:429") from None
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"port {args.port} is out of range", field="--port",
+                          fix="use 1–65535, or 0 for any free port")
+    answer = load_answers(args.answers) if args.answers else None
+    expected = None
+    if args.expect_api_key_env:
+        expected = os.environ.get(args.expect_api_key_env)
+        if not expected:
+            raise ConfigError(f"environment variable {args.expect_api_key_env} is not set",
+                              field="--expect-api-key-env",
+                              fix=f"export {args.expect_api_key_env}=<key> first")
+    app = FakeProvider(args.kind, behaviour, answer, expected_api_key=expected)
+    sock = bind_socket(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    url = f"http://{host}:{port}"
+    sdk_base = f"{url}/v1" if args.kind == "openai-chat" else url
+    print(f"fake-provider {args.kind} ({behaviour}) listening on {url}  "
+          f"(SDK/providers.yaml base_url: {sdk_base})", flush=True)
+    try:
+        uvicorn_server(app).run(sockets=[sock])
+    finally:
+        sock.close()
+    print(f"fake-provider stopped after {app.deliveries.total} deliveries", file=sys.stderr)
+    return 0

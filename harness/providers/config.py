@@ -1,0 +1,330 @@
+"""The providers.yaml model: providers, per-contract failover chains, loading with precise errors.
+
+::
+
+    version: 1
+    providers:
+      openai-primary:
+        kind: openai-chat                 # or anthropic-messages
+        base_url: https://api.openai.com/v1   # the SDK's base_url; fake://<behaviour> offline
+        model: gpt-4o-mini
+        api_key_env: OPENAI_API_KEY       # the key itself never lives in this file
+        temperature: 0
+        max_output_tokens: 1024
+        timeout: {connect: 5, read: 60}
+        tokenizer: tiktoken:cl100k_base   # or hf:/path/to/tokenizer.json
+        context_window: 128000
+    chains:
+      invoice-extraction:                 # a contract id
+        - {provider: openai-primary, failover: auto}
+        - {provider: anthropic-fallback, failover: auto}   # auto | manual | off
+
+Errors are :class:`~harness.domain.errors.ConfigError` naming the file, the line (from the YAML
+node marks), the field and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.domain.errors import ConfigError
+from harness.domain.fingerprint import canonical_json
+from harness.providers.behaviours import Behaviour, BehaviourError
+from harness.providers.yaml_nodes import compose_checked, line_of
+
+ProviderKind = Literal["openai-chat", "anthropic-messages"]
+FailoverMode = Literal["auto", "manual", "off"]
+
+FAKE_SCHEME = "fake://"
+SCHEMA_FILE = Path(__file__).with_name("providers.schema.json")
+# Fields that change what a provider answers; a certification is valid for exactly these values.
+HASHED_FIELDS = (
+    "kind", "base_url", "model", "temperature", "max_output_tokens", "tokenizer", "context_window"
+)
+_INLINE_KEY_FIELDS = ("api_key", "apikey", "apiKey", "key", "api-key", "token", "secret")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+class Timeout(BaseModel):
+    """Seconds to wait: ``connect`` for the TCP/TLS connection, ``read`` for each read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    connect: float = Field(5.0, gt=0, le=600, description="Seconds to establish the connection.")
+    read: float = Field(60.0, gt=0, le=3600, description="Seconds to wait for response data.")
+
+
+class ProviderConfig(BaseModel):
+    """One provider endpoint: which wire format, where, which model, and how to call it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+        description="The provider's name; in providers.yaml the mapping key (filled in for you).",
+    )
+    kind: ProviderKind = Field(description="The wire format: openai-chat or anthropic-messages.")
+    base_url: str = Field(
+        description="The official SDK's base_url (OpenAI: https://api.openai.com/v1; Anthropic: "
+        "https://api.anthropic.com), or fake://<behaviour> for an in-process fake provider.",
+    )
+    model: str = Field(min_length=1, description="The model name sent in every request.")
+    api_key_env: str | None = Field(
+        None,
+        description="Name of the environment variable that holds the API key (required unless "
+        "base_url is fake://…). The key itself never goes in this file.",
+    )
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
+    max_output_tokens: int = Field(1024, ge=1, description="max_tokens sent with each request.")
+    timeout: Timeout = Field(default_factory=Timeout)
+    tokenizer: str = Field(
+        pattern=r"^(tiktoken:[A-Za-z0-9_]+|hf:.+)$",
+        description="tiktoken:<encoding> (e.g. tiktoken:cl100k_base) or "
+        "hf:<path/to/tokenizer.json>.",
+    )
+    context_window: int = Field(ge=1, description="The model's context window in tokens.")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        # Never echo the value: someone may have pasted the key itself here.
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must be the NAME of an environment variable (like OPENAI_API_KEY: capitals, "
+                "digits, underscores), not the key itself"
+            )
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        if value.startswith(FAKE_SCHEME):
+            try:
+                Behaviour.parse(value[len(FAKE_SCHEME):])
+            except BehaviourError as exc:
+                raise ValueError(str(exc)) from None
+            return value
+        if not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", value):
+            raise ValueError("must be an http(s):// URL such as https://api.openai.com/v1, "
+                             "or fake://<behaviour> for a fake provider")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProviderConfig:
+        if self.api_key_env is None and not self.is_fake:
+            raise ValueError(
+                "api_key_env is required for a real endpoint: name the environment variable "
+                "that holds the key, e.g. api_key_env: OPENAI_API_KEY"
+            )
+        if self.kind == "anthropic-messages" and self.temperature > 1:
+            raise ValueError("temperature must be between 0 and 1 for anthropic-messages")
+        if self.max_output_tokens > self.context_window:
+            raise ValueError("max_output_tokens cannot exceed context_window")
+        return self
+
+    @property
+    def is_fake(self) -> bool:
+        """True when ``base_url`` is ``fake://<behaviour>`` (answered in-process, offline)."""
+        return self.base_url.startswith(FAKE_SCHEME)
+
+    @property
+    def fake_behaviour(self) -> Behaviour | None:
+        """The behaviour of a ``fake://`` provider, else None."""
+        return Behaviour.parse(self.base_url[len(FAKE_SCHEME):]) if self.is_fake else None
+
+    def hashed_fields(self) -> dict[str, Any]:
+        """The behaviour-relevant fields (:data:`HASHED_FIELDS`) as plain JSON values."""
+        data = self.model_dump(mode="json")
+        return {name: data[name] for name in HASHED_FIELDS}
+
+    def config_hash(self) -> str:
+        """SHA-256 of the RFC 8785 canonical JSON of :meth:`hashed_fields`.
+
+        The id, the key's variable name and the timeouts are left out: renaming a provider or
+        rotating where its key lives does not change what it answers.
+        """
+        return hashlib.sha256(canonical_json(self.hashed_fields())).hexdigest()
+
+
+class ChainLink(BaseModel):
+    """One link of a failover chain: a provider and how failover may reach it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str = Field(description="A provider id from `providers`.")
+    failover: FailoverMode = Field(
+        "auto",
+        description="auto: failover may use it (if certified); manual: only after an operator "
+        "approves; off: failover never uses it. The first link is the primary.",
+    )
+
+
+class ProvidersFile(BaseModel):
+    """The whole providers.yaml: the providers, and an ordered failover chain per contract."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    providers: dict[str, ProviderConfig] = Field(min_length=1)
+    chains: dict[str, list[ChainLink]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_ids(cls, data: Any) -> Any:
+        providers = data.get("providers") if isinstance(data, dict) else None
+        if isinstance(providers, dict):
+            filled = {}
+            for key, value in providers.items():
+                if isinstance(value, dict) and "id" not in value:
+                    value = {"id": key, **value}
+                filled[key] = value
+            data = {**data, "providers": filled}
+        return data
+
+    @model_validator(mode="after")
+    def _references(self) -> ProvidersFile:
+        for key, provider in self.providers.items():
+            if provider.id != key:
+                raise ValueError(f"provider {key!r} has id {provider.id!r}; leave id out or match")
+        return self
+
+    def chain_for(self, contract_id: str) -> list[ChainLink]:
+        """The failover chain of ``contract_id`` (ConfigError naming the fix if there is none)."""
+        try:
+            return self.chains[contract_id]
+        except KeyError:
+            raise ConfigError(
+                f"no failover chain for contract {contract_id!r}",
+                field=f"chains.{contract_id}",
+                fix=f"add chains: {{{contract_id}: [{{provider: <id>, failover: auto}}]}}",
+            ) from None
+
+
+def providers_json_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of providers.yaml, as published in ``providers.schema.json``."""
+    schema = ProvidersFile.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://failover-harness.dev/schemas/providers.schema.json"
+    schema["title"] = "failover-harness providers.yaml"
+    provider = schema["$defs"]["ProviderConfig"]
+    # In the file the id is the mapping key; the loader fills it in.
+    provider["required"] = [name for name in provider["required"] if name != "id"]
+    return schema
+
+
+def write_json_schema(path: Path = SCHEMA_FILE) -> None:
+    """Write :func:`providers_json_schema` to ``path`` (the shipped file is checked by a test)."""
+    path.write_text(json.dumps(providers_json_schema(), indent=2, sort_keys=True) + "\n")
+
+
+def load_providers(path: str | Path) -> ProvidersFile:
+    """Read and validate providers.yaml; ConfigError with file, line, field and fix otherwise."""
+    path = Path(path)
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", file=name,
+                          fix="create it (see providers.yaml in the repository for an example) "
+                              "or pass the right path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the file: {exc}", file=name) from None
+    return parse_providers(text, source=name)
+
+
+def parse_providers(text: str, *, source: str = "providers.yaml") -> ProvidersFile:
+    """Validate providers.yaml ``text``; ``source`` names it in errors."""
+    root, data = compose_checked(text, source)
+    if not isinstance(data, dict):
+        raise ConfigError("the file must be a mapping with `providers:` and `chains:`",
+                          file=source, line=line_of(root, ()),
+                          fix="start with `providers:` (see the example providers.yaml)")
+    _reject_inline_keys(root, data, source)
+    try:
+        parsed = ProvidersFile.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, root, source) from None
+    _check_chains(parsed, root, source)
+    return parsed
+
+
+def _reject_inline_keys(root: yaml.Node, data: dict[str, Any], source: str) -> None:
+    providers = data.get("providers")
+    if not isinstance(providers, dict):
+        return
+    for pid, body in providers.items():
+        if not isinstance(body, dict):
+            continue
+        for field in _INLINE_KEY_FIELDS:
+            if field in body:
+                env = "ANTHROPIC_API_KEY" if body.get("kind") == "anthropic-messages" else (
+                    "OPENAI_API_KEY")
+                raise ConfigError(
+                    "an API key written in providers.yaml is refused: keys come only from the "
+                    "environment (the value is not shown here)",
+                    file=source, line=line_of(root, ("providers", pid, field)),
+                    field=f"providers.{pid}.{field}",
+                    fix=f"delete `{field}:`, export the key as an environment variable "
+                        f"(export {env}=…) and write `api_key_env: {env}`",
+                )
+
+
+_FIXES = {
+    "missing": "add the field",
+    "extra_forbidden": "remove it or check its spelling",
+    "literal_error": "use one of the allowed values",
+}
+
+
+def _config_error(exc: ValidationError, root: yaml.Node, source: str) -> ConfigError:
+    errors = exc.errors(include_input=False, include_url=False)
+    first = errors[0]
+    loc = tuple(part for part in first["loc"] if not str(part).startswith("function-"))
+    field = ".".join(str(p) for p in loc) or "(file)"
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = f"unknown field {loc[-1]!r}"
+        if len(loc) >= 2 and loc[0] == "providers":
+            allowed = ", ".join(n for n in ProviderConfig.model_fields if n != "id")
+            message += f" (a provider takes: {allowed})"
+    elif first["type"] == "missing":
+        message = f"field {loc[-1]!r} is required"
+    name = loc[-1] if loc else "the file"
+    fix = _FIXES.get(first["type"], f"correct `{name}` as the message says")
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem(s) after this one)"
+    return ConfigError(message, file=source, line=line_of(root, loc), field=field, fix=fix)
+
+
+def _check_chains(parsed: ProvidersFile, root: yaml.Node, source: str) -> None:
+    for contract, chain in parsed.chains.items():
+        if not chain:
+            raise ConfigError("a failover chain needs at least one link",
+                              file=source, line=line_of(root, ("chains", contract)),
+                              field=f"chains.{contract}", fix="list the primary provider first")
+        seen: set[str] = set()
+        for i, link in enumerate(chain):
+            loc = ("chains", contract, i, "provider")
+            where = {"file": source, "line": line_of(root, loc), "field": ".".join(map(str, loc))}
+            if link.provider not in parsed.providers:
+                known = ", ".join(sorted(parsed.providers))
+                raise ConfigError(f"unknown provider {link.provider!r}", **where,
+                                  fix=f"use one of the providers defined above: {known}")
+            if link.provider in seen:
+                raise ConfigError(f"provider {link.provider!r} appears twice in this chain",
+                                  **where, fix="list each provider once per chain")
+            seen.add(link.provider)
+
+
+@cache
+def shipped_json_schema() -> dict[str, Any]:
+    """The published schema file shipped with the package."""
+    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
