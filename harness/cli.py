@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
     "serve": "harness.commands.serve",
+    "fake-provider": "harness.commands.fake_provider",
     "gate": "harness.commands.gate",
 }
 
