@@ -52,7 +52,9 @@ class ManualClock:
 
 def rfc3339(when: datetime) -> str:
     """``when`` as RFC 3339 UTC with microseconds and a ``Z``."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if when.utcoffset():
+        when = when.astimezone(UTC)
+    return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_rfc3339(text: str) -> datetime:

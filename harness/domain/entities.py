@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from harness.domain.clock import rfc3339
 from harness.domain.errors import InvalidIntent
-from harness.domain.fingerprint import check_json_value, fingerprint
+from harness.domain.fingerprint import canonical_json, check_json_value
 from harness.domain.states import AttemptState, ClaimOutcome, JobStatus
 
 MAX_OPEN_ATTEMPTS = (1, 2)
@@ -51,6 +52,10 @@ class Intent:
     input: dict[str, Any]
     params: dict[str, Any] = field(default_factory=dict)
     policy: Policy = field(default_factory=Policy)
+    #: SHA-256 of the RFC 8785 canonical JSON of the intent; computed once, when it is built.
+    fingerprint: str = field(default="", compare=False)
+    #: Canonical JSON text of input, params and policy (what a TEXT column stores).
+    canonical_parts: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.contract, str) or not self.contract:
@@ -61,6 +66,29 @@ class Intent:
             raise InvalidIntent("params must be a JSON object")
         check_json_value(self.input, "input")
         check_json_value(self.params, "params")
+        parts = tuple(
+            canonical_json(v).decode("utf-8")
+            for v in (self.contract, self.input, self.params, self.policy.to_json())
+        )
+        # The members' names sort as contract < input < params < policy, so the canonical JSON
+        # of the whole intent is its canonical members joined in this order (RFC 8785 §3.2.3).
+        whole = '{{"contract":{},"input":{},"params":{},"policy":{}}}'.format(*parts)
+        object.__setattr__(self, "canonical_parts", parts[1:])
+        object.__setattr__(self, "fingerprint", hashlib.sha256(whole.encode()).hexdigest())
+
+    @classmethod
+    def trusted(
+        cls, contract: str, input: dict[str, Any], params: dict[str, Any], policy: Policy,
+        fingerprint: str,
+    ) -> Intent:
+        """An intent read back from a store: validated and fingerprinted when it was written."""
+        intent = object.__new__(cls)
+        for name, value in (
+            ("contract", contract), ("input", input), ("params", params), ("policy", policy),
+            ("fingerprint", fingerprint), ("canonical_parts", ()),
+        ):
+            object.__setattr__(intent, name, value)
+        return intent
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,11 +97,6 @@ class Intent:
             "params": self.params,
             "policy": self.policy.to_json(),
         }
-
-    @property
-    def fingerprint(self) -> str:
-        """SHA-256 of the RFC 8785 canonical JSON of the intent."""
-        return fingerprint(self.to_json())
 
     @classmethod
     def from_json(cls, body: Any) -> Intent:

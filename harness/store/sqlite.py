@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.domain import StoreError, UnsupportedTarget
+from harness.domain import Intent, StoreError, UnsupportedTarget
 from harness.domain.clock import parse_rfc3339, rfc3339
 from harness.store.queries import migrations
 from harness.store.sqlstore import IdFactory, Row, SqlStore, Tx, dumps_json, random_ids
@@ -134,6 +134,10 @@ class SqliteStore(SqlStore):
 
     def _json_in(self, value: Any) -> Any:
         return dumps_json(value)
+
+    def _intent_in(self, intent: Intent) -> dict[str, Any]:
+        # TEXT columns hold the canonical JSON already computed for the fingerprint.
+        return dict(zip(("input", "params", "policy"), intent.canonical_parts, strict=True))
 
     def _json_out(self, value: Any) -> Any:
         return json.loads(value)

@@ -93,6 +93,14 @@ class SqlStore(ABC):
     def _json_out(self, value: Any) -> Any:
         """A JSON column as Python."""
 
+    def _intent_in(self, intent: Intent) -> dict[str, Any]:
+        """The intent's JSON columns as the driver wants them."""
+        return {
+            "input": self._json_in(intent.input),
+            "params": self._json_in(intent.params),
+            "policy": self._json_in(intent.policy.to_json()),
+        }
+
     @abstractmethod
     def _time_in(self, value: datetime) -> Any: ...
 
@@ -114,9 +122,7 @@ class SqlStore(ABC):
                 idempotency_key=idempotency_key,
                 fingerprint=fp,
                 contract=intent.contract,
-                input=self._json_in(intent.input),
-                params=self._json_in(intent.params),
-                policy=self._json_in(intent.policy.to_json()),
+                **self._intent_in(intent),
                 max_open_attempts=intent.policy.max_open_attempts,
                 now=self._now(),
             )
@@ -326,12 +332,12 @@ class SqlStore(ABC):
         return self._time_in(self.clock.now())
 
     def _job(self, owner_id: str, row: Row) -> Job:
-        policy = Policy.from_json(self._json_out(row["policy"]))
-        intent = Intent(
+        intent = Intent.trusted(
             contract=row["contract"],
             input=self._json_out(row["input"]),
             params=self._json_out(row["params"]),
-            policy=policy,
+            policy=Policy(**self._json_out(row["policy"])),
+            fingerprint=row["fingerprint"],
         )
         result = row["result"]
         return Job(
