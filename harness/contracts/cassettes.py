@@ -157,12 +157,15 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         chunks: list[bytes] = []
         stream_error = None
         try:
-            async for chunk in response.aiter_raw():
-                chunks.append(chunk)
-        except httpx.TransportError as exc:
-            stream_error = {"type": type(exc).__name__, "message": redact(str(exc))}
-        finally:
-            await response.aclose()
+            chunks.append(response.content)  # already read (an in-memory transport)
+        except httpx.ResponseNotRead:
+            try:
+                async for chunk in response.aiter_raw():
+                    chunks.append(chunk)
+            except httpx.TransportError as exc:
+                stream_error = {"type": type(exc).__name__, "message": redact(str(exc))}
+            finally:
+                await response.aclose()
         entry["response"] = {
             "status": response.status_code,
             "headers": redact_headers(response.headers.items()),

@@ -232,7 +232,7 @@ def _record(
     checks = (
         schema_check(
             contract, temperature=cfg.temperature, samples=samples, judgements=judgements,
-            redact=redact,
+            redact=redact, measured=mode != "replay",  # a replayed latency measures nothing
         ),
         tokenization_check(
             contract, tokenizer=tokenizer, context_window=cfg.context_window,

@@ -58,6 +58,7 @@ def schema_check(
     samples: Sequence[Sample],
     judgements: Sequence[Judgement],
     redact: Redactor,
+    measured: bool = True,
 ) -> CheckResult:
     """Temperature ≤ max_temperature; every sample strict JSON, no extra keys, schema, business."""
     limit = contract.thresholds
@@ -79,7 +80,7 @@ def schema_check(
     passed_n = total - sum(failures.values())
     rate = passed_n / total if total else 0.0
     passed = temperature_ok and total > 0 and rate >= limit.pass_threshold
-    latencies = [s.latency_s for s in samples if s.error is None]
+    latencies = [s.latency_s for s in samples if s.error is None] if measured else []
     figures = {
         "samples": total,
         "passed": passed_n,

@@ -1,0 +1,107 @@
+"""Loading contracts: the shipped one is complete; every mistake names file, line, field and fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.contracts.loader import load_contract, load_contracts
+from harness.domain.errors import ConfigError
+from tests.contracts.conftest import SHIPPED
+
+
+def test_the_shipped_contract_is_complete() -> None:
+    contract = load_contract(SHIPPED)
+    assert contract.id == "ticket_triage" and contract.version == "1.0.0"
+    assert len(contract.goldens) >= 10
+    languages = {g.language for g in contract.goldens}
+    assert {"en", "de", "es", "fr", "ja"} <= languages
+    assert contract.business.model is not None and contract.business.function is not None
+    assert contract.thresholds.max_temperature == 0.3
+    assert contract.compare_rule("confidence").kind == "numeric"
+    assert contract.compare_rule("queue").kind == "exact"
+    assert contract.hash.startswith("sha256:")
+    for golden in contract.goldens:  # the expectations pass their own contract
+        assert contract.business.outcome(golden.expected)["queue"]
+
+
+def _error(path: Path) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_contract(path)
+    return info.value
+
+
+def _edit(project, old: str, new: str, name: str = "contract.yaml") -> None:
+    path = project.contract / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_an_unknown_field_names_its_line(project) -> None:
+    _edit(project, "  samples: 3", "  samples: 3\n  sampels: 4")
+    err = _error(project.contract)
+    assert err.file and err.file.endswith("contract.yaml")
+    assert err.field == "certification.sampels"
+    lines = (project.contract / "contract.yaml").read_text().splitlines()
+    assert lines[err.line - 1].strip() == "sampels: 4"
+    assert err.fix and "remove the field" in err.fix
+
+
+def test_a_bad_value_names_the_field_and_the_range(project) -> None:
+    _edit(project, "pass_threshold: 0.9", "pass_threshold: 1.5")
+    err = _error(project.contract)
+    assert err.field == "certification.pass_threshold"
+    assert "less than or equal to 1" in err.message
+
+
+def test_a_template_syntax_error_is_reported_at_the_prompt(project) -> None:
+    _edit(project, "Subject: {{ subject }}", "Subject: {{ subject }")
+    err = _error(project.contract)
+    assert err.field == "prompt.user" and "template syntax error" in err.message
+
+
+def test_a_missing_business_module_names_the_file_to_create(project) -> None:
+    (project.contract / "model.py").unlink()
+    err = _error(project.contract)
+    assert err.field == "business.model" and "model.py" in err.message
+
+
+def test_a_schema_from_another_draft_is_refused(project) -> None:
+    schema = json.loads((project.contract / "schema.json").read_text())
+    schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    (project.contract / "schema.json").write_text(json.dumps(schema))
+    err = _error(project.contract)
+    assert err.field == "$schema" and "Draft 2020-12" in err.message
+
+
+def test_a_golden_expectation_that_breaks_the_schema_is_refused(project) -> None:
+    _edit(project, "priority: p1", "priority: urgent", "golden/en-outage.yaml")
+    err = _error(project.contract)
+    assert err.file and err.file.endswith("en-outage.yaml")
+    assert "breaks the contract's schema at priority" in err.message
+
+
+def test_a_golden_expectation_the_business_rules_reject_is_refused(project) -> None:
+    _edit(project, "needs_human: true", "needs_human: false", "golden/en-outage.yaml")
+    err = _error(project.contract)
+    assert "rule 'p1 goes to a human'" in err.message
+
+
+def test_the_hash_follows_meaning_not_formatting(project) -> None:
+    before = load_contract(project.contract).hash
+    _edit(project, "# Support-ticket triage", "#   Support-ticket triage, reformatted")
+    assert load_contract(project.contract).hash == before
+    _edit(project, "max_temperature: 0.3", "max_temperature: 0.4")
+    after_threshold = load_contract(project.contract).hash
+    assert after_threshold != before
+    _edit(project, "SLA_HOURS = {", "SLA_HOURS = {  # tweaked\n", "model.py")
+    assert load_contract(project.contract).hash != after_threshold  # business code counts
+
+
+def test_a_folder_of_contracts_loads_by_id(project, tmp_path) -> None:
+    assert list(load_contracts(project.contracts)) == ["ticket_triage"]
+    with pytest.raises(ConfigError, match="contracts folder not found"):
+        load_contracts(tmp_path / "missing")
