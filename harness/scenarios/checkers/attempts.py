@@ -1,0 +1,124 @@
+"""Checkers for attempts: timeouts stay unknown and block, the open-attempt bound, rule 8."""
+
+from __future__ import annotations
+
+import sys
+
+from harness.scenarios.checkers.base import (
+    Findings,
+    attempt_jobs,
+    checker,
+    jobs,
+    of,
+    ok,
+)
+from harness.scenarios.history import Pair
+
+CLOSING = ("succeeded", "failed", "cancelled")
+
+
+def _closes(items: list[Pair]) -> dict[str, list[Pair]]:
+    """Attempt alias → the ok events that closed it (terminal states), in order."""
+    found: dict[str, list[Pair]] = {}
+    for pair in of(items, *CLOSING):
+        if ok(pair):
+            found.setdefault(str(pair.invoke.value["attempt"]), []).append(pair)
+    return found
+
+
+@checker("a timeout leaves the attempt unknown — never failed — the job running, and the "
+         "attempt's slot held until it is resolved or cancelled")
+def timeout_unknown_blocks(items: list[Pair], found: Findings) -> None:
+    known = jobs(items)
+    attempt_to_job = attempt_jobs(items)
+    closes = _closes(items)
+    for timeout in of(items, "timed_out"):
+        if not ok(timeout):
+            continue
+        attempt = str(timeout.invoke.value["attempt"])
+        state = timeout.value.get("state")
+        if state != "unknown":
+            found.violation(f"the timeout marked {attempt} {state!r}; a timeout is unknown, "
+                            "never failed", timeout)
+        start = timeout.completion.index if timeout.completion else timeout.invoke.index
+        resolved = [c for c in closes.get(attempt, []) if c.invoke.index > start]
+        end = resolved[0].invoke.index if resolved else sys.maxsize
+        job = attempt_to_job.get(attempt)
+        if job is None:
+            continue
+        within = [p for p in items if p.invoke.index > start and p.completion is not None
+                  and p.completion.index < end and ok(p) and p.invoke.value.get("job") == job]
+        for pair in within:
+            if pair.invoke.f == "read" and pair.value.get("status") in ("failed", "pending"):
+                found.violation(f"while {attempt} was unknown, job {job} read "
+                                f"{pair.value.get('status')!r}; it must stay running",
+                                [timeout, pair])
+            elif pair.invoke.f == "attempts":
+                for entry in pair.value.get("attempts", []):
+                    if entry.get("attempt") == attempt and entry.get("state") != "unknown":
+                        found.violation(f"while {attempt} was unknown, the attempt list showed "
+                                        f"it {entry.get('state')!r}", [timeout, pair])
+            elif pair.invoke.f == "start" and known.get(job, None) is not None \
+                    and known[job].max_open_attempts == 1:
+                found.violation(f"{pair.value.get('attempt')} started while {attempt} was "
+                                "unknown: the gate must hold until it is resolved",
+                                [timeout, pair])
+
+
+@checker("at most one open attempt per job — two with an explicit hedge — until one is "
+         "resolved (crashed and timed-out attempts stay open)")
+def open_attempts_bounded(items: list[Pair], found: Findings) -> None:
+    known = jobs(items)
+    closes = _closes(items)
+    starts = [p for p in of(items, "start") if ok(p) and p.value.get("attempt")]
+    for start in starts:
+        job = start.invoke.value["job"]
+        cap = known[job].max_open_attempts if job in known else 1
+        assert start.completion is not None
+        blockers = []
+        for other in starts:
+            if other is start or other.invoke.value["job"] != job:
+                continue
+            assert other.completion is not None
+            if other.completion.index > start.invoke.index:
+                continue  # not yet open for sure when this start ran
+            closed = any(c.invoke.index < start.completion.index
+                         for c in closes.get(str(other.value["attempt"]), []))
+            if not closed:
+                blockers.append(other)
+        if len(blockers) >= cap:
+            names = ", ".join(str(b.value["attempt"]) for b in blockers)
+            found.violation(f"{start.value['attempt']} opened on job {job} while {names} "
+                            f"{'was' if len(blockers) == 1 else 'were'} still open (the policy "
+                            f"allows {cap})", [*blockers, start])
+
+
+@checker("a job that succeeded refuses new attempts (409 job_completed)")
+def completed_job_refuses_attempts(items: list[Pair], found: Findings) -> None:
+    attempt_to_job = attempt_jobs(items)
+    completed: dict[str, Pair] = {}
+    for pair in items:
+        if not ok(pair) or pair.completion is None:
+            continue
+        if pair.invoke.f == "succeeded" and pair.value.get("outcome") == "won":
+            job = attempt_to_job.get(str(pair.invoke.value["attempt"]))
+        elif pair.invoke.f == "read" and pair.value.get("status") == "succeeded":
+            job = str(pair.invoke.value["job"])
+        else:
+            continue
+        if job is not None:
+            held = completed.get(job)
+            if held is None or held.completion is None or \
+                    pair.completion.index < held.completion.index:
+                completed[job] = pair
+    for start in of(items, "start"):
+        done = completed.get(str(start.invoke.value["job"]))
+        if done is None or done.completion is None or done.completion.index > start.invoke.index:
+            continue
+        if ok(start):
+            found.violation(f"{start.invoke.value['attempt']} started on job "
+                            f"{start.invoke.value['job']}, which had already succeeded",
+                            [done, start])
+        elif start.type == "fail" and start.value.get("error") != "job_completed":
+            found.violation(f"a start on a succeeded job was answered "
+                            f"{start.value.get('error')}, not job_completed", [done, start])

@@ -1,0 +1,179 @@
+"""Checkers for claims: one winner, cancelled never wins, late results, results, versions."""
+
+from __future__ import annotations
+
+from harness.scenarios.checkers.base import (
+    Findings,
+    attempt_jobs,
+    checker,
+    of,
+    ok,
+)
+from harness.scenarios.history import Pair
+
+
+def _winners(items: list[Pair]) -> dict[str, list[Pair]]:
+    """Job alias → the ok ``succeeded`` events that said ``won``, first attempt first."""
+    attempt_to_job = attempt_jobs(items)
+    found: dict[str, list[Pair]] = {}
+    for pair in of(items, "succeeded"):
+        if ok(pair) and pair.value.get("outcome") == "won":
+            job = attempt_to_job.get(str(pair.invoke.value["attempt"]))
+            if job is not None:
+                found.setdefault(job, []).append(pair)
+    return found
+
+
+def _reads(items: list[Pair], job: str) -> list[Pair]:
+    return [p for p in of(items, "read") if ok(p) and p.invoke.value.get("job") == job]
+
+
+def _after(items: list[Pair], pair: Pair) -> list[Pair]:
+    end = pair.completion.index if pair.completion else pair.invoke.index
+    return [p for p in items if p.invoke.index > end]
+
+
+@checker("one winner per job: at most one attempt's claim wins, and the job names that winner")
+def one_winner_per_job(items: list[Pair], found: Findings) -> None:
+    for job, won in _winners(items).items():
+        names = sorted({str(p.invoke.value["attempt"]) for p in won})
+        if len(names) > 1:
+            found.violation(f"{len(names)} attempts won job {job}: {', '.join(names)}", won)
+        winner = str(won[0].invoke.value["attempt"])
+        for read in _reads(_after(items, won[0]), job):
+            named = read.value.get("completed_by")
+            if named is not None and named != winner and len(names) == 1:
+                found.violation(f"job {job} names {named} as its winner, but {winner} won",
+                                [won[0], read])
+
+
+@checker("a cancelled attempt never wins: its late result loses and it stays cancelled")
+def cancelled_never_wins(items: list[Pair], found: Findings) -> None:
+    attempt_to_job = attempt_jobs(items)
+    for cancel in of(items, "cancelled"):
+        if not ok(cancel):
+            continue
+        attempt = str(cancel.invoke.value["attempt"])
+        later = _after(items, cancel)
+        for result in of(later, "succeeded"):
+            if result.invoke.value.get("attempt") != attempt or not ok(result):
+                continue
+            if result.value.get("outcome") == "won":
+                found.violation(f"{attempt} was cancelled, then its result won the job",
+                                [cancel, result])
+            elif result.value.get("state") != "cancelled":
+                found.violation(f"{attempt} was cancelled, then its late result moved it to "
+                                f"{result.value.get('state')!r}; it must stay cancelled",
+                                [cancel, result])
+        job = attempt_to_job.get(attempt)
+        for read in _reads(later, job or ""):
+            if read.value.get("completed_by") == attempt:
+                found.violation(f"job {job} was completed by {attempt} after {attempt} was "
+                                "cancelled", [cancel, read])
+
+
+@checker("a late result is discarded and recorded: it loses, the job keeps the winner's "
+         "result, and the race is listed")
+def late_result_discarded_recorded(items: list[Pair], found: Findings) -> None:
+    attempt_to_job = attempt_jobs(items)
+    winners = _winners(items)
+    cancelled = {str(p.invoke.value["attempt"]): p for p in of(items, "cancelled") if ok(p)}
+    for result in of(items, "succeeded"):
+        attempt = str(result.invoke.value["attempt"])
+        job = attempt_to_job.get(attempt)
+        if job is None:
+            continue
+        first = winners.get(job, [None])[0]
+        by_other = (first is not None and first.invoke.value["attempt"] != attempt
+                    and first.completion is not None
+                    and first.completion.index < result.invoke.index)
+        cancel = cancelled.get(attempt)
+        after_cancel = cancel is not None and cancel.completion is not None and \
+            cancel.completion.index < result.invoke.index
+        if not (by_other or after_cancel):
+            continue
+        why = [p for p in (first if by_other else None, cancel if after_cancel else None) if p]
+        payload = result.invoke.value.get("result_sha256")
+        if result.type == "info":
+            found.unknown(f"op {result.invoke.index}: {attempt}'s late result got no answer")
+            continue
+        if result.type == "fail":
+            found.violation(f"{attempt}'s late result was refused ({result.value.get('error')}); "
+                            "it must be answered as lost and recorded", [*why, result])
+            continue
+        if result.value.get("outcome") != "lost":
+            found.violation(f"{attempt}'s late result was answered "
+                            f"{result.value.get('outcome')!r}; it must lose", [*why, result])
+        later = _after(items, result)
+        races = [p for p in of(later, "races") if ok(p) and p.invoke.value.get("job") == job]
+        if not races:
+            found.unknown(f"no races read after {attempt}'s late result (op "
+                          f"{result.invoke.index})")
+        elif not any(r.get("attempt") == attempt and r.get("payload_sha256") == payload
+                     for r in races[0].value.get("races", [])):
+            found.violation(f"{attempt}'s late result is not recorded in job {job}'s races",
+                            [result, races[0]])
+        winner_payload = first.invoke.value.get("result_sha256") if by_other and first else None
+        for read in _reads(later, job):
+            if read.value.get("result_sha256") == payload and payload != winner_payload:
+                found.violation(f"job {job} now holds {attempt}'s late result", [result, read])
+
+
+@checker("no result is ever overwritten: once a job has a result, every later read shows the "
+         "same result and the same winner")
+def results_never_overwritten(items: list[Pair], found: Findings) -> None:
+    attempt_to_job = attempt_jobs(items)
+    established: dict[str, tuple[str | None, str | None, Pair]] = {}
+    done = [p for p in items if ok(p) and p.completion is not None]
+    for pair in sorted(done, key=lambda p: p.completion.index if p.completion else 0):
+        if pair.invoke.f == "succeeded" and pair.value.get("outcome") == "won":
+            job = attempt_to_job.get(str(pair.invoke.value["attempt"]))
+            if job is not None and job not in established:
+                established[job] = (pair.invoke.value.get("result_sha256"),
+                                    str(pair.invoke.value["attempt"]), pair)
+        elif pair.invoke.f == "read":
+            job = str(pair.invoke.value["job"])
+            now = (pair.value.get("result_sha256"), pair.value.get("completed_by"))
+            held = established.get(job)
+            if held is None:
+                if now[0] is not None:
+                    established[job] = (now[0], now[1], pair)
+            elif now != held[:2]:
+                found.violation(
+                    f"job {job}'s result changed: it was {held[1]}'s "
+                    f"({str(held[0])[:12]}…), now {now[1]}'s ({str(now[0])[:12]}…)",
+                    [held[2], pair])
+
+
+@checker("versions only rise: a job's version never goes down, and is past the winner's "
+         "read version once a claim has won")
+def versions_only_rise(items: list[Pair], found: Findings) -> None:
+    attempt_to_job = attempt_jobs(items)
+    read_version = {str(p.value["attempt"]): p.value.get("read_version")
+                    for p in of(items, "start") if ok(p) and p.value.get("attempt")}
+    seen: dict[str, tuple[int, Pair]] = {}
+    floor: dict[str, tuple[int, Pair]] = {}
+    done = [p for p in items if ok(p) and p.completion is not None]
+    for pair in sorted(done, key=lambda p: p.completion.index if p.completion else 0):
+        if pair.invoke.f == "succeeded" and pair.value.get("outcome") == "won":
+            attempt = str(pair.invoke.value["attempt"])
+            job = attempt_to_job.get(attempt)
+            rv = read_version.get(attempt)
+            if job is not None and isinstance(rv, int):
+                floor[job] = (rv, pair)
+            continue
+        if pair.invoke.f not in ("read", "create"):
+            continue
+        job = str(pair.value.get("job"))
+        version = pair.value.get("version")
+        if not isinstance(version, int):
+            continue
+        last = seen.get(job)
+        if last is not None and version < last[0]:
+            found.violation(f"job {job}'s version went down from {last[0]} to {version}",
+                            [last[1], pair])
+        low = floor.get(job)
+        if low is not None and pair.invoke.f == "read" and version <= low[0]:
+            found.violation(f"job {job} is at version {version} after a claim that read "
+                            f"version {low[0]} won", [low[1], pair])
+        seen[job] = (version, pair)

@@ -1,0 +1,170 @@
+"""The scenario model: actors, intents, scripted providers, timed steps and the checkers to run.
+
+A scenario is data. :mod:`harness.scenarios.loader` builds it from YAML (validated against
+``scenario.schema.json``); :mod:`harness.scenarios.runner` plays it against a target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ProviderOutcome = Literal["result", "error", "hang"]
+
+# What each step kind needs from a target (DESIGN.md "Targets": capabilities).
+CAPABILITIES = ("jobs", "attempts", "timeouts", "hedge", "owners", "replicas")
+
+
+@dataclass(frozen=True, slots=True)
+class IntentSpec:
+    """One intent a scenario sends: the parsed body, the exact text sent, and its fingerprint."""
+
+    name: str
+    body: dict[str, Any]
+    text: str
+    fingerprint: str
+    max_open_attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderScript:
+    """A fake provider's scripted behaviour: after ``latency`` virtual seconds, a result,
+    an error, or nothing at all (``hang``)."""
+
+    name: str
+    latency: float
+    outcome: ProviderOutcome
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """POST a job: ``concurrent`` identical requests at once when > 1."""
+
+    key: str
+    intent: IntentSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """GET a job."""
+
+    job: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunAttempt:
+    """A worker: start an attempt, dispatch it, then the provider's scripted reply, or the
+    worker's timeout (``timed_out``) if that comes first; a late reply is still delivered."""
+
+    job: str
+    provider: ProviderScript
+    name: str
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Cancel an attempt out-of-band."""
+
+    attempt: str
+    reason: str = "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """A fault: the attempt's worker dies; its pending timeout and reply never happen."""
+
+    attempt: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListAttempts:
+    """GET a job's attempts."""
+
+    job: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListRaces:
+    """GET a job's lost claims."""
+
+    job: str
+
+
+Action = Create | Read | RunAttempt | Cancel | Crash | ListAttempts | ListRaces
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One timed step of a scenario."""
+
+    index: int
+    line: int | None
+    at: float
+    actor: str
+    action: Action
+    concurrent: int = 1
+    save: str | None = None
+    expect: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> str:
+        return ACTION_NAMES[type(self.action)]
+
+    def names_used(self) -> tuple[str, ...]:
+        """The job and attempt names this step refers to (defined by earlier steps)."""
+        action = self.action
+        if isinstance(action, Read | ListAttempts | ListRaces | RunAttempt):
+            return (action.job,)
+        if isinstance(action, Cancel | Crash):
+            return (action.attempt,)
+        return ()
+
+    def names_defined(self) -> tuple[str, ...]:
+        if isinstance(self.action, RunAttempt):
+            return (self.action.name,)
+        return (self.save,) if self.save else ()
+
+
+ACTION_NAMES: dict[type, str] = {
+    Create: "create",
+    Read: "read",
+    RunAttempt: "attempt",
+    Cancel: "cancel",
+    Crash: "crash",
+    ListAttempts: "attempts",
+    ListRaces: "races",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A whole scenario file."""
+
+    name: str
+    description: str
+    source: str
+    actors: tuple[str, ...]
+    intents: dict[str, IntentSpec]
+    providers: dict[str, ProviderScript]
+    steps: tuple[Step, ...]
+    checkers: tuple[str, ...]
+    requires: frozenset[str] = field(default_factory=frozenset)
+    seed: int = 0
+    schedule: tuple[str, ...] | None = None
+
+    @property
+    def duration(self) -> float:
+        """The virtual time the script spans: the last step, provider reply or timeout."""
+        end = 0.0
+        for step in self.steps:
+            end = max(end, step.at)
+            action = step.action
+            if isinstance(action, RunAttempt):
+                if action.provider.outcome != "hang":
+                    end = max(end, step.at + action.provider.latency)
+                if action.timeout is not None:
+                    end = max(end, step.at + action.timeout)
+        return end

@@ -1,0 +1,110 @@
+"""What the engine drives: a target (opened once) and its sessions (one per scenario run).
+
+Every operation answers like the HTTP API does (API.md): a status and a JSON body (the job, the
+attempt, a list, or problem details with a ``code``). Status 0 means no answer at all: the
+operation is indeterminate. A target never judges; it only answers.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.domain.clock import ManualClock
+from harness.scenarios.model import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An answer: HTTP-style ``status`` (0: none came) and the JSON ``body``."""
+
+    status: int
+    body: Any
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def code(self) -> str:
+        """The problem ``code`` of an error reply (``http_<status>`` if the body has none)."""
+        if isinstance(self.body, dict) and isinstance(self.body.get("code"), str):
+            return str(self.body["code"])
+        return "no_answer" if self.status == 0 else f"http_{self.status}"
+
+
+class TargetSession(Protocol):
+    """The operations of API.md, for one scenario run; thread-safe (groups run concurrently)."""
+
+    def create_job(self, owner: str, key: str, body_text: str) -> Reply: ...
+
+    def get_job(self, owner: str, job_id: str) -> Reply: ...
+
+    def start_attempt(self, owner: str, job_id: str, provider: str) -> Reply: ...
+
+    def post_event(self, owner: str, attempt_id: str, event: dict[str, Any]) -> Reply: ...
+
+    def list_attempts(self, owner: str, job_id: str) -> Reply: ...
+
+    def list_races(self, owner: str, job_id: str) -> Reply: ...
+
+
+class Target(ABC):
+    """A store or service under test."""
+
+    #: sqlite | postgres | mutant | http
+    kind: str
+    #: what it can do (model.CAPABILITIES)
+    capabilities: frozenset[str]
+    #: True when the target runs on the engine's clock (in-process stores): histories are then
+    #: byte-identical for the same seed
+    virtual_clock: bool = True
+
+    @property
+    @abstractmethod
+    def description(self) -> str:
+        """The target as the user wrote it, with any password removed."""
+
+    def not_applicable(self, scenario: Scenario) -> str | None:
+        """Why ``scenario`` cannot run here (a missing capability), or None."""
+        missing = sorted(scenario.requires - self.capabilities)
+        if missing:
+            return f"needs {', '.join(missing)}, which {self.kind} targets lack"
+        return None
+
+    @abstractmethod
+    def session(
+        self, clock: ManualClock, run_id: str, concurrency: int
+    ) -> AbstractContextManager[TargetSession]:
+        """A session for one run, on ``clock``; ``concurrency`` = the largest group size."""
+
+    def close(self) -> None:  # noqa: B027 - most targets hold nothing
+        """Release what the target holds."""
+
+
+class SequentialIds:
+    """Deterministic ids for one run: ``job_<run>_1``, ``att_<run>_1``… (thread-safe)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.counts: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, prefix: str) -> str:
+        with self.lock:
+            n = self.counts.get(prefix, 0) + 1
+            self.counts[prefix] = n
+        return f"{prefix}_{self.run_id}_{n}"
+
+
+_PASSWORD = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***``."""
+    return _PASSWORD.sub(r"\1***\3", url)

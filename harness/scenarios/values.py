@@ -1,0 +1,102 @@
+"""Replies into history values: the fields checkers need, with target ids replaced by aliases.
+
+Target ids (``job_…``, random UUIDs from a service) never reach the history: a job is named by
+the scenario (``save: job``), an attempt by its step (``name: A``); an id the scenario did not
+name gets ``?job``, ``?attempt``… in order of appearance. Results are kept as their SHA-256.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.domain import payload_digest
+from harness.domain.errors import InvalidIntent
+from harness.scenarios.targets.base import Reply
+
+
+class Aliases:
+    """Target id → alias, and back."""
+
+    def __init__(self) -> None:
+        self.by_raw: dict[str, str] = {}
+        self.raw: dict[str, str] = {}
+
+    def name(self, raw: str, wanted: str) -> str:
+        """Give ``raw`` the alias ``wanted`` (``wanted~2``… if taken); keep an existing alias."""
+        if raw in self.by_raw:
+            return self.by_raw[raw]
+        alias, n = wanted, 2
+        while alias in self.raw:
+            alias, n = f"{wanted}~{n}", n + 1
+        self.by_raw[raw] = alias
+        self.raw[alias] = raw
+        return alias
+
+    def of(self, raw: Any, kind: str) -> str | None:
+        """The alias of ``raw`` (a fresh ``?kind`` alias if it was never named)."""
+        if raw is None:
+            return None
+        return self.name(str(raw), f"?{kind}")
+
+
+def _digest(result: Any) -> str | None:
+    if result is None:
+        return None
+    try:
+        return payload_digest(result)
+    except InvalidIntent:
+        return "unhashable"
+
+
+def job_value(body: Any, aliases: Aliases) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        return {"malformed": True}
+    return {
+        "job": aliases.of(body.get("id"), "job"),
+        "status": body.get("status"),
+        "version": body.get("version"),
+        "completed_by": aliases.of(body.get("completed_by"), "attempt"),
+        "result_sha256": _digest(body.get("result")),
+        "fingerprint": body.get("fingerprint"),
+    }
+
+
+def attempt_value(body: Any, aliases: Aliases) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        return {"malformed": True}
+    return {
+        "attempt": aliases.of(body.get("id"), "attempt"),
+        "job": aliases.of(body.get("job_id"), "job"),
+        "state": body.get("state"),
+        "read_version": body.get("read_version"),
+        "outcome": body.get("outcome"),
+    }
+
+
+def race_value(body: Any, aliases: Aliases) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        return {"malformed": True}
+    return {
+        "attempt": aliases.of(body.get("attempt_id"), "attempt"),
+        "winner": aliases.of(body.get("winner_attempt_id"), "attempt"),
+        "reason": body.get("reason"),
+        "payload_sha256": body.get("payload_sha256"),
+    }
+
+
+def list_value(body: Any, aliases: Aliases, key: str) -> dict[str, Any]:
+    if not isinstance(body, list):
+        return {"malformed": True}
+    item = attempt_value if key == "attempts" else race_value
+    return {key: [item(entry, aliases) for entry in body]}
+
+
+def error_value(reply: Reply, aliases: Aliases) -> dict[str, Any]:
+    """A fail (or info, status 0) value: the status and problem code, and who blocks."""
+    value: dict[str, Any] = {"status": reply.status, "error": reply.code}
+    body = reply.body if isinstance(reply.body, dict) else {}
+    if "blocking_attempt_id" in body:
+        value["blocking"] = aliases.of(body["blocking_attempt_id"], "attempt")
+    if reply.status == 0 and reply.detail:
+        value["detail"] = reply.detail
+    return value
