@@ -163,7 +163,10 @@ class AnthropicMessagesWire:
     request_id_header: ClassVar[str] = "request-id"
 
     def presented_key(self, headers: dict[str, str]) -> str | None:
-        return headers.get("x-api-key") or None
+        # x-api-key is the documented header; recent SDKs send the key as a Bearer token.
+        auth = headers.get("authorization", "")
+        bearer = auth[7:] if auth.lower().startswith("bearer ") else ""
+        return headers.get("x-api-key") or bearer or None
 
     def parse(self, headers: dict[str, str], body: bytes, expected_key: str | None) -> CallInput:
         key = self.presented_key(headers)
