@@ -370,7 +370,7 @@ class _Play:
 def _type(reply: Reply) -> OpType:
     if reply.ok:
         return "ok"
-    return "info" if reply.status == 0 else "fail"
+    return "info" if reply.indeterminate else "fail"
 
 
 def _canon(value: dict[str, Any]) -> str:

@@ -25,6 +25,12 @@ class Reply:
     status: int
     body: Any
     detail: str = ""
+    never_sent: bool = False  # status 0 only: the request provably never left
+
+    @property
+    def indeterminate(self) -> bool:
+        """No answer, and the request may have been applied: an ``info`` op."""
+        return self.status == 0 and not self.never_sent
 
     @property
     def ok(self) -> bool:
@@ -35,7 +41,9 @@ class Reply:
         """The problem ``code`` of an error reply (``http_<status>`` if the body has none)."""
         if isinstance(self.body, dict) and isinstance(self.body.get("code"), str):
             return str(self.body["code"])
-        return "no_answer" if self.status == 0 else f"http_{self.status}"
+        if self.status == 0:
+            return "not_sent" if self.never_sent else "no_answer"
+        return f"http_{self.status}"
 
 
 class TargetSession(Protocol):

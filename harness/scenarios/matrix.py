@@ -1,0 +1,89 @@
+"""The detection matrix: every scenario × the reference store and every mutant.
+
+A mutant is *caught* when at least one scenario reports a violation against it; the reference
+must be caught by none. ``Matrix.problems()`` lists what breaks that promise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from harness.scenarios.model import Scenario
+from harness.scenarios.runner import RunResult, run_scenario
+from harness.scenarios.targets.stores import StoreTarget
+from harness.store.mutants import MUTANTS
+
+REFERENCE = "reference"
+SHORT = {"passed": "pass", "violated": "CAUGHT", "unknown": "unknown",
+         "not_applicable": "n/a"}
+
+
+@dataclass
+class Matrix:
+    """Statuses by (store, scenario); stores are ``reference`` and the mutant names."""
+
+    scenarios: list[str]
+    stores: list[str]
+    cells: dict[tuple[str, str], RunResult] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    def status(self, store: str, scenario: str) -> str:
+        return self.cells[(store, scenario)].status
+
+    def caught_by(self, store: str) -> list[str]:
+        return [s for s in self.scenarios if self.status(store, s) == "violated"]
+
+    def problems(self) -> list[str]:
+        """Why the matrix fails its promise (empty when every mutant is caught, the
+        reference by none, and no verdict is unknown)."""
+        found = []
+        for scenario in self.scenarios:
+            status = self.status(REFERENCE, scenario)
+            if status in ("violated", "unknown"):
+                found.append(f"the reference store is {status} by {scenario}")
+        for store in self.stores:
+            if store != REFERENCE and not self.caught_by(store):
+                found.append(f"mutant {store} is caught by no scenario")
+        return found
+
+    def render(self) -> str:
+        """A plain-text table: scenarios down, stores across."""
+        width = max(len(s) for s in self.scenarios)
+        cols = [max(len(store), 7) for store in self.stores]
+        head = " " * width + "  " + "  ".join(s.ljust(w) for s, w in zip(self.stores, cols,
+                                                                          strict=True))
+        lines = [head]
+        for scenario in self.scenarios:
+            cells = [SHORT[self.status(store, scenario)].ljust(w)
+                     for store, w in zip(self.stores, cols, strict=True)]
+            lines.append(scenario.ljust(width) + "  " + "  ".join(cells))
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def detection_matrix(
+    scenarios: Sequence[Scenario],
+    database: str | None = None,
+    *,
+    mutants: Sequence[str] | None = None,
+    seed: int | None = None,
+    on_cell: Callable[[str, RunResult], None] | None = None,
+) -> Matrix:
+    """Run every scenario against the reference and each mutant on ``database``
+    (None: a fresh temporary SQLite file per run; otherwise one shared database)."""
+    names = list(MUTANTS) if mutants is None else list(mutants)
+    matrix = Matrix([s.name for s in scenarios], [REFERENCE, *names])
+    started = time.perf_counter()
+    for store in matrix.stores:
+        target = StoreTarget(database, mutant=None if store == REFERENCE else store)
+        try:
+            for scenario in scenarios:
+                result = run_scenario(scenario, target, seed=seed)
+                matrix.cells[(store, scenario.name)] = result
+                if on_cell:
+                    on_cell(store, result)
+        finally:
+            target.close()
+    matrix.elapsed_s = time.perf_counter() - started
+    return matrix

@@ -1,0 +1,169 @@
+"""The HTTP target: any service speaking API.md, driven through the reference client.
+
+Owners become bearer tokens through the tokens file ``serve`` takes (``{token: owner}``) or
+``HARNESS_TOKENS``. Several base URLs (comma-separated) are replicas: requests rotate over them,
+so a concurrent group lands on different replicas. A request that got no response is
+indeterminate (``info``) unless the client knows it was never sent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.domain.clock import ManualClock
+from harness.domain.errors import ConfigError, UnsupportedTarget
+from harness.scenarios.model import CAPABILITIES, Scenario
+from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
+from harness.service.auth import ENV_TOKENS, load_tokens
+from harness.service.client import HarnessClient, TransportFailure
+from harness.service.client import Reply as ClientReply
+
+
+def owner_tokens(tokens_file: str | Path | None, env: Mapping[str, str]) -> dict[str, str]:
+    """Owner → bearer token, from the same sources as ``serve`` (validated by its loader)."""
+    load_tokens(tokens_file, env)  # the service's own checks and messages (never the token)
+    pairs: list[tuple[str, str]] = []
+    if tokens_file:
+        raw = yaml.safe_load(Path(tokens_file).read_text(encoding="utf-8"))
+        pairs = [(str(token), str(owner)) for token, owner in raw.items()]
+    else:
+        for entry in env[ENV_TOKENS].split(","):
+            token, _, owner = entry.strip().partition("=")
+            if token:
+                pairs.append((token, owner))
+    owners: dict[str, str] = {}
+    for token, owner in pairs:
+        owners.setdefault(owner.strip(), token.strip())
+    return owners
+
+
+def split_urls(text: str) -> list[str]:
+    """``http://a:1,http://b:2`` → the base URLs (each must be http:// or https://)."""
+    urls = [u.strip().rstrip("/") for u in text.split(",") if u.strip()]
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise UnsupportedTarget(
+                f"{redact(url)!r} is not an HTTP base URL; write http://host:port "
+                "(several replicas: http://host:8001,http://host:8002)"
+            )
+    return urls
+
+
+class HttpSession(TargetSession):
+    """API.md over HTTP for one run: one client per (owner, replica), rotating replicas."""
+
+    def __init__(self, target: HttpTarget) -> None:
+        self.target = target
+        self.clients: dict[tuple[str, str], HarnessClient] = {}
+        self.lock = threading.Lock()
+        self.turn = itertools.count()
+
+    def client(self, owner: str) -> HarnessClient:
+        urls = self.target.urls
+        with self.lock:
+            url = urls[next(self.turn) % len(urls)]
+            client = self.clients.get((owner, url))
+            if client is None:
+                client = HarnessClient(url, self.target.tokens.get(owner),
+                                       timeout=self.target.timeout_s)
+                self.clients[(owner, url)] = client
+        return client
+
+    @staticmethod
+    def _call(send: Any) -> Reply:
+        try:
+            reply: ClientReply = send()
+        except TransportFailure as exc:
+            return Reply(0, None, detail=exc.message, never_sent=not exc.maybe_applied)
+        return Reply(reply.status, reply.body)
+
+    def create_job(self, owner: str, key: str, body_text: str) -> Reply:
+        client = self.client(owner)
+        return self._call(lambda: client.request(
+            "POST", "/v1/jobs", content=body_text.encode("utf-8"),
+            headers={"Idempotency-Key": key, "Content-Type": "application/json"},
+        ))
+
+    def get_job(self, owner: str, job_id: str) -> Reply:
+        client = self.client(owner)
+        return self._call(lambda: client.get_job(job_id))
+
+    def start_attempt(self, owner: str, job_id: str, provider: str) -> Reply:
+        client = self.client(owner)
+        return self._call(lambda: client.start_attempt(job_id, provider))
+
+    def post_event(self, owner: str, attempt_id: str, event: dict[str, Any]) -> Reply:
+        client = self.client(owner)
+        return self._call(lambda: client.post_event(attempt_id, event))
+
+    def list_attempts(self, owner: str, job_id: str) -> Reply:
+        client = self.client(owner)
+        return self._call(lambda: client.list_attempts(job_id))
+
+    def list_races(self, owner: str, job_id: str) -> Reply:
+        client = self.client(owner)
+        return self._call(lambda: client.list_races(job_id))
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
+
+
+class HttpTarget(Target):
+    """A service speaking API.md at one or more base URLs (replicas)."""
+
+    kind = "http"
+    capabilities = frozenset(CAPABILITIES)
+    virtual_clock = False
+
+    def __init__(
+        self,
+        urls: str,
+        *,
+        tokens_file: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.urls = split_urls(urls)
+        if not self.urls:
+            raise UnsupportedTarget("the HTTP target has no URL; write http://host:port")
+        env = os.environ if env is None else env
+        if not tokens_file and not env.get(ENV_TOKENS):
+            raise ConfigError(
+                "an HTTP target needs a bearer token per scenario owner", field="--tokens-file",
+                fix="pass --tokens-file tokens.yaml ({token: owner}, the file serve takes) or "
+                f'set {ENV_TOKENS}="tok1=alice,tok2=bob"',
+            )
+        self.tokens = owner_tokens(tokens_file, env)
+        self.timeout_s = timeout_s
+
+    @property
+    def description(self) -> str:
+        return ",".join(redact(u) for u in self.urls)
+
+    def not_applicable(self, scenario: Scenario) -> str | None:
+        reason = super().not_applicable(scenario)
+        if reason:
+            return reason
+        missing = sorted({s.actor for s in scenario.steps} - set(self.tokens))
+        if missing:
+            return f"no token for owner(s) {', '.join(missing)} in the tokens file"
+        return None
+
+    @contextmanager
+    def session(
+        self, clock: ManualClock, run_id: str, concurrency: int
+    ) -> Iterator[TargetSession]:
+        session = HttpSession(self)
+        try:
+            yield session
+        finally:
+            session.close()
