@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+from types import FrameType
 
 from harness.domain.errors import ConfigError
 
@@ -59,9 +61,18 @@ def run(args: argparse.Namespace) -> int:
     sdk_base = f"{url}/v1" if args.kind == "openai-chat" else url
     print(f"fake-provider {args.kind} ({behaviour}) listening on {url}  "
           f"(SDK/providers.yaml base_url: {sdk_base})", flush=True)
+    # Ctrl-C and SIGTERM both stop the server gracefully and end with exit code 0.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         uvicorn_server(app).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises the signal it shut down for
     finally:
+        signal.signal(signal.SIGTERM, previous)
         sock.close()
     print(f"fake-provider stopped after {app.deliveries.total} deliveries", file=sys.stderr)
     return 0
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

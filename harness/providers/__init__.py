@@ -5,6 +5,8 @@ does not pull in httpx and uvicorn. Implementation lives in the submodules: ``co
 (providers.yaml), ``base``/``openai_chat``/``anthropic_messages``/``clients`` (wire clients),
 ``classify`` (failed vs unknown), ``secrets`` (keys and redaction), ``behaviours``, and
 ``fake``/``fake_wire``/``fake_answers``/``fake_transport``/``fake_server`` (fake providers).
+The in-process fake's factory is ``harness.providers.fake_transport.fake_transport`` (not
+re-exported: the name is taken by its module).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ _EXPORTS = {
     "client_for": "clients",
     "clients_for": "clients",
     "fake_routes": "fake_transport",
-    "fake_transport": "fake_transport",
     "load_answers": "fake_answers",
     "load_providers": "config",
     "minimal_answer": "fake_answers",
