@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "serve": "harness.commands.serve",
     "fake-provider": "harness.commands.fake_provider",
     "gate": "harness.commands.gate",
+    "replay": "harness.commands.replay",
+    "scenarios": "harness.commands.scenarios",
 }
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3

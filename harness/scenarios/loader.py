@@ -340,16 +340,21 @@ class _Builder:
         def job_ref(name: str, where: tuple[str | int, ...]) -> str:
             if name not in jobs:
                 known = ", ".join(sorted(jobs)) or "none yet"
+                close = difflib.get_close_matches(name, sorted(jobs), n=1)
+                hint = f"did you mean '{close[0]}'? otherwise " if close else ""
                 raise err(f"no earlier step saved a job named {name!r}", where,
-                          fix=f"add save: {name} to the create step before this one "
+                          fix=f"{hint}add save: {name} to the create step before this one "
                           f"(jobs saved so far: {known})")
             return name
 
         def attempt_ref(name: str, where: tuple[str | int, ...]) -> str:
             if name not in attempts:
                 known = ", ".join(sorted(attempts)) or "none yet"
+                close = difflib.get_close_matches(name, sorted(attempts), n=1)
+                hint = f"did you mean '{close[0]}'? otherwise " if close else ""
                 raise err(f"no earlier attempt step is named {name!r}", where,
-                          fix=f"name an earlier attempt step {name!r} (attempts so far: {known})")
+                          fix=f"{hint}name an earlier attempt step {name!r} "
+                          f"(attempts so far: {known})")
             return name
 
         if kind == "create":

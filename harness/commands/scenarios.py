@@ -1,0 +1,150 @@
+"""``failover-harness scenarios``: run scenario files against a target, list them, or print the
+detection matrix (every scenario × the reference store and every mutant).
+
+Exit codes: 0 every promise holds (not applicable allowed), 1 a violation, 2 bad input or
+configuration, 3 no violation but some verdict unknown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from harness.domain.errors import ConfigError
+
+HELP = "Run scenario files against a store or service and judge their histories."
+
+DEFAULT_PATHS = [Path("scenarios")]
+
+
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    from harness.scenarios.targets import TARGET_HELP
+
+    parser.add_argument("--target", default=None, help=f"what to attack: {TARGET_HELP}")
+    parser.add_argument(
+        "--tokens-file", default=None, metavar="FILE",
+        help="HTTP targets: YAML {token: owner}, the file serve takes (or $HARNESS_TOKENS)",
+    )
+    parser.add_argument(
+        "--target-profile", default=None, metavar="FILE",
+        help="HTTP targets: a YAML profile mapping the operations onto another service's API",
+    )
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed for the choices between simultaneous events "
+                        "(default: the scenario's seed:, else 0)")
+    parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
+                        help="run folders go to DIR/runs/ (default: reports)")
+
+
+def target_extra(args: argparse.Namespace) -> list[str]:
+    """The options a replay command must repeat."""
+    extra: list[str] = []
+    if args.tokens_file:
+        extra += ["--tokens-file", str(args.tokens_file)]
+    if args.target_profile:
+        extra += ["--target-profile", str(args.target_profile)]
+    return extra
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser))
+    run = sub.add_parser("run", help="run scenarios and judge their histories",
+                         description="Run scenarios against a target; write run folders; "
+                         "exit 0 all hold, 1 a violation, 2 bad input, 3 some verdict unknown.")
+    run.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                     help="scenario files or folders (default: scenarios/)")
+    add_target_options(run)
+    listing = sub.add_parser("list", help="validate scenario files and list them")
+    listing.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    matrix = sub.add_parser("matrix", help="every scenario × the reference store and each "
+                            "mutant: each mutant must be caught, the reference by none")
+    matrix.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    matrix.add_argument("--db", default=None, metavar="URL",
+                        help="sqlite:///file.db or postgresql://… shared by all runs "
+                        "(default: a temporary SQLite file per run)")
+    matrix.add_argument("--seed", type=int, default=None)
+
+
+def _load(paths: list[Path]) -> list:  # type: ignore[type-arg]
+    from harness.scenarios.loader import load_scenario, scenario_files
+
+    files = scenario_files(paths or DEFAULT_PATHS)
+    scenarios = [load_scenario(f) for f in files]
+    seen: dict[str, str] = {}
+    for scenario in scenarios:
+        if scenario.name in seen:
+            raise ConfigError(
+                f"scenario name {scenario.name!r} is also used by {seen[scenario.name]}",
+                file=scenario.source, field="name", fix="give every scenario its own name",
+            )
+        seen[scenario.name] = scenario.source
+    return scenarios
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "run":
+        return _run(args)
+    if args.action == "list":
+        return _list(args)
+    if args.action == "matrix":
+        return _matrix(args)
+    print("usage: failover-harness scenarios {run,list,matrix} …  (see --help)", file=sys.stderr)
+    return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.scenarios.render import exit_code, render_run, render_summary
+    from harness.scenarios.runfolder import write_run
+    from harness.scenarios.runner import run_scenario
+    from harness.scenarios.targets import open_target
+
+    scenarios = _load(args.paths)
+    target = open_target(args.target, tokens_file=args.tokens_file, profile=args.target_profile)
+    print(f"target {target.description}; {len(scenarios)} scenario(s)")
+    started = time.perf_counter()
+    results = []
+    try:
+        for scenario in scenarios:
+            result = run_scenario(scenario, target, seed=args.seed)
+            replay = None
+            if result.status != "not_applicable":
+                folder = write_run(result, args.report_dir, replay_extra=target_extra(args))
+                from harness.scenarios.runfolder import replay_command
+
+                replay = replay_command(folder, result.target, target_extra(args))
+            for line in render_run(result, replay=replay):
+                print(line)
+            results.append(result)
+    finally:
+        target.close()
+    print(render_summary(results, time.perf_counter() - started))
+    if results and any(r.folder for r in results):
+        print(f"run folders: {args.report_dir / 'runs'}")
+    return exit_code(results)
+
+
+def _list(args: argparse.Namespace) -> int:
+    for scenario in _load(args.paths):
+        needs = ", ".join(sorted(scenario.requires))
+        print(f"{scenario.name:<30} {len(scenario.steps):>2} steps  {scenario.duration:>5g} s  "
+              f"needs {needs}")
+        print(f"    checkers: {', '.join(scenario.checkers)}")
+    return 0
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from harness.scenarios.matrix import detection_matrix
+
+    scenarios = _load(args.paths)
+    matrix = detection_matrix(scenarios, args.db, seed=args.seed)
+    print(matrix.render())
+    runs = len(matrix.cells)
+    print(f"{runs} runs in {matrix.elapsed_s:.2f} s ({runs / matrix.elapsed_s:.0f} scenarios/s)")
+    problems = matrix.problems()
+    for problem in problems:
+        print(f"problem: {problem}")
+    if not problems:
+        print("every mutant is caught by at least one scenario; the reference by none")
+    return 1 if problems else 0
