@@ -56,7 +56,8 @@ class ServeProcess:
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env)
 
     def log_text(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text("utf-8", errors="replace")
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> ServeProcess:
