@@ -1,0 +1,68 @@
+"""Timelines as inline SVG: a lane per attempt, marks for what happened when (Jepsen-style)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from harness.reports.model import Timeline
+
+COLOURS = {
+    "started": "#6b7280", "dispatched": "#2563eb", "timed_out": "#d97706", "unknown": "#d97706",
+    "result": "#0f766e", "won": "#16a34a", "lost": "#9ca3af", "failed": "#dc2626",
+    "cancelled": "#7c3aed", "crash": "#111827",
+}
+LANE_H, LEFT, RIGHT, TOP = 34, 170, 30, 26
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:g}s" if seconds >= 1 or seconds == 0 else f"{seconds * 1000:g}ms"
+
+
+def render_svg(timeline: Timeline, *, width: int = 900) -> str:
+    """The timeline as a standalone ``<svg>`` element (no scripts, no external resources)."""
+    lanes = timeline.lanes
+    height = TOP + LANE_H * max(len(lanes), 1) + 24
+    span = timeline.duration or max((e.t for lane in lanes for e in lane.events), default=1.0) or 1.0
+    scale = (width - LEFT - RIGHT) / span
+
+    def x(t: float) -> float:
+        return LEFT + t * scale
+
+    out = [
+        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="timeline of {len(lanes)} lanes over {_fmt(span)}">'
+    ]
+    for i in range(5):  # time axis
+        t = span * i / 4
+        out.append(f'<line x1="{x(t):.1f}" y1="{TOP - 8}" x2="{x(t):.1f}" y2="{height - 20}" '
+                   'stroke="#e5e7eb"/>')
+        out.append(f'<text x="{x(t):.1f}" y="{height - 6}" font-size="11" text-anchor="middle" '
+                   f'fill="#6b7280">{_fmt(t)}</text>')
+    for row, lane in enumerate(lanes):
+        y = TOP + row * LANE_H + LANE_H / 2
+        label = escape(lane.label + (f" · {lane.provider}" if lane.provider else ""))
+        out.append(f'<text x="8" y="{y + 4:.1f}" font-size="12" fill="#111827">{label}</text>')
+        if lane.events:
+            start, end = lane.events[0].t, lane.events[-1].t
+            colour = COLOURS.get(lane.outcome or "", "#93c5fd")
+            out.append(
+                f'<rect class="lane lane-{escape(lane.outcome or "open")}" x="{x(start):.1f}" '
+                f'y="{y - 6:.1f}" width="{max(x(end) - x(start), 2):.1f}" height="12" rx="3" '
+                f'fill="{colour}" fill-opacity="0.25" stroke="{colour}"/>'
+            )
+        for event in lane.events:
+            colour = COLOURS.get(event.kind, "#374151")
+            title = escape(f"{event.kind} at {_fmt(event.t)}" + (f": {event.label}" if event.label else ""))
+            out.append(
+                f'<circle class="mark mark-{escape(event.kind)}" cx="{x(event.t):.1f}" cy="{y:.1f}" '
+                f'r="5" fill="{colour}"><title>{title}</title></circle>'
+            )
+        if lane.outcome:
+            version = f" v{lane.claim_version}" if lane.claim_version is not None else ""
+            end_x = x(lane.events[-1].t) if lane.events else LEFT
+            out.append(f'<text x="{end_x + 9:.1f}" y="{y - 8:.1f}" font-size="11" '
+                       f'fill="{COLOURS.get(lane.outcome, "#374151")}">'
+                       f'{escape(lane.outcome)}{version}</text>')
+    out.append("</svg>")
+    return "".join(out)
