@@ -59,6 +59,22 @@ def _check(args: argparse.Namespace) -> None:
                           fix="pass --pool-size 1 or more")
 
 
+def _probe_postgres(url: str) -> None:
+    """Fail fast (one connection, no pool retries) when a PostgreSQL server is unreachable."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        return
+    try:
+        import psycopg
+    except ImportError:
+        return  # open_store says which extra to install
+    from harness.store.postgres import _safe
+
+    try:
+        psycopg.connect(url, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to PostgreSQL: {_safe(exc, url)}") from None
+
+
 def log_config(level: str) -> dict[str, Any]:
     """uvicorn's logging setup, plus our ``harness`` logger on the same handler."""
     from uvicorn.config import LOGGING_CONFIG
@@ -84,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if url.startswith(("postgresql://", "postgres://")):
         options["pool_size"] = args.pool_size
     try:
+        _probe_postgres(url)
         store = open_store(url, **options)
     except StoreError as exc:
         raise ConfigError(
