@@ -23,7 +23,7 @@ from harness.contracts.checks import (
     tokenization_check,
 )
 from harness.contracts.exchange import Channel, Mode, open_channel
-from harness.contracts.model import Contract
+from harness.contracts.model import Contract, Golden
 from harness.contracts.outputs import Judgement, differences
 from harness.contracts.records import CertificationRecord, Redactor
 from harness.contracts.tokenizers import load_tokenizer
@@ -145,9 +145,9 @@ async def certify(
     redact = Redactor.from_env(t.provider.api_key_env for t in targets if t.provider.api_key_env)
     semaphore = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(channel: Channel, golden_id: str, index: int, values: dict) -> Sample:
+    async def one(channel: Channel, golden: Golden, index: int) -> Sample:
         async with semaphore:
-            sample = await channel.exchange(golden_id, index, values)
+            sample = await channel.exchange(golden, index)
         if on_progress:
             on_progress(1)
         return sample
@@ -156,7 +156,7 @@ async def certify(
     try:
         jobs = {
             key: [
-                one(channel, g.id, i, dict(g.input))
+                one(channel, g, i)
                 for g in channel.contract.goldens
                 for i in range(channel.contract.thresholds.samples)
             ]

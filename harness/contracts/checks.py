@@ -15,12 +15,13 @@ from typing import Any
 from harness.contracts.model import BusinessRejection, Contract, Golden
 from harness.contracts.outputs import Judgement, differences, judge
 from harness.contracts.records import CheckResult, Evidence, Redactor
-from harness.contracts.render import leftover_placeholders, render
+from harness.contracts.render import leftover_placeholders, render_golden
 from harness.contracts.tokenizers import Tokenizer
 from harness.domain.fingerprint import canonical_json
 
 # Tokens a chat API adds around messages (role markers, separators): a conservative allowance.
 MESSAGE_OVERHEAD_TOKENS = 16
+_PART = "\x00part\x00"  # stands for "system" / "user" in reasons computed once per text
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,40 +114,27 @@ def tokenization_check(
     ``build_body(system, user)`` returns the request body the provider's client would send.
     """
     evidence: list[Evidence] = []
-    inspected: dict[str, Any] = {}  # text -> TokenReport; the system prompt is usually shared
-    schema_tokens = tokenizer.count(canonical_json(contract.schema).decode())
+    # Each distinct text is inspected once (the system prompt is usually shared by all inputs):
+    # text -> (tokens, problems as (reason, excerpt) with _PART where "system"/"user" goes).
+    seen: dict[str, tuple[int, list[tuple[str, str]]]] = {}
+    base = tokenizer.count(_schema_text(contract)) + MESSAGE_OVERHEAD_TOKENS
     prompt_tokens: list[int] = []
     first_rendered: tuple[str, str] | None = None
     for golden in contract.goldens:
-        rendered = render(contract, golden.input)
+        rendered = render_golden(contract, golden)
         if rendered.error:
             evidence.append(Evidence(golden.id, rendered.error))
             continue
         if first_rendered is None:
             first_rendered = (rendered.system, rendered.user)
-        total = schema_tokens + MESSAGE_OVERHEAD_TOKENS
+        total = base
         for part, text in (("system", rendered.system), ("user", rendered.user)):
-            for placeholder in leftover_placeholders(text, golden.input):
-                evidence.append(Evidence(
-                    golden.id, f"unrendered placeholder {placeholder!r} in the {part} prompt"
-                ))
-            report = inspected.get(text)
-            if report is None:
-                report = inspected[text] = tokenizer.inspect(text)
-            total += report.tokens
-            for token in report.special:
-                evidence.append(Evidence(
-                    golden.id,
-                    f"special-token text {token!r} in the rendered {part} prompt "
-                    f"({tokenizer.spec} refuses it by default; input must not carry control "
-                    "tokens)",
-                    redact.excerpt(_around(text, token)),
-                ))
-            if not report.lossless:
-                evidence.append(Evidence(
-                    golden.id, f"encode → decode through {tokenizer.spec} is lossy for the {part} "
-                    "prompt", redact.excerpt(_first_difference(text, report.decoded)),
-                ))
+            known = seen.get(text)
+            if known is None:
+                known = seen[text] = _inspect(text, golden.input, tokenizer, redact)
+            total += known[0]
+            for reason, excerpt in known[1]:
+                evidence.append(Evidence(golden.id, reason.replace(_PART, part), excerpt))
         prompt_tokens.append(total)
         if total + max_output_tokens > context_window:
             evidence.append(Evidence(
@@ -162,7 +150,9 @@ def tokenization_check(
         "tokenizer": tokenizer.spec,
         "inputs": len(contract.goldens),
         "max_prompt_tokens": max(prompt_tokens, default=0),
-        "mean_prompt_tokens": round(statistics.fmean(prompt_tokens), 1) if prompt_tokens else 0,
+        "mean_prompt_tokens": (
+            round(sum(prompt_tokens) / len(prompt_tokens), 1) if prompt_tokens else 0
+        ),
         "max_output_tokens": max_output_tokens,
         "context_window": context_window,
         "system_prompt_placement": "ok" if placement is None else "wrong",
@@ -175,6 +165,29 @@ def tokenization_check(
         else f"{len(evidence)} problem(s): {evidence[0].reason}"
     )
     return CheckResult.build("tokenization", passed, summary, figures, evidence)
+
+
+def _inspect(
+    text: str, values: Mapping[str, Any], tokenizer: Tokenizer, redact: Redactor
+) -> tuple[int, list[tuple[str, str]]]:
+    """Tokens of one rendered text, and its problems (``_PART`` stands for its name)."""
+    problems = [
+        (f"unrendered placeholder {p!r} in the {_PART} prompt", "")
+        for p in leftover_placeholders(text, values)
+    ]
+    report = tokenizer.inspect(text)
+    for token in report.special:
+        problems.append((
+            f"special-token text {token!r} in the rendered {_PART} prompt ({tokenizer.spec} "
+            "refuses it by default; input must not carry control tokens)",
+            redact.excerpt(_around(text, token)),
+        ))
+    if not report.lossless:
+        problems.append((
+            f"encode → decode through {tokenizer.spec} is lossy for the {_PART} prompt",
+            redact.excerpt(_first_difference(text, report.decoded)),
+        ))
+    return report.tokens, problems
 
 
 def system_placement_problem(
@@ -258,6 +271,19 @@ def round_trip_check(
     against = f" and the primary {primary!r}" if primary else ""
     summary = f"{agree_golden}/{total} answers match the golden expectation{against} ({rate:.0%})"
     return CheckResult.build("round_trip", passed, summary, figures, evidence)
+
+
+_schema_texts: dict[str, tuple[Mapping[str, Any], str]] = {}
+
+
+def _schema_text(contract: Contract) -> str:
+    """The schema as the provider receives it, in canonical JSON (memoised per contract)."""
+    found = _schema_texts.get(contract.hash)
+    if found is None or found[0] is not contract.schema:
+        found = _schema_texts[contract.hash] = (
+            contract.schema, canonical_json(contract.schema).decode()
+        )
+    return found[1]
 
 
 def expected_outcome(contract: Contract, golden: Golden) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from harness.contracts.cassettes import (
 )
 from harness.contracts.checks import Sample
 from harness.contracts.fakes import golden_answer
-from harness.contracts.model import Contract
-from harness.contracts.render import render
+from harness.contracts.model import Contract, Golden
+from harness.contracts.render import render_golden
 from harness.domain.errors import ConfigError
 from harness.providers.base import ProviderClient, ProviderRequest
 from harness.providers.classify import ProviderCallError
@@ -44,9 +44,9 @@ class Channel:
     client: ProviderClient
     cassette: Cassette | None = None
 
-    def request_for(self, golden_input: dict[str, Any]) -> ProviderRequest | str:
-        """The provider request for one golden input, or why it cannot be rendered."""
-        rendered = render(self.contract, golden_input)
+    def request_for(self, golden: Golden) -> ProviderRequest | str:
+        """The provider request for one golden case, or why it cannot be rendered."""
+        rendered = render_golden(self.contract, golden)
         if rendered.error:
             return rendered.error
         return ProviderRequest(
@@ -59,9 +59,10 @@ class Channel:
         req = ProviderRequest(system, user, dict(self.contract.schema), self.contract.schema_name)
         return self.client.build_request_body(req)
 
-    async def exchange(self, golden_id: str, index: int, golden_input: dict[str, Any]) -> Sample:
+    async def exchange(self, golden: Golden, index: int) -> Sample:
         """Send one sample request; a call error becomes a sample that says why."""
-        req = self.request_for(golden_input)
+        golden_id = golden.id
+        req = self.request_for(golden)
         if isinstance(req, str):
             return Sample(golden_id, index, error=f"not sent: {req}")
         token = exchange_key.set(f"{golden_id}#{index}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from harness.contracts.model import Contract
+from harness.contracts.model import Contract, Golden
 
 # What a placeholder that survived rendering looks like: Jinja, shell/JS and Python-format styles.
 _PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\$\{[^}]*\}|\{[A-Za-z_]\w*\}")
@@ -43,8 +43,24 @@ def render(contract: Contract, values: Mapping[str, Any]) -> RenderedPrompt:
     return RenderedPrompt(system, user)
 
 
+_rendered: dict[tuple[str, str, str, str], RenderedPrompt] = {}
+
+
+def render_golden(contract: Contract, golden: Golden) -> RenderedPrompt:
+    """:func:`render` for a golden case, memoised (the contract hash covers the inputs)."""
+    key = (contract.hash, contract.system_template, contract.user_template, golden.id)
+    found = _rendered.get(key)
+    if found is None:
+        if len(_rendered) > 4096:
+            _rendered.clear()
+        found = _rendered[key] = render(contract, golden.input)
+    return found
+
+
 def leftover_placeholders(text: str, values: Mapping[str, Any]) -> list[str]:
     """Placeholders in rendered ``text`` that did not come from the input values themselves."""
+    if "{" not in text:  # every pattern needs a brace: the common case costs one scan
+        return []
     from_input = [s for s in _strings(values) if _PLACEHOLDER.search(s)]
     found = []
     for match in _PLACEHOLDER.finditer(text):

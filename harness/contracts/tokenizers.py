@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import tiktoken
 
@@ -54,9 +54,8 @@ class TokenizerUnavailable(ConfigError):
     """A provider's tokenizer cannot be loaded offline."""
 
 
-@dataclass(frozen=True, slots=True)
-class TokenReport:
-    """What one text looks like to a tokenizer."""
+class TokenReport(NamedTuple):
+    """What one text looks like to a tokenizer (a tuple: built once per text, cheaply)."""
 
     tokens: int
     lossless: bool
@@ -75,26 +74,32 @@ class Tokenizer(Protocol):
 
 
 class TiktokenTokenizer:
-    """A tiktoken encoding. Special-token text is refused by encode (tiktoken's default)."""
+    """A tiktoken encoding.
+
+    ``tiktoken.Encoding.encode`` refuses special-token text by default (it raises). We find
+    the same text with the same kind of regex, report it, and encode it as ordinary text, so
+    a hostile input is evidence rather than a crash.
+    """
 
     def __init__(self, spec: str, encoding: tiktoken.Encoding) -> None:
         self.spec = spec
         self.encoding = encoding
+        specials = sorted(encoding.special_tokens_set, key=len, reverse=True)
+        self._special = re.compile("|".join(re.escape(s) for s in specials)) if specials \
+            else None
 
     def inspect(self, text: str) -> TokenReport:
         enc = self.encoding
         special: tuple[str, ...] = ()
-        try:
-            ids = enc.encode(text)  # disallowed_special="all": raises on special-token text
-        except ValueError:
-            special = tuple(s for s in sorted(enc.special_tokens_set) if s in text)
-            ids = enc.encode(text, disallowed_special=())
-        decoded = enc.decode(ids)
-        lossless = decoded == text
-        return TokenReport(len(ids), lossless, special, "" if lossless else decoded)
+        if self._special is not None and self._special.search(text):
+            special = tuple(sorted(set(self._special.findall(text))))
+        ids = enc.encode_ordinary(text)
+        if enc.decode_bytes(ids) == text.encode("utf-8", "surrogatepass"):
+            return TokenReport(len(ids), True, special)
+        return TokenReport(len(ids), False, special, enc.decode(ids))
 
     def count(self, text: str) -> int:
-        return len(self.encoding.encode(text, disallowed_special=()))
+        return len(self.encoding.encode_ordinary(text))
 
 
 class HuggingFaceTokenizer:
