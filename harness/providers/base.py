@@ -137,6 +137,7 @@ class ProviderClient(ABC):
                          "user-agent": "failover-harness", **self.auth_headers()}
         self._http: httpx.AsyncClient | None = None
         self._http_loop: asyncio.AbstractEventLoop | None = None
+        self._users = 0
 
     def __repr__(self) -> str:
         name = type(self).__name__
@@ -163,12 +164,6 @@ class ProviderClient(ABC):
 
     # -- the one call path ---------------------------------------------------------------------
 
-    def _client(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._http is None or self._http_loop is not loop:
-            self._http, self._http_loop = self._new_http(), loop
-        return self._http
-
     def _new_http(self) -> httpx.AsyncClient:
         transport = (_Borrowed(self.transport) if self.transport is not None
                      else httpx.AsyncHTTPTransport(retries=0))
@@ -176,8 +171,15 @@ class ProviderClient(ABC):
                                  follow_redirects=False)
 
     async def complete(self, req: ProviderRequest) -> ProviderReply:
-        """Send one request and return the reply; :class:`ProviderCallError` otherwise."""
-        return await self._send(self._client(), req)
+        """Send one request and return the reply; :class:`ProviderCallError` otherwise.
+
+        Inside ``async with client:`` calls share one connection pool; outside, each call
+        opens and closes its own connections (nothing is left open when the loop ends).
+        """
+        if self._http is not None and self._http_loop is asyncio.get_running_loop():
+            return await self._send(self._http, req)
+        async with self._new_http() as http:
+            return await self._send(http, req)
 
     async def _send(self, http: httpx.AsyncClient, req: ProviderRequest) -> ProviderReply:
         content = json.dumps(self.build_request_body(req), ensure_ascii=False).encode()
@@ -228,20 +230,23 @@ class ProviderClient(ABC):
             pass
         else:
             raise RuntimeError("complete_sync() called inside an event loop: await complete()")
-        return asyncio.run(self._complete_once(req))
-
-    async def _complete_once(self, req: ProviderRequest) -> ProviderReply:
-        async with self._new_http() as http:
-            return await self._send(http, req)
-
-    async def aclose(self) -> None:
-        """Close the pooled connections of the current event loop."""
-        if self._http is not None:
-            http, self._http, self._http_loop = self._http, None, None
-            await http.aclose()
+        return asyncio.run(self.complete(req))
 
     async def __aenter__(self) -> ProviderClient:
+        """Open a connection pool for this event loop (nested entries share it)."""
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._http_loop is not loop:
+            self._http, self._http_loop, self._users = self._new_http(), loop, 0
+        self._users += 1
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+        self._users -= 1
+        if self._users <= 0:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._http is not None:
+            http, self._http, self._http_loop, self._users = self._http, None, None, 0
+            await http.aclose()
