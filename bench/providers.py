@@ -1,0 +1,160 @@
+"""Provider layer benchmark: our client's overhead, and the fake provider server on loopback.
+
+    python -m bench.providers [--n 3000] [--concurrency 16] [--rounds 5]
+
+1. Client overhead, per wire format: requests/s through ``ProviderClient.complete`` (build the
+   body, send, classify, parse the reply) beside plain ``httpx.AsyncClient.post`` of the same
+   body bytes to the same in-process fake transport, followed by ``response.json()``; same run,
+   rounds interleaved, median of each side. Goal: ratio >= 0.8. The same comparison against a
+   canned ``httpx.MockTransport`` (no fake app behind it) shows the overhead at its sharpest.
+2. The fake provider server (``failover-harness fake-provider`` in a subprocess, uvicorn) on a
+   loopback socket: requests/s with ``--concurrency`` keep-alive connections from this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from harness.providers import ProviderClient, ProviderConfig, ProviderRequest, client_for
+from harness.providers.fake_server import wait_until_ready
+from harness.providers.fake_transport import FAKE_BASE_URLS, fake_transport
+
+KINDS = ("openai-chat", "anthropic-messages")
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "category": {"type": "string", "enum": ["billing", "bug", "other"]},
+        "priority": {"type": "integer", "minimum": 1, "maximum": 4},
+        "summary": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["category", "priority", "summary", "tags"],
+    "additionalProperties": False,
+}
+REQUEST = ProviderRequest(
+    system="You triage support tickets. Answer with one JSON object.",
+    user="Subject: charged twice\n\nMy card was charged twice for the March invoice.",
+    schema=SCHEMA, schema_name="ticket",
+)
+
+
+def config(kind: str, base_url: str) -> ProviderConfig:
+    return ProviderConfig(id=f"bench-{kind}", kind=kind, base_url=base_url, model="bench",  # type: ignore[arg-type]
+                          api_key_env="BENCH_KEY", tokenizer="tiktoken:cl100k_base",
+                          context_window=8192, timeout={"connect": 5, "read": 30})  # type: ignore[arg-type]
+
+
+async def rate(n: int, concurrency: int, call: Callable[[], Awaitable[object]]) -> float:
+    """Requests per second for ``n`` calls with ``concurrency`` workers."""
+    left = n
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await call()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return n / (time.perf_counter() - start)
+
+
+async def overhead(kind: str, transport: httpx.AsyncBaseTransport, n: int, concurrency: int,
+                   rounds: int) -> tuple[float, float]:
+    """Median requests/s of (our client, plain httpx) on ``transport``, rounds interleaved."""
+    client: ProviderClient = client_for(config(kind, FAKE_BASE_URLS[kind]),
+                                        transport=transport, env={"BENCH_KEY": "sk-bench-0000"})
+    body = json.dumps(client.build_request_body(REQUEST)).encode()
+    headers = client._headers  # the very headers our client sends
+
+    async with client, httpx.AsyncClient(transport=transport, timeout=client._timeout) as raw:
+
+        async def ours() -> object:
+            return await client.complete(REQUEST)
+
+        async def plain() -> object:
+            response = await raw.post(client.url, content=body, headers=headers)
+            return response.json()
+
+        await rate(200, concurrency, ours)  # warm up both paths
+        await rate(200, concurrency, plain)
+        a, b = [], []
+        for _ in range(rounds):
+            a.append(await rate(n, concurrency, ours))
+            b.append(await rate(n, concurrency, plain))
+    return statistics.median(a), statistics.median(b)
+
+
+async def canned(kind: str) -> httpx.MockTransport:
+    """A transport that returns one fixed, valid reply of ``kind`` (no fake app)."""
+    fake = client_for(config(kind, "fake://conformant"), env={})
+    reply = await fake.complete(REQUEST)
+    payload = json.dumps(reply.raw).encode()
+    header = "x-request-id" if kind == "openai-chat" else "request-id"
+    return httpx.MockTransport(lambda request: httpx.Response(
+        200, content=payload, headers={"content-type": "application/json", header: "req_1"}))
+
+
+async def loopback(kind: str, n: int, concurrency: int) -> tuple[float, int]:
+    """Requests/s against the fake-provider CLI server on loopback; and its delivery count."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "fake-provider", "--kind", kind, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        match = re.search(r":(\d+) ", proc.stdout.readline())
+        if not match:
+            raise RuntimeError(f"the fake provider did not start: {proc.stderr.read()}")  # type: ignore[union-attr]
+        port = int(match.group(1))
+        wait_until_ready("127.0.0.1", port, alive=lambda: proc.poll() is None)
+        base = f"http://127.0.0.1:{port}" + ("/v1" if kind == "openai-chat" else "")
+        client = client_for(config(kind, base), env={"BENCH_KEY": "sk-bench-0000"})
+        async with client:
+            await rate(200, concurrency, lambda: client.complete(REQUEST))
+            rps = await rate(n, concurrency, lambda: client.complete(REQUEST))
+        with httpx.Client() as http:
+            delivered = http.get(f"http://127.0.0.1:{port}/_fake/deliveries").json()["total"]
+        return rps, delivered
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=3000, help="requests per measurement")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="concurrent requests (httpx keeps 20 connections alive)")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print(f"n={args.n} concurrency={args.concurrency} rounds={args.rounds} "
+          f"python={sys.version.split()[0]} httpx={httpx.__version__}\n")
+    print("1. client overhead (requests/s, median of rounds)")
+    print(f"   {'wire format':<20} {'transport':<22} {'our client':>11} {'plain httpx':>12} "
+          f"{'ratio':>6}")
+    for kind in KINDS:
+        for label, transport in (("in-process fake", fake_transport(kind)),
+                                 ("canned MockTransport", await canned(kind))):
+            ours, plain = await overhead(kind, transport, args.n, args.concurrency, args.rounds)
+            verdict = "ok" if ours / plain >= 0.8 else "BELOW GOAL"
+            print(f"   {kind:<20} {label:<22} {ours:>11.0f} {plain:>12.0f} "
+                  f"{ours / plain:>6.2f}  {verdict if label == 'in-process fake' else ''}")
+    print("\n2. fake provider server on loopback (uvicorn subprocess, keep-alive)")
+    for kind in KINDS:
+        rps, delivered = await loopback(kind, args.n, args.concurrency)
+        print(f"   {kind:<20} {rps:>8.0f} requests/s   ({delivered} deliveries counted)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
