@@ -215,7 +215,9 @@ class _Play:
         if name_first and oks:
             name_first(oks[0])
         judged = [self._judge(r, on_ok) for r in replies]
-        order = sorted(range(n), key=lambda i: (_RANK[judged[i][0]], _canon(judged[i][1])))
+        order = sorted(range(n), key=lambda i: (_RANK[judged[i][0]],
+                                                not judged[i][1].get("created"),
+                                                _canon(judged[i][1])))
         invokes = [self.history.invoke(f"{process}/{i + 1}", f, value) for i in range(n)]
         for invoke, i in zip(invokes, order, strict=True):
             self.history.complete(invoke, *judged[i])

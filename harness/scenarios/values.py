@@ -48,29 +48,42 @@ def _digest(result: Any) -> str | None:
         return "unhashable"
 
 
+def _present(body: dict[str, Any], value: dict[str, Any], source: dict[str, str]) -> dict[str, Any]:
+    """Only the fields the target answered: a service (or profile) without versions has no
+    ``version`` in the history, so a check on it is unknown rather than failed."""
+    return {ours: value[ours] for ours, theirs in source.items() if theirs in body}
+
+
+_JOB_SOURCE = {"job": "id", "status": "status", "version": "version",
+               "completed_by": "completed_by", "result_sha256": "result",
+               "fingerprint": "fingerprint"}
+_ATTEMPT_SOURCE = {"attempt": "id", "job": "job_id", "state": "state",
+                   "read_version": "read_version", "outcome": "outcome"}
+
+
 def job_value(body: Any, aliases: Aliases) -> dict[str, Any]:
     if not isinstance(body, dict):
         return {"malformed": True}
-    return {
+    return _present(body, {
         "job": aliases.of(body.get("id"), "job"),
         "status": body.get("status"),
         "version": body.get("version"),
         "completed_by": aliases.of(body.get("completed_by"), "attempt"),
         "result_sha256": _digest(body.get("result")),
         "fingerprint": body.get("fingerprint"),
-    }
+    }, _JOB_SOURCE)
 
 
 def attempt_value(body: Any, aliases: Aliases) -> dict[str, Any]:
     if not isinstance(body, dict):
         return {"malformed": True}
-    return {
+    return _present(body, {
         "attempt": aliases.of(body.get("id"), "attempt"),
         "job": aliases.of(body.get("job_id"), "job"),
         "state": body.get("state"),
         "read_version": body.get("read_version"),
         "outcome": body.get("outcome"),
-    }
+    }, _ATTEMPT_SOURCE)
 
 
 def race_value(body: Any, aliases: Aliases) -> dict[str, Any]:

@@ -13,6 +13,13 @@ from harness.scenarios.checkers.base import Findings, checker
 from harness.scenarios.history import Pair
 
 
+def _unobservable(expect: dict[str, Any], pair: Pair) -> list[str]:
+    """Expected fields the target never answers (e.g. a profile without versions)."""
+    if pair.type != "ok":
+        return []
+    return [k for k in expect if k not in ("error", "count") and k not in pair.value]
+
+
 def _mismatches(expect: dict[str, Any], pair: Pair) -> list[str]:
     wanted = dict(expect)
     error = wanted.pop("error", None)
@@ -31,7 +38,7 @@ def _mismatches(expect: dict[str, Any], pair: Pair) -> list[str]:
             problems.append(f"expected {count} listed, got "
                             f"{len(listed) if listed is not None else 'no list'}")
     for key, want in wanted.items():
-        if value.get(key) != want:
+        if key in value and value[key] != want:
             problems.append(f"expected {key}: {want!r}, got {value.get(key)!r}")
     return problems
 
@@ -48,3 +55,6 @@ def scripted_outcomes(items: list[Pair], found: Findings) -> None:
             continue
         for problem in _mismatches(expect, pair):
             found.violation(f"{pair.invoke.process} {pair.invoke.f}: {problem}", pair)
+        for key in _unobservable(expect, pair):
+            found.unknown(f"op {pair.invoke.index} ({pair.invoke.f}): the target does not "
+                          f"answer {key!r}")

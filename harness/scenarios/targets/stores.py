@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.domain import EventType, HarnessError, Intent, UnsupportedTarget
+from harness.domain import EventType, HarnessError, Intent, StoreError, UnsupportedTarget
 from harness.domain.clock import ManualClock
+from harness.domain.errors import ConfigError
 from harness.scenarios.targets.base import Reply, SequentialIds, Target, TargetSession, redact
 from harness.store import SqlStore, apply_event, open_store
 from harness.store.mutants import MUTANTS, open_mutant
@@ -124,7 +125,13 @@ class StoreTarget(Target):
                     store.close()
             return
         if self._store is None:
-            self._store = self._open(self.url, clock=clock, ids=ids)
+            try:
+                self._store = self._open(self.url, clock=clock, ids=ids)
+            except StoreError as exc:
+                raise ConfigError(
+                    f"cannot open the target database: {exc.message}", field="--target",
+                    fix="check that the database is running and the URL is right",
+                ) from None
         store = self._store
         store.clock, store.ids = clock, ids
         yield StoreSession(store)
