@@ -87,7 +87,7 @@ def classify_status(status: int) -> Classification:
 
 
 # Transport errors, most specific first: where the request may already be at the provider.
-_NOT_SENT: tuple[tuple[type[httpx.HTTPError], str], ...] = (
+_NOT_SENT: tuple[tuple[type[Exception], str], ...] = (
     (httpx.ConnectTimeout, "connect_timeout"),
     (httpx.PoolTimeout, "pool_timeout"),
     (httpx.ConnectError, "connect_error"),
@@ -95,7 +95,7 @@ _NOT_SENT: tuple[tuple[type[httpx.HTTPError], str], ...] = (
     (httpx.LocalProtocolError, "local_protocol_error"),
     (httpx.InvalidURL, "invalid_url"),
 )
-_MAYBE_SENT: tuple[tuple[type[httpx.HTTPError], str], ...] = (
+_MAYBE_SENT: tuple[tuple[type[Exception], str], ...] = (
     (httpx.ReadTimeout, "read_timeout"),
     (httpx.WriteTimeout, "write_timeout"),
     (httpx.RemoteProtocolError, "connection_closed"),

@@ -58,8 +58,10 @@ class Timeout(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    connect: float = Field(5.0, gt=0, le=600, description="Seconds to establish the connection.")
-    read: float = Field(60.0, gt=0, le=3600, description="Seconds to wait for response data.")
+    connect: float = Field(default=5.0, gt=0, le=600,
+                           description="Seconds to establish the connection.")
+    read: float = Field(default=60.0, gt=0, le=3600,
+                        description="Seconds to wait for response data.")
 
 
 class ProviderConfig(BaseModel):
@@ -82,8 +84,9 @@ class ProviderConfig(BaseModel):
         description="Name of the environment variable that holds the API key (required unless "
         "base_url is fake://…). The key itself never goes in this file.",
     )
-    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature.")
-    max_output_tokens: int = Field(1024, ge=1, description="max_tokens sent with each request.")
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature.")
+    max_output_tokens: int = Field(default=1024, ge=1,
+                                   description="max_tokens sent with each request.")
     timeout: Timeout = Field(default_factory=Timeout)
     tokenizer: str = Field(
         pattern=r"^(tiktoken:[A-Za-z0-9_]+|hf:.+)$",
@@ -313,14 +316,15 @@ def _check_chains(parsed: ProvidersFile, root: yaml.Node, source: str) -> None:
         seen: set[str] = set()
         for i, link in enumerate(chain):
             loc = ("chains", contract, i, "provider")
-            where = {"file": source, "line": line_of(root, loc), "field": ".".join(map(str, loc))}
+            line, field = line_of(root, loc), ".".join(map(str, loc))
             if link.provider not in parsed.providers:
                 known = ", ".join(sorted(parsed.providers))
-                raise ConfigError(f"unknown provider {link.provider!r}", **where,
-                                  fix=f"use one of the providers defined above: {known}")
+                raise ConfigError(f"unknown provider {link.provider!r}", file=source, line=line,
+                                  field=field, fix=f"use one of the providers above: {known}")
             if link.provider in seen:
                 raise ConfigError(f"provider {link.provider!r} appears twice in this chain",
-                                  **where, fix="list each provider once per chain")
+                                  file=source, line=line, field=field,
+                                  fix="list each provider once per chain")
             seen.add(link.provider)
 
 
