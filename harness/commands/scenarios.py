@@ -11,8 +11,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.domain.errors import ConfigError
+
+if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
+    from harness.scenarios.model import Scenario
 
 HELP = "Run scenario files against a store or service and judge their histories."
 
@@ -67,7 +71,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     matrix.add_argument("--seed", type=int, default=None)
 
 
-def _load(paths: list[Path]) -> list:  # type: ignore[type-arg]
+def _load(paths: list[Path]) -> list[Scenario]:
     from harness.scenarios.loader import load_scenario, scenario_files
 
     files = scenario_files(paths or DEFAULT_PATHS)

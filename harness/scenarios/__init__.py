@@ -1,1 +1,69 @@
-"""scenarios layer (see ../shared/DESIGN.md)."""
+"""The scenario engine: scenario files, targets, virtual time, histories, checkers, replay.
+
+::
+
+    scenario.yaml ──loader──▶ Scenario ──runner──▶ History ──checkers──▶ verdicts
+                                   │          ▲
+                       scheduler (virtual time, ChoiceSource)
+                                   │          │
+                                   ▼          │
+                          Target session (store, mutant, HTTP, profile)
+
+Modules: ``model`` (the scenario as data), ``loader`` (YAML + JSON Schema → model, errors with
+file/line/fix), ``scheduler`` (discrete events on a virtual clock; the choice seam),
+``targets`` (what is attacked), ``runner`` (steps → ops), ``history`` (invoke → ok | fail |
+info), ``checkers`` (pure verdicts), ``runfolder`` / ``replay`` (reproduce a run), ``matrix``
+(every scenario × reference and mutants), ``render`` (terminal text).
+"""
+
+from harness.scenarios.checkers import CHECKERS, PROMISES, CheckResult, Violation, run_checkers
+from harness.scenarios.history import History, Op, Pair, pairs, read_history
+from harness.scenarios.loader import load_scenario, scenario_files, scenario_schema
+from harness.scenarios.matrix import Matrix, detection_matrix
+from harness.scenarios.model import Scenario, Step
+from harness.scenarios.replay import ReplayOutcome, replay
+from harness.scenarios.runfolder import read_run, replay_command, write_run
+from harness.scenarios.runner import RunResult, run_scenario
+from harness.scenarios.scheduler import (
+    ChoiceSource,
+    Divergence,
+    RecordedChoices,
+    Scheduler,
+    SeededChoices,
+)
+from harness.scenarios.targets import Target, TargetSession, open_target
+
+__all__ = [
+    "CHECKERS",
+    "PROMISES",
+    "CheckResult",
+    "ChoiceSource",
+    "Divergence",
+    "History",
+    "Matrix",
+    "Op",
+    "Pair",
+    "RecordedChoices",
+    "ReplayOutcome",
+    "RunResult",
+    "Scenario",
+    "Scheduler",
+    "SeededChoices",
+    "Step",
+    "Target",
+    "TargetSession",
+    "Violation",
+    "detection_matrix",
+    "load_scenario",
+    "open_target",
+    "pairs",
+    "read_history",
+    "read_run",
+    "replay",
+    "replay_command",
+    "run_checkers",
+    "run_scenario",
+    "scenario_files",
+    "scenario_schema",
+    "write_run",
+]

@@ -111,7 +111,7 @@ class CheckThenInsert:
         with self.transaction(write=False) as tx:
             existing = tx.one("job_by_key", owner_id=owner_id, idempotency_key=idempotency_key)
         if existing is not None:
-            return self._replay(owner_id, existing, fp)  # type: ignore[no-any-return]
+            return self._replay(owner_id, existing, fp)
         sql = _sql(self, "insert_job", "ON CONFLICT (owner_id, idempotency_key) DO NOTHING", "")
         twin = (id(self), owner_id, idempotency_key)
         _TWINS.meet(twin, self.race_window_s)
@@ -140,7 +140,7 @@ class TimeoutMarksFailed:
     """Rule 6 broken: a timeout fails the attempt (the outcome is really unknown)."""
 
     def time_out(self: Any, owner_id: str, attempt_id: str) -> Attempt:
-        return self._move(  # type: ignore[no-any-return]
+        return self._move(
             owner_id, attempt_id, EventType.FAILED,
             error={"code": "timeout", "message": "the provider did not answer in time"},
         )
@@ -162,7 +162,7 @@ class NoAttemptGate:
                 ))
                 if rows:
                     tx.run("mark_job_running", job_id=job_id, now=self._now())
-                    return self._attempt(rows[0])  # type: ignore[no-any-return]
+                    return self._attempt(rows[0])
             blockers = tx.all("open_attempts", job_id=job_id)
         raise AttemptInFlight(blocking_attempt_id=blockers[0]["id"] if blockers else "unknown")
 
@@ -262,12 +262,12 @@ def open_mutant(name: str, url: str, **options: Any) -> SqlStore:
         from harness.store.sqlite import SqliteStore, sqlite_path_from_url
 
         cls = mutant_class(name, SqliteStore)
-        return cls(sqlite_path_from_url(url), **options)  # type: ignore[call-arg]
+        return cls(sqlite_path_from_url(url), **options)  # type: ignore[call-arg, arg-type]
     if url.startswith(("postgresql://", "postgres://")):
         from harness.store.postgres import PostgresStore
 
         cls = mutant_class(name, PostgresStore)
-        return cls(url, **options)  # type: ignore[call-arg]
+        return cls(url, **options)  # type: ignore[call-arg, arg-type]
     raise UnsupportedTarget(
         f"unsupported database URL {url!r} for a mutant; write mutant:{name}@sqlite:///file.db "
         f"or mutant:{name}@postgresql://user@host:port/dbname"

@@ -169,3 +169,10 @@ def test_a_mutant_violation_carries_its_ops(shipped: dict[str, Scenario], mutant
     assert broken and all(v.ops for c in broken for v in c.violations)
     indices = {op.index for op in result.history}
     assert all(set(v.ops) <= indices for c in broken for v in c.violations)
+
+
+def test_the_public_surface_is_exactly_all() -> None:
+    import harness.scenarios as engine
+
+    assert engine.__all__ == sorted(engine.__all__, key=lambda n: (not n.isupper(), n))
+    assert all(hasattr(engine, name) for name in engine.__all__)

@@ -120,9 +120,9 @@ def owners_isolated(items: list[Pair], found: Findings) -> None:
     for key, group in by_key.items():
         owner_of: dict[str, Pair] = {}
         for pair in group:
-            job = str(pair.value.get("job"))
-            first = owner_of.setdefault(job, pair)
+            named = str(pair.value.get("job"))
+            first = owner_of.setdefault(named, pair)
             if first.invoke.value["owner"] != pair.invoke.value["owner"]:
                 found.violation(f"{pair.invoke.value['owner']}'s create with key {key!r} "
-                                f"returned {first.invoke.value['owner']}'s job {job}",
+                                f"returned {first.invoke.value['owner']}'s job {named}",
                                 [first, pair])

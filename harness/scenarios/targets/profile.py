@@ -29,9 +29,9 @@ from harness.scenarios.model import Scenario
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.http import owner_tokens, split_urls
 
-OPERATIONS = ("create_job", "get_job", "start_attempt", "post_event", "list_attempts",
-              "list_races")
-_NEEDS = {"jobs": ("create_job", "get_job"),
+OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",
+                        "list_attempts", "list_races"]
+_NEEDS: dict[str, tuple[OperationName, ...]] = {"jobs": ("create_job", "get_job"),
           "attempts": ("start_attempt", "post_event", "list_attempts", "list_races")}
 
 
@@ -72,8 +72,7 @@ class Profile(_Strict):
     created_status: int = 201
     conflict: Answer = Answer(status=409)
     in_flight: InFlight | None = None
-    operations: dict[Literal["create_job", "get_job", "start_attempt", "post_event",
-                             "list_attempts", "list_races"], Operation]
+    operations: dict[OperationName, Operation]
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -97,7 +96,8 @@ def load_profile(path: str | Path) -> Profile:
                 raise src.error(f"capability {capability!r} needs operation {op!r}",
                                 ("operations",), fix=f"describe operations.{op}, or drop "
                                 f"{capability!r} from capabilities")
-    for name in ("create_job", "get_job"):
+    required: tuple[OperationName, ...] = ("create_job", "get_job")
+    for name in required:
         if name not in profile.operations:
             raise src.error(f"operation {name!r} is missing", ("operations",),
                             fix=f"add operations.{name}: {{method: …, path: …, fields: "
@@ -150,7 +150,7 @@ class ProfileSession(TargetSession):
     def close(self) -> None:
         self.http.close()
 
-    def _send(self, owner: str, op_name: str, values: dict[str, Any],
+    def _send(self, owner: str, op_name: OperationName, values: dict[str, Any],
               content: bytes | None = None, key: str | None = None) -> httpx.Response | Reply:
         op = self.profile.operations[op_name]
         with self.lock:
@@ -177,7 +177,7 @@ class ProfileSession(TargetSession):
             return False
         return answer.code is None or pick(body, answer.code_field) == answer.code
 
-    def _translate(self, op_name: str, response: httpx.Response | Reply) -> Reply:
+    def _translate(self, op_name: OperationName, response: httpx.Response | Reply) -> Reply:
         if isinstance(response, Reply):
             return response
         try:
