@@ -137,8 +137,8 @@ def parse_event(body: Any) -> tuple[EventType, dict[str, Any]]:
         raise InvalidIntent(f"field 'type' must be one of: {choices}") from None
     _object(body, _EVENT_FIELDS[event], f"'{event.value}' event")
     error = body.get("error")
-    if isinstance(error, dict) and not isinstance(error.get("message", ""), str):
-        raise InvalidIntent("field 'error.message' must be a string")
+    if isinstance(error, dict) and not isinstance(error.get("message", ""), str | None):
+        raise InvalidIntent("field 'error.message' must be a string or null")
     return event, body
 
 
@@ -191,13 +191,17 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
         return JSONResponse(job.to_json(), status_code=status, headers=headers)
 
     @app.post(
-        "/v1/jobs", status_code=201, response_model=None, tags=["jobs"],
+        "/v1/jobs", status_code=201, response_model=None, tags=["jobs"], operation_id="createJob",
         summary="Create a job (idempotent by owner + Idempotency-Key + fingerprint)",
         openapi_extra={**s.body(s.ref("JobRequest")), "parameters": [s.IDEMPOTENCY_KEY_PARAMETER]},
         responses={
-            201: s.ok("A new job", s.ref("Job"), Location="The job's URL"),
-            200: s.ok("The existing job for the same intent (a replay)", s.ref("Job"),
-                      Idempotent_Replayed="`true`", Location="The job's URL"),
+            201: s.with_links(s.ok("A new job", s.ref("Job"), Location="The job's URL"),
+                              s.JOB_LINKS),
+            200: s.with_links(
+                s.ok("The existing job for the same intent (a replay)", s.ref("Job"),
+                     Idempotent_Replayed="`true`", Location="The job's URL"),
+                s.JOB_LINKS,
+            ),
             409: s.problem("`idempotency_key_reused`: this key was used for another intent"),
             **s.AUTH_ERRORS, **s.BODY_ERRORS,
         },
@@ -213,6 +217,7 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
 
     @app.get(
         "/v1/jobs/{job_id}", response_model=None, tags=["jobs"], summary="Read a job",
+        operation_id="getJob",
         responses={200: s.ok("The job", s.ref("Job")), **s.NOT_FOUND, **s.AUTH_ERRORS},
     )
     async def get_job(job_id: str, owner: Owner) -> JSONResponse:
@@ -221,10 +226,12 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
 
     @app.post(
         "/v1/jobs/{job_id}/attempts", status_code=201, response_model=None, tags=["attempts"],
+        operation_id="startAttempt",
         summary="Start an attempt (holds an open slot)",
         openapi_extra=s.body(s.ref("AttemptRequest")),
         responses={
-            201: s.ok("The attempt, `starting`", s.ref("Attempt")),
+            201: s.with_links(s.ok("The attempt, `starting`", s.ref("Attempt")),
+                              s.ATTEMPT_LINKS),
             409: s.problem("`attempt_in_flight` (names `blocking_attempt_id`) or "
                            "`job_completed`"),
             **s.NOT_FOUND, **s.AUTH_ERRORS, **s.BODY_ERRORS,
@@ -241,7 +248,7 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
 
     @app.get(
         "/v1/jobs/{job_id}/attempts", response_model=None, tags=["attempts"],
-        summary="The job's attempts, oldest first",
+        operation_id="listAttempts", summary="The job's attempts, oldest first",
         responses={200: s.ok("The attempts", s.array_of("Attempt")), **s.NOT_FOUND,
                    **s.AUTH_ERRORS},
     )
@@ -251,10 +258,12 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
 
     @app.post(
         "/v1/attempts/{attempt_id}/events", response_model=None, tags=["attempts"],
+        operation_id="postEvent",
         summary="Report what happened to an attempt; `succeeded` runs the claim",
         openapi_extra=s.body(s.EVENT_SCHEMA),
         responses={
-            200: s.ok("The attempt after the event", s.EVENT_REPLY_SCHEMA),
+            200: s.with_links(s.ok("The attempt after the event", s.EVENT_REPLY_SCHEMA),
+                              s.ATTEMPT_LINKS),
             409: s.problem("`invalid_transition`: the state machine forbids it (names "
                            "`from_state` and `to_state`)"),
             **s.NOT_FOUND, **s.AUTH_ERRORS, **s.BODY_ERRORS,
@@ -270,7 +279,7 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
         return JSONResponse(reply)
 
     @app.get(
-        "/v1/jobs/{job_id}/races", response_model=None, tags=["jobs"],
+        "/v1/jobs/{job_id}/races", response_model=None, tags=["jobs"], operation_id="listRaces",
         summary="The job's lost claims",
         responses={200: s.ok("The races, oldest first", s.array_of("Race")), **s.NOT_FOUND,
                    **s.AUTH_ERRORS},
@@ -281,6 +290,7 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
 
     @app.get(
         "/healthz", response_model=None, tags=["operations"], summary="Liveness",
+        operation_id="healthz",
         responses={200: s.ok("Serving", s.ref("Health"))},
     )
     async def healthz() -> JSONResponse:

@@ -34,7 +34,12 @@ class PolicyIn(_Closed):
 
 
 class JobRequest(_Closed):
-    """The intent: the fingerprint is the SHA-256 of its RFC 8785 form, defaults filled in."""
+    """The intent: the fingerprint is the SHA-256 of its RFC 8785 form, defaults filled in.
+
+    Any JSON is accepted except what no store can keep (422, naming the field): a NUL
+    character or a lone surrogate in a string, nesting deeper than 64 levels, integers
+    beyond ±(2^53 − 1) (RFC 8785 cannot represent them exactly).
+    """
 
     contract: Annotated[str, Field(min_length=1)]
     input: dict[str, Any]
@@ -174,6 +179,29 @@ EVENT_REPLY_SCHEMA: dict[str, Any] = {
 }
 
 
+def _link(operation_id: str, **parameters: str) -> dict[str, Any]:
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+# OpenAPI links: how a reply's ids feed the next calls (documentation, and stateful fuzzing).
+JOB_LINKS = {
+    "GetJob": _link("getJob", job_id="$response.body#/id"),
+    "StartAttempt": _link("startAttempt", job_id="$response.body#/id"),
+    "ListAttempts": _link("listAttempts", job_id="$response.body#/id"),
+    "ListRaces": _link("listRaces", job_id="$response.body#/id"),
+}
+ATTEMPT_LINKS = {
+    "PostEvent": _link("postEvent", attempt_id="$response.body#/id"),
+    "GetJob": _link("getJob", job_id="$response.body#/job_id"),
+    "StartAnotherAttempt": _link("startAttempt", job_id="$response.body#/job_id"),
+    "ListRaces": _link("listRaces", job_id="$response.body#/job_id"),
+}
+
+
+def with_links(response: dict[str, Any], links: dict[str, Any]) -> dict[str, Any]:
+    return {**response, "links": links}
+
+
 def body(schema: dict[str, Any]) -> dict[str, Any]:
     """``openapi_extra`` for a required JSON request body."""
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
@@ -213,7 +241,7 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
 IDEMPOTENCY_KEY_PARAMETER: dict[str, Any] = {
     "name": "Idempotency-Key",
     "in": "header",
-    "required": False,
+    "required": True,
     "description": "1–255 printable ASCII characters, no spaces. Missing → 400 "
     "`idempotency_key_missing`; malformed → 400 `idempotency_key_invalid`.",
     "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": KEY_PATTERN},

@@ -146,7 +146,7 @@ async def test_a_store_failure_is_503_without_sql_or_trace(
     for reply in replies:
         body = problem(reply, 503, "store_unavailable")
         text = json.dumps({k: v for k, v in body.items() if k != "instance"}).lower()
-        for leak in ("jobs_gone", "no such", "does not exist", "select", "insert", "sql", "traceback", "relation", "table",
-                     "psycopg", 'file "'):
+        for leak in ("jobs_gone", "no such", "does not exist", "select", "insert", "sql",
+                     "traceback", "relation", "table", "psycopg", 'file "'):
             assert leak not in text, (leak, body)
     assert "store error" in caplog.text  # the cause stays in the server's log
