@@ -8,7 +8,9 @@ primary on the same inputs.
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -20,6 +22,7 @@ from harness.contracts.checks import (
     expected_outcome,
     round_trip_check,
     schema_check,
+    stored_outcome,
     tokenization_check,
 )
 from harness.contracts.exchange import Channel, Mode, open_channel
@@ -30,6 +33,7 @@ from harness.contracts.tokenizers import load_tokenizer
 from harness.domain.clock import Clock, SystemClock
 from harness.domain.errors import ConfigError
 from harness.providers.config import ProviderConfig, ProvidersFile
+from harness.store import open_store
 
 DEFAULT_CONCURRENCY = 64
 
@@ -147,11 +151,14 @@ async def certify(
 
     async def one(channel: Channel, golden: Golden, index: int) -> Sample:
         async with semaphore:
-            sample = await channel.exchange(golden, index)
+            sample = await channel.exchange(golden, index, store, run_id)
         if on_progress:
             on_progress(1)
         return sample
 
+    run_id = uuid.uuid4().hex[:12]
+    workdir = tempfile.TemporaryDirectory(prefix="harness-certify-")
+    store = open_store(f"sqlite:///{Path(workdir.name) / 'certification.db'}")
     started = time.perf_counter()
     try:
         jobs = {
@@ -167,6 +174,8 @@ async def certify(
     finally:
         for channel in channels.values():
             await channel.aclose()
+        store.close()
+        workdir.cleanup()
     wall = time.perf_counter() - started
     samples: dict[tuple[str, str], list[Sample]] = {}
     at = 0
@@ -187,9 +196,7 @@ async def certify(
         reference: dict[str, dict] = {}
         primary_key = (target.primary, target.contract.id)
         if target.primary != target.provider.id and primary_key in judged:
-            reference = _primary_reference(
-                target.contract, judged[primary_key], samples[primary_key]
-            )
+            reference = _primary_reference(target.contract, samples[primary_key])
         run.records.append(_record(
             target, channels[key], samples[key], judged[key], reference,
             tokenizer=tokenizers[target.provider.id], redact=redact, mode=mode, now=now,
@@ -202,17 +209,16 @@ async def certify(
     return run
 
 
-def _primary_reference(
-    contract: Contract, judgements: list[Judgement], samples: list[Sample]
-) -> dict[str, dict]:
+def _primary_reference(contract: Contract, samples: list[Sample]) -> dict[str, dict]:
     """Golden id → the primary's outcome, where the primary matched the golden expectation."""
     expected = {g.id: expected_outcome(contract, g) for g in contract.goldens}
     reference: dict[str, dict] = {}
-    for sample, verdict in zip(samples, judgements, strict=True):
-        if sample.golden_id in reference or verdict.outcome is None:
+    for sample in samples:
+        if sample.golden_id in reference:
             continue
-        if not differences(contract, verdict.outcome, expected[sample.golden_id]):
-            reference[sample.golden_id] = verdict.outcome
+        outcome, _ = stored_outcome(contract, sample)
+        if outcome is not None and not differences(contract, outcome, expected[sample.golden_id]):
+            reference[sample.golden_id] = outcome
     return reference
 
 
@@ -240,7 +246,7 @@ def _record(
             build_body=channel.build_body, redact=redact,
         ),
         round_trip_check(
-            contract, samples=samples, judgements=judgements,
+            contract, samples=samples,
             primary=target.primary if target.primary != cfg.id else None,
             primary_outcomes=reference, redact=redact,
         ),

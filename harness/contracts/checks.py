@@ -36,6 +36,9 @@ class Sample:
     refusal: str | None = None
     error: str | None = None  # "unknown: read timeout …" / "failed: HTTP 429 …"
     latency_s: float = 0.0
+    # What the failover runner made of it: the job result it claimed into the store, or why not.
+    stored: dict[str, Any] | None = None
+    runner: str = ""
 
     def judge(self, contract: Contract) -> Judgement:
         if self.error is not None:
@@ -214,38 +217,48 @@ def system_placement_problem(
     return None
 
 
+def stored_outcome(contract: Contract, sample: Sample) -> tuple[dict[str, Any] | None, str]:
+    """The business outcome of the result the failover runner stored, or why there is none."""
+    if sample.stored is None:
+        return None, f"the failover runner stored no result ({sample.runner})"
+    try:
+        return contract.business.outcome(sample.stored), ""
+    except BusinessRejection as exc:
+        return None, f"the business code rejects the stored result: {exc}"
+
+
 def round_trip_check(
     contract: Contract,
     *,
     samples: Sequence[Sample],
-    judgements: Sequence[Judgement],
     primary: str | None,
     primary_outcomes: Mapping[str, dict[str, Any]],
     redact: Redactor,
 ) -> CheckResult:
-    """Business outcome of each answer vs the golden expectation and vs the primary's outcome.
+    """The runner's stored result → business function → vs golden expectation and primary.
 
     ``primary_outcomes`` maps golden id → the primary's outcome, only for inputs where the
     primary itself agreed with the golden expectation (a wrong primary is not a reference).
     """
     expected = {g.id: expected_outcome(contract, g) for g in contract.goldens}
     evidence: list[Evidence] = []
-    agree_golden = agree_primary = compared_primary = 0
-    for sample, verdict in zip(samples, judgements, strict=True):
-        if not verdict.ok or verdict.outcome is None:
+    agree_golden = agree_primary = compared_primary = stored_n = 0
+    for sample in samples:
+        stored_n += sample.stored is not None
+        outcome, why_not = stored_outcome(contract, sample)
+        if outcome is None:
             evidence.append(Evidence(
-                sample.golden_id, f"no usable answer to compare ({verdict.failure})",
-                redact.excerpt(sample.shown), sample.index,
+                sample.golden_id, why_not, redact.excerpt(sample.shown), sample.index
             ))
             continue
         problems = []
-        diffs = differences(contract, verdict.outcome, expected[sample.golden_id])
+        diffs = differences(contract, outcome, expected[sample.golden_id])
         if diffs:
             problems.append("differs from the golden expectation: " + "; ".join(diffs))
         reference = primary_outcomes.get(sample.golden_id)
         if reference is not None:
             compared_primary += 1
-            pdiffs = differences(contract, verdict.outcome, reference)
+            pdiffs = differences(contract, outcome, reference)
             if pdiffs:
                 problems.append(f"differs from the primary {primary!r}: " + "; ".join(pdiffs))
             else:
@@ -261,6 +274,7 @@ def round_trip_check(
     passed = total > 0 and rate >= contract.thresholds.pass_threshold
     figures = {
         "samples": total,
+        "stored_by_runner": stored_n,
         "agree": agree_golden,
         "agree_rate": round(rate, 4),
         "pass_threshold": contract.thresholds.pass_threshold,
@@ -269,7 +283,10 @@ def round_trip_check(
         "agree_with_primary": agree_primary,
     }
     against = f" and the primary {primary!r}" if primary else ""
-    summary = f"{agree_golden}/{total} answers match the golden expectation{against} ({rate:.0%})"
+    summary = (
+        f"{agree_golden}/{total} results stored by the failover runner match the golden "
+        f"expectation{against} ({rate:.0%})"
+    )
     return CheckResult.build("round_trip", passed, summary, figures, evidence)
 
 

@@ -2,8 +2,12 @@
 
 One :class:`Channel` per (provider, contract): the provider's real client (``client_for``) on
 the transport the mode calls for — the network, an in-process fake provider answering from the
-contract's golden cases, a recorder in front of either, or a cassette player. One request per
-sample, no retries; call errors keep the client's ``failed`` / ``unknown`` classification.
+contract's golden cases, a recorder in front of either, or a cassette player.
+
+Every sample is a real job run by the production :class:`~harness.failover.FailoverRunner` on
+an embedded store (a one-link chain: the provider under test), so the round trip sees exactly
+what failover would have claimed as the job's result. A tap on the client keeps the raw reply
+(or the classified error) for the schema check's evidence. One request per sample, no retries.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ from harness.contracts.checks import Sample
 from harness.contracts.fakes import golden_answer
 from harness.contracts.model import Contract, Golden
 from harness.contracts.render import render_golden
+from harness.domain.entities import Intent
 from harness.domain.errors import ConfigError
-from harness.providers.base import ProviderClient, ProviderRequest
+from harness.failover import FailoverResult, FailoverRunner, RunStatus
+from harness.providers.base import ProviderClient, ProviderReply, ProviderRequest
 from harness.providers.classify import ProviderCallError
 from harness.providers.clients import client_for
-from harness.providers.config import ProviderConfig
+from harness.providers.config import ChainLink, ProviderConfig
 from harness.providers.fake_transport import fake_transport
+from harness.store.base import Store
 
 Mode = Literal["live", "record", "replay"]
+OWNER = "failover-harness-certification"
 
 
 @dataclass
@@ -59,26 +67,79 @@ class Channel:
         req = ProviderRequest(system, user, dict(self.contract.schema), self.contract.schema_name)
         return self.client.build_request_body(req)
 
-    async def exchange(self, golden: Golden, index: int) -> Sample:
-        """Send one sample request; a call error becomes a sample that says why."""
+    async def exchange(self, golden: Golden, index: int, store: Store, run_id: str) -> Sample:
+        """Run one sample as a job through the failover runner; never raises for a bad call."""
         golden_id = golden.id
         req = self.request_for(golden)
         if isinstance(req, str):
-            return Sample(golden_id, index, error=f"not sent: {req}")
-        token = exchange_key.set(f"{golden_id}#{index}")
+            return Sample(golden_id, index, error=f"not sent: {req}", runner="not run")
+        key = f"{golden_id}#{index}"
+        intent = Intent(
+            contract=self.contract.id, input=dict(golden.input),
+            params={"certification": run_id, "provider": self.provider.id, "sample": key},
+        )
+        job = store.create_job(OWNER, f"{run_id}:{self.provider.id}:{key}", intent).job
+        tap = _Tap(self.client)
+        runner = FailoverRunner(
+            store, OWNER, clients={self.provider.id: tap},  # type: ignore[dict-item]
+            eligibility=_OneLink(),
+        )
+        link = ChainLink(provider=self.provider.id, failover="auto")
+        token = exchange_key.set(key)  # copied into the runner's call task: names the cassette
         try:
-            reply = await self.client.complete(req)
-        except ProviderCallError as exc:
-            return Sample(golden_id, index, error=f"{exc.classification}: {exc.message}")
+            result = await runner.run(job.id, [link], req, contract_id=self.contract.id)
         finally:
             exchange_key.reset(token)
+        ran = _describe(result)
+        stored = result.result if result.status is RunStatus.SUCCEEDED else None
+        if tap.error is not None:
+            return Sample(
+                golden_id, index, error=f"{tap.error.classification}: {tap.error.message}",
+                runner=ran,
+            )
+        reply = tap.reply
+        assert reply is not None, ran
         return Sample(
             golden_id, index, text=reply.text, parsed=reply.parsed,
             finish_reason=reply.finish_reason, refusal=reply.refusal, latency_s=reply.latency_s,
+            stored=stored if isinstance(stored, dict) else None, runner=ran,
         )
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def _describe(result: FailoverResult) -> str:
+    """The run's ending without its random ids: ``exhausted: attempt failed (invalid_json)``."""
+    parts = []
+    for attempt in result.attempts:
+        code = (attempt.error or {}).get("code")
+        parts.append(f"attempt {attempt.state}" + (f" ({code})" if code else ""))
+    return f"{result.status}" + (f": {', '.join(parts)}" if parts else "")
+
+
+class _Tap:
+    """The production client, unchanged, keeping what it returned or raised for the evidence."""
+
+    def __init__(self, client: ProviderClient) -> None:
+        self.client = client
+        self.reply: ProviderReply | None = None
+        self.error: ProviderCallError | None = None
+
+    async def complete(self, req: ProviderRequest) -> ProviderReply:
+        try:
+            self.reply = await self.client.complete(req)
+        except ProviderCallError as exc:
+            self.error = exc
+            raise
+        return self.reply
+
+
+class _OneLink:
+    """Eligibility for a one-link certification chain: the runner never asks (no failover)."""
+
+    def is_eligible(self, provider_id: str, contract_id: str) -> tuple[bool, str]:
+        return False, "a certification job has one link; there is nothing to fail over to"
 
 
 def open_channel(

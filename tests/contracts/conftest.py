@@ -35,11 +35,13 @@ def provider(behaviour: str = "conformant", kind: str = "openai-chat", **extra: 
 class Project:
     """A temporary project folder: providers.yaml, contracts/ticket_triage, lock, cassettes."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, fresh: bool = True) -> None:
+        """``fresh``: copy the shipped contract in; otherwise ``root`` already is a project."""
         self.root = root
         self.contracts = root / "contracts"
         self.contract = self.contracts / "ticket_triage"
-        shutil.copytree(SHIPPED, self.contract, ignore=shutil.ignore_patterns("__pycache__"))
+        if fresh:
+            shutil.copytree(SHIPPED, self.contract, ignore=shutil.ignore_patterns("__pycache__"))
         self.providers_path = root / "providers.yaml"
         self.lock_path = root / "providers.lock.json"
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 import harness.contracts.exchange as exchange
-from tests.contracts.conftest import provider
+from tests.contracts.conftest import Project, provider
 
 SECRET = "sk-test-cassette-0123456789abcdef"
 
@@ -37,12 +39,27 @@ def _verdicts(records) -> dict:
     }
 
 
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> Path:
+    """One recorded certification (cassettes, lock file, report), made once for this module."""
+    root = tmp_path_factory.mktemp("recorded")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRIAGE_KEY", SECRET)
+        mp.chdir(root)
+        project = Project(root)
+        _providers(project)
+        assert project.cli("certify", "--record", "--no-progress") == 1
+    return root
+
+
 @pytest.fixture
-def recorded(project, monkeypatch):
+def recorded(recording: Path, tmp_path: Path, monkeypatch) -> Project:
+    """A private copy of the recording for one test."""
     monkeypatch.setenv("TRIAGE_KEY", SECRET)
-    _providers(project)
-    assert project.cli("certify", "--record", "--no-progress") == 1
-    return project
+    root = tmp_path / "project"
+    shutil.copytree(recording, root)
+    monkeypatch.chdir(root)
+    return Project(root, fresh=False)
 
 
 def test_replay_gives_the_same_verdicts_offline(recorded, monkeypatch) -> None:

@@ -151,3 +151,29 @@ def test_certify_exits_1_for_an_ineligible_auto_link_and_0_for_a_manual_one(
     report = (project.root / "reports" / "certification.md").read_text()
     assert "| ticket_triage@1.0.0 | proser |" in report and "**ineligible**" in report
     assert (project.root / "reports" / "certification.json").is_file()
+
+
+def test_the_round_trip_judges_what_the_failover_runner_stored(project, check_of) -> None:
+    # With a schema that tolerates extra keys, the runner accepts the hallucinated answer and
+    # claims it as the job's result; the business model (extra="forbid") then refuses it.
+    schema_path = project.contract / "schema.json"
+    text = schema_path.read_text(encoding="utf-8")
+    lenient = text.replace('"additionalProperties": false', '"additionalProperties": true')
+    schema_path.write_text(lenient, encoding="utf-8")
+    project.write_providers({"primary": provider(), "extra": provider("hallucinated-key")})
+    records = {r.provider: r for r in project.certify().records}
+    assert check_of(records["primary"], "round_trip").figures["stored_by_runner"] == 60
+    trip = check_of(records["extra"], "round_trip")
+    assert trip.figures["stored_by_runner"] == 60  # the runner took every answer…
+    assert trip.evidence[0].reason.startswith("the business code rejects the stored result")
+    schema = check_of(records["extra"], "schema")  # …the schema check still names the cause
+    assert schema.figures["failures"] == {"hallucinated_key": 60}
+
+
+def test_an_answer_the_runner_refuses_is_not_compared(run, check_of) -> None:
+    records, _ = run
+    trip = check_of(records["fenced-json-openai-chat"], "round_trip")
+    assert trip.figures["stored_by_runner"] == 0
+    assert trip.evidence[0].reason == (
+        "the failover runner stored no result (exhausted: attempt failed (invalid_json))"
+    )
