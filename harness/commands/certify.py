@@ -7,15 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-from harness.contracts.certifier import DEFAULT_CONCURRENCY, certify, plan
-from harness.contracts.report import write_reports
-from harness.contracts.standing import certify_command
-from harness.contracts.workspace import open_workspace
-
+DEFAULT_CONCURRENCY = 64  # harness.contracts.certifier.DEFAULT_CONCURRENCY (imported lazily)
 HELP = "certify fallback providers against their contracts and write providers.lock.json"
 
 
@@ -41,6 +33,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: `failover-harness --help` should not load tokenizers, httpx and the store.
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.table import Table
+
+    from harness.contracts.certifier import certify, plan
+    from harness.contracts.report import write_reports
+    from harness.contracts.standing import certify_command
+    from harness.contracts.workspace import open_workspace
+
     ws = open_workspace(args.providers, args.contracts)
     targets = plan(
         ws.providers, ws.contracts, only_provider=args.provider, only_contract=args.contract,

@@ -11,9 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.contracts.standing import State
-from harness.contracts.workspace import open_workspace
-
 HELP = "check that every auto failover link has a valid certification (for CI)"
 
 
@@ -27,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.contracts.standing import State  # lazily: keep `--help` fast
+    from harness.contracts.workspace import open_workspace
+
     ws = open_workspace(args.providers, args.contracts, args.lock)
     standings = ws.gate()
     problems = [s for s in standings if s.state is not State.CERTIFIED]

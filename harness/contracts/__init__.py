@@ -1,1 +1,48 @@
-"""contracts layer (see ../shared/DESIGN.md)."""
+"""The contract verifier: certify that a provider meets a contract, and gate failover on it.
+
+::
+
+    contracts/<name>/contract.yaml ──load_contract──▶ Contract
+    providers.yaml + Contract ──certify()──▶ CertificationRecord ──▶ providers.lock.json
+    providers.lock.json ──LockFileEligibility / Workspace.gate()──▶ Standing (rule 10)
+
+Modules: ``loader`` / ``model`` (contracts), ``render`` and ``tokenizers`` (prompts),
+``outputs`` (judging one answer), ``checks`` (schema, tokenization, round trip),
+``exchange`` and ``cassettes`` (calls through the production client and failover runner,
+recorded or replayed), ``certifier`` (orchestration), ``records`` / ``lockfile`` (the lock
+file), ``standing`` / ``eligibility`` / ``workspace`` (the gate), ``report``.
+"""
+
+from harness.contracts.certifier import CertificationRun, Target, certify, plan
+from harness.contracts.eligibility import LockFileEligibility
+from harness.contracts.loader import load_contract, load_contracts
+from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
+from harness.contracts.model import Contract, Golden
+from harness.contracts.records import CertificationRecord, CheckResult, Evidence
+from harness.contracts.standing import Standing, State
+from harness.contracts.tokenizers import TokenizerUnavailable, load_tokenizer
+from harness.contracts.workspace import Workspace, open_workspace
+
+__all__ = [
+    "CertificationRecord",
+    "CertificationRun",
+    "CheckResult",
+    "Contract",
+    "Evidence",
+    "Golden",
+    "LockFile",
+    "LockFileEligibility",
+    "Standing",
+    "State",
+    "Target",
+    "TokenizerUnavailable",
+    "Workspace",
+    "certify",
+    "load_contract",
+    "load_contracts",
+    "load_tokenizer",
+    "lock_path_for",
+    "open_workspace",
+    "plan",
+    "read_lock",
+]
