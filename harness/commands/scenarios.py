@@ -67,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     matrix.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     matrix.add_argument("--db", default=None, metavar="URL",
                         help="sqlite:///file.db or postgresql://… shared by all runs "
-                        "(default: a temporary SQLite file per run)")
+                        "(default: a temporary SQLite file)")
     matrix.add_argument("--seed", type=int, default=None)
 
 

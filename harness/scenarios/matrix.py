@@ -71,7 +71,8 @@ def detection_matrix(
     on_cell: Callable[[str, RunResult], None] | None = None,
 ) -> Matrix:
     """Run every scenario against the reference and each mutant on ``database``
-    (None: a fresh temporary SQLite file per run; otherwise one shared database)."""
+    (None: a temporary SQLite file per store). Runs never see each other: keys and ids are
+    unique per run."""
     names = list(MUTANTS) if mutants is None else list(mutants)
     matrix = Matrix([s.name for s in scenarios], [REFERENCE, *names])
     started = time.perf_counter()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +11,11 @@ import pytest
 from harness.scenarios.history import Op
 from harness.scenarios.loader import load_scenario, scenario_files
 from harness.scenarios.model import Scenario
+from harness.scenarios.targets import Target, open_target
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS_DIR = ROOT / "scenarios"
+Opener = Callable[..., "Target"]
 SEED_FOUR = ("double_click", "mismatched_key", "timeout_unknown", "out_of_order_completion")
 
 
@@ -92,3 +94,25 @@ class HistoryBuilder:
 @pytest.fixture
 def history() -> HistoryBuilder:
     return HistoryBuilder()
+
+
+@pytest.fixture
+def sqlite_target() -> Iterator[Target]:
+    """The reference store on a temporary SQLite file, closed after the test."""
+    with open_target("sqlite") as target:
+        yield target
+
+
+@pytest.fixture
+def open_targets() -> Iterator[Opener]:
+    """``open_target`` whose targets are all closed after the test."""
+    opened: list[Target] = []
+
+    def opener(*args: Any, **kwargs: Any) -> Target:
+        target = open_target(*args, **kwargs)
+        opened.append(target)
+        return target
+
+    yield opener
+    for target in opened:
+        target.close()

@@ -11,8 +11,7 @@ import pytest
 from harness.cli import main
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import run_scenario
-from harness.scenarios.targets import open_target
-from tests.scenarios.conftest import SCENARIOS_DIR, SEED_FOUR
+from tests.scenarios.conftest import SCENARIOS_DIR, SEED_FOUR, Opener
 from tests.service.serving import TOKENS, ServeProcess
 
 
@@ -49,9 +48,10 @@ def sqlite_replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
 
 
 def test_every_scenario_holds_over_http_across_replicas(
-        shipped: dict[str, Scenario], sqlite_replicas: tuple[str, Path]) -> None:
+        open_targets: Opener, shipped: dict[str, Scenario],
+        sqlite_replicas: tuple[str, Path]) -> None:
     urls, tokens = sqlite_replicas
-    target = open_target(urls, tokens_file=tokens)
+    target = open_targets(urls, tokens_file=tokens)
     results = {name: run_scenario(s, target) for name, s in shipped.items()}
     failed = {n: [(c.checker, c.violations) for c in r.checks if c.verdict != "valid"]
               for n, r in results.items() if r.status != "passed"}
@@ -60,9 +60,10 @@ def test_every_scenario_holds_over_http_across_replicas(
 
 
 def test_the_http_history_is_the_in_process_history(
-        shipped: dict[str, Scenario], sqlite_replicas: tuple[str, Path]) -> None:
+        open_targets: Opener, shipped: dict[str, Scenario],
+        sqlite_replicas: tuple[str, Path]) -> None:
     urls, tokens = sqlite_replicas
-    http, local = open_target(urls, tokens_file=tokens), open_target("sqlite")
+    http, local = open_targets(urls, tokens_file=tokens), open_targets("sqlite")
     for name in SEED_FOUR:
         over_http = [op.to_line() for op in run_scenario(shipped[name], http).history]
         in_process = [op.to_line() for op in run_scenario(shipped[name], local).history]
@@ -70,14 +71,14 @@ def test_the_http_history_is_the_in_process_history(
 
 
 def test_an_owner_without_a_token_is_not_applicable(
-        shipped: dict[str, Scenario], sqlite_replicas: tuple[str, Path],
+        open_targets: Opener, shipped: dict[str, Scenario], sqlite_replicas: tuple[str, Path],
         tmp_path: Path) -> None:
     urls, _ = sqlite_replicas
     only_alice = tmp_path / "alice.yaml"
     token = next(t for t, o in TOKENS.items() if o == "alice")
     only_alice.write_text(f"{token}: alice\n", encoding="utf-8")
     result = run_scenario(shipped["same_key_other_owner"],
-                          open_target(urls, tokens_file=only_alice))
+                          open_targets(urls, tokens_file=only_alice))
     assert result.status == "not_applicable"
     assert result.reason == "no token for owner(s) bob in the tokens file"
 
@@ -98,11 +99,11 @@ def test_the_cli_over_http_prints_a_replay_with_the_tokens_file(
 
 @pytest.mark.postgres
 def test_the_seed_four_hold_on_two_replicas_over_postgresql(
-        shipped: dict[str, Scenario], pg_dsn: str, tmp_path: Path) -> None:
+        open_targets: Opener, shipped: dict[str, Scenario], pg_dsn: str, tmp_path: Path) -> None:
     tokens = _tokens_file(tmp_path)
     servers = _replicas(pg_dsn, tmp_path, tokens)
     try:
-        target = open_target(",".join(s.url for s in servers), tokens_file=tokens)
+        target = open_targets(",".join(s.url for s in servers), tokens_file=tokens)
         for name in (*SEED_FOUR, "triple_click_across_replicas"):
             assert run_scenario(shipped[name], target).status == "passed", name
     finally:

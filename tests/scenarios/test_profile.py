@@ -11,10 +11,10 @@ import pytest
 from harness.domain.errors import ConfigError
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import run_scenario
-from harness.scenarios.targets import open_target
 from harness.scenarios.targets.profile import load_profile
 from harness.store import open_store
 from harness.store.mutants import open_mutant
+from tests.scenarios.conftest import Opener
 from tests.scenarios.draft_service import LoopbackServer, draft_app
 
 PROFILE = """\
@@ -59,11 +59,11 @@ def draft_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tu
 
 
 def test_a_profiled_service_is_judged_like_any_other(
-        shipped: dict[str, Scenario], draft_service: tuple[str, str],
+        open_targets: Opener, shipped: dict[str, Scenario], draft_service: tuple[str, str],
         profile_files: tuple[Path, Path]) -> None:
     url, store = draft_service
     profile, tokens = profile_files
-    target = open_target(url, tokens_file=tokens, profile=profile)
+    target = open_targets(url, tokens_file=tokens, profile=profile)
     statuses = {name: run_scenario(s, target).status for name, s in shipped.items()}
     # The draft service has no versions: {version: 1} in the scripts cannot be observed, so
     # the honest verdict on the correct service is unknown; the buggy one is still caught.
@@ -80,11 +80,11 @@ def test_a_profiled_service_is_judged_like_any_other(
 
 
 def test_in_flight_answers_are_retried_until_the_same_job(
-        shipped: dict[str, Scenario], draft_service: tuple[str, str],
+        open_targets: Opener, shipped: dict[str, Scenario], draft_service: tuple[str, str],
         profile_files: tuple[Path, Path]) -> None:
     url, _ = draft_service
     profile, tokens = profile_files
-    result = run_scenario(shipped["double_click"], open_target(url, tokens_file=tokens,
+    result = run_scenario(shipped["double_click"], open_targets(url, tokens_file=tokens,
                                                                profile=profile))
     creates = [op for op in result.history if op.f == "create" and op.type != "invoke"]
     assert all(op.type == "ok" and op.value["job"] == "job" for op in creates)
@@ -92,9 +92,10 @@ def test_in_flight_answers_are_retried_until_the_same_job(
 
 
 def test_a_capability_the_profile_lacks_is_named(
-        shipped: dict[str, Scenario], profile_files: tuple[Path, Path]) -> None:
+        open_targets: Opener, shipped: dict[str, Scenario],
+        profile_files: tuple[Path, Path]) -> None:
     profile, tokens = profile_files
-    target = open_target("http://127.0.0.1:9", tokens_file=tokens, profile=profile)
+    target = open_targets("http://127.0.0.1:9", tokens_file=tokens, profile=profile)
     result = run_scenario(shipped["timeout_unknown"], target)
     assert result.status == "not_applicable"
     assert result.reason == ("needs attempts, timeouts, which profile 'draft-orders' does not "

@@ -15,9 +15,9 @@ from harness.scenarios.model import Scenario
 from harness.scenarios.runfolder import write_run
 from harness.scenarios.runner import run_scenario
 from harness.scenarios.scheduler import RecordedChoices, decisions_of
-from harness.scenarios.targets import open_target
 from harness.scenarios.targets.base import Reply, Target, TargetSession
 from harness.scenarios.targets.stores import STORE_CAPABILITIES
+from tests.scenarios.conftest import Opener
 
 
 class _BarrierSession:
@@ -66,8 +66,10 @@ def test_a_concurrent_group_really_runs_at_once(shipped: dict[str, Scenario]) ->
     assert {op.process for op in creates} == {f"alice/{i}" for i in range(1, group + 1)}
 
 
-def test_a_30_second_reply_costs_no_real_time(shipped: dict[str, Scenario]) -> None:
-    result = run_scenario(shipped["out_of_order_completion"], open_target("sqlite"))
+def test_a_30_second_reply_costs_no_real_time(
+        open_targets: Opener, shipped: dict[str, Scenario]
+) -> None:
+    result = run_scenario(shipped["out_of_order_completion"], open_targets("sqlite"))
     assert result.status == "passed"
     assert result.virtual_seconds == 35
     late = next(op for op in result.history
@@ -76,8 +78,10 @@ def test_a_30_second_reply_costs_no_real_time(shipped: dict[str, Scenario]) -> N
     assert (EPOCH.isoformat()[:10]) == "2026-01-01"
 
 
-def test_a_crash_drops_the_workers_timeout_and_reply(shipped: dict[str, Scenario]) -> None:
-    result = run_scenario(shipped["crash_mid_attempt"], open_target("sqlite"))
+def test_a_crash_drops_the_workers_timeout_and_reply(
+        open_targets: Opener, shipped: dict[str, Scenario]
+) -> None:
+    result = run_scenario(shipped["crash_mid_attempt"], open_targets("sqlite"))
     assert result.status == "passed"
     crash = [op for op in result.history if op.process == "nemesis"]
     assert [op.type for op in crash] == ["invoke", "info"]
@@ -87,8 +91,8 @@ def test_a_crash_drops_the_workers_timeout_and_reply(shipped: dict[str, Scenario
 
 
 def test_a_missing_capability_is_not_applicable_never_passed(
-        shipped: dict[str, Scenario]) -> None:
-    result = run_scenario(shipped["triple_click_across_replicas"], open_target("sqlite"))
+        open_targets: Opener, shipped: dict[str, Scenario]) -> None:
+    result = run_scenario(shipped["triple_click_across_replicas"], open_targets("sqlite"))
     assert result.status == "not_applicable"
     assert result.reason == "needs replicas, which sqlite targets lack"
     assert result.history == [] and result.checks == []
@@ -104,8 +108,9 @@ def _history_bytes(scenario: Scenario, target: Target, seed: int, tmp: Path) -> 
 
 
 def test_the_same_seed_writes_byte_identical_histories(
-        shipped: dict[str, Scenario], store_url: str, tmp_path: Path) -> None:
-    target = open_target(store_url)
+        open_targets: Opener, shipped: dict[str, Scenario], store_url: str,
+        tmp_path: Path) -> None:
+    target = open_targets(store_url)
     try:
         for scenario in shipped.values():
             first = _history_bytes(scenario, target, 3, tmp_path / "a")
@@ -115,9 +120,11 @@ def test_the_same_seed_writes_byte_identical_histories(
         target.close()
 
 
-def test_seeds_choose_between_simultaneous_events(shipped: dict[str, Scenario]) -> None:
+def test_seeds_choose_between_simultaneous_events(
+        open_targets: Opener, shipped: dict[str, Scenario]
+) -> None:
     scenario = shipped["same_key_other_owner"]
-    target = open_target("sqlite")
+    target = open_targets("sqlite")
     schedules = {}
     for seed in range(6):
         result = run_scenario(scenario, target, seed=seed)
@@ -132,8 +139,8 @@ def test_seeds_choose_between_simultaneous_events(shipped: dict[str, Scenario]) 
 
 
 def test_runs_on_one_database_do_not_see_each_other(
-        shipped: dict[str, Scenario], sqlite_url: str) -> None:
-    target = open_target(sqlite_url)
+        open_targets: Opener, shipped: dict[str, Scenario], sqlite_url: str) -> None:
+    target = open_targets(sqlite_url)
     try:
         results = [run_scenario(shipped["mismatched_key"], target) for _ in range(3)]
     finally:
@@ -142,7 +149,7 @@ def test_runs_on_one_database_do_not_see_each_other(
     assert len({r.run_id for r in results}) == 3
 
 
-def test_a_scenario_file_schedule_is_followed(write_scenario: Any) -> None:
+def test_a_scenario_file_schedule_is_followed(open_targets: Opener, write_scenario: Any) -> None:
     body = """
 name: pinned
 actors: [alice, bob]
@@ -156,14 +163,16 @@ schedule: ["0.000 bob create k"]
     from harness.scenarios.loader import load_scenario
 
     scenario = load_scenario(write_scenario("pinned", body))
-    result = run_scenario(scenario, open_target("sqlite"))
+    result = run_scenario(scenario, open_targets("sqlite"))
     assert [op.process for op in result.history] == ["bob", "bob", "alice", "alice"]
 
 
 @pytest.mark.parametrize("mutant", ["check-then-insert", "no-fingerprint"])
-def test_a_mutant_violation_carries_its_ops(shipped: dict[str, Scenario], mutant: str) -> None:
+def test_a_mutant_violation_carries_its_ops(
+        open_targets: Opener, shipped: dict[str, Scenario], mutant: str
+) -> None:
     name = "double_click" if mutant == "check-then-insert" else "mismatched_key"
-    result = run_scenario(shipped[name], open_target(f"mutant:{mutant}"))
+    result = run_scenario(shipped[name], open_targets(f"mutant:{mutant}"))
     assert result.status == "violated"
     broken = [c for c in result.checks if c.verdict == "invalid"]
     assert broken and all(v.ops for c in broken for v in c.violations)

@@ -1,10 +1,10 @@
 """Targets: what a scenario runs against, parsed from ``--target``.
 
 ==================================  ==========================================================
-``sqlite`` (default)                the reference store on a fresh temporary SQLite file per run
+``sqlite`` (default)                the reference store on a temporary SQLite file
 ``sqlite:///path/file.db``          the reference store on that file (WAL: threads really race)
 ``postgresql://user@host/db``       the reference store on PostgreSQL
-``mutant:<name>``                   a mutant on a fresh temporary SQLite file per run
+``mutant:<name>``                   a mutant on a temporary SQLite file
 ``mutant:<name>@<database URL>``    a mutant on that database
 ``http://host:port[,http://…]``     a service speaking API.md (replicas, comma-separated);
                                     with ``--target-profile``, any service the profile maps
@@ -21,7 +21,7 @@ from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.stores import StoreTarget
 
 TARGET_HELP = (
-    "sqlite (default: a temporary file per run), sqlite:///file.db, postgresql://…, "
+    "sqlite (default: a temporary file), sqlite:///file.db, postgresql://…, "
     "mutant:<name>[@<db url>], http://host:port[,http://host:port…]"
 )
 

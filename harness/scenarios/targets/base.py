@@ -12,7 +12,7 @@ import threading
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from harness.domain.clock import ManualClock
 from harness.scenarios.model import Scenario
@@ -93,6 +93,12 @@ class Target(ABC):
 
     def close(self) -> None:  # noqa: B027 - most targets hold nothing
         """Release what the target holds."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 class SequentialIds:

@@ -78,9 +78,10 @@ class StoreSession(TargetSession):
 
 
 class StoreTarget(Target):
-    """``sqlite`` (a fresh temporary file per run), ``sqlite:///…``, ``postgresql://…``, and
-    ``mutant:<name>[@<database URL>]``. A named database is opened once and shared by the runs
-    (keys are unique per run); its clock and ids are swapped per run."""
+    """``sqlite`` (a temporary file, removed by :meth:`close`), ``sqlite:///…``,
+    ``postgresql://…``, and ``mutant:<name>[@<database URL>]``. The database is opened once and
+    shared by the runs, which never see each other (keys and ids are unique per run); the
+    store's clock and ids are swapped for each run."""
 
     capabilities = STORE_CAPABILITIES
 
@@ -96,6 +97,7 @@ class StoreTarget(Target):
         self.kind = "mutant" if mutant else backend
         self.backend = backend
         self._store: SqlStore | None = None
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def description(self) -> str:
@@ -116,17 +118,13 @@ class StoreTarget(Target):
         self, clock: ManualClock, run_id: str, concurrency: int
     ) -> Iterator[TargetSession]:
         ids = SequentialIds(run_id)
-        if self.url is None:
-            with tempfile.TemporaryDirectory(prefix="harness-run-") as folder:
-                store = self._open(f"sqlite:///{Path(folder) / 'run.db'}", clock=clock, ids=ids)
-                try:
-                    yield StoreSession(store)
-                finally:
-                    store.close()
-            return
         if self._store is None:
+            url = self.url
+            if url is None:
+                self._folder = tempfile.TemporaryDirectory(prefix="harness-target-")
+                url = f"sqlite:///{Path(self._folder.name) / 'target.db'}"
             try:
-                self._store = self._open(self.url, clock=clock, ids=ids)
+                self._store = self._open(url, clock=clock, ids=ids)
             except StoreError as exc:
                 raise ConfigError(
                     f"cannot open the target database: {exc.message}", field="--target",
@@ -140,3 +138,6 @@ class StoreTarget(Target):
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
