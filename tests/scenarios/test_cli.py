@@ -131,6 +131,18 @@ def test_a_bad_target_is_exit_2(target: str, message: str, monkeypatch: pytest.M
     assert code == 2 and message in err and "hunter2" not in err
 
 
+def test_an_unreachable_service_is_exit_2(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tok-a-123456: alice\n", encoding="utf-8")
+    from tests.service.serving import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    code, _, err = _run(["scenarios", "run", OOO, "--target", url, "--tokens-file", str(tokens)],
+                        capsys)
+    assert code == 2 and "cannot reach the target" in err and "tok-a-123456" not in err
+
+
 def test_no_action_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["scenarios"]) == 2
 

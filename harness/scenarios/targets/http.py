@@ -144,10 +144,26 @@ class HttpTarget(Target):
             )
         self.tokens = owner_tokens(tokens_file, env)
         self.timeout_s = timeout_s
+        self._probed = False
 
     @property
     def description(self) -> str:
         return ",".join(redact(u) for u in self.urls)
+
+    def _probe(self, session: HttpSession) -> None:
+        """Every replica must answer ``GET /healthz`` before any scenario runs (else exit 2)."""
+        owner = next(iter(self.tokens), "")
+        for _ in self.urls:
+            client = session.client(owner)
+            try:
+                client.healthz()
+            except TransportFailure as exc:
+                session.close()
+                raise ConfigError(
+                    f"cannot reach the target: {exc.message}", field="--target",
+                    fix="start the service (failover-harness serve …) or fix the URL",
+                ) from None
+        self._probed = True
 
     def not_applicable(self, scenario: Scenario) -> str | None:
         reason = super().not_applicable(scenario)
@@ -163,6 +179,8 @@ class HttpTarget(Target):
         self, clock: ManualClock, run_id: str, concurrency: int
     ) -> Iterator[TargetSession]:
         session = HttpSession(self)
+        if not self._probed:
+            self._probe(session)
         try:
             yield session
         finally:
