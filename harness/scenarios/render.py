@@ -47,7 +47,8 @@ def format_pair(pair: Pair) -> str:
     """An invocation and its completion on one line: what was asked → what came back."""
     inv, done = pair.invoke, pair.completion
     asked = _fields(inv.value, skip=("expect",))
-    answer = f"{done.type} {_fields(done.value)}" if done else "no completion"
+    echoed = tuple(k for k, v in done.value.items() if inv.value.get(k) == v) if done else ()
+    answer = f"{done.type} {_fields(done.value, skip=echoed)}" if done else "no completion"
     where = f"#{inv.index}" + (f"-{done.index}" if done else "")
     return f"{where:<8} t={inv.time:<6g} {inv.process:<11} {inv.f}({asked}) -> {answer}"
 

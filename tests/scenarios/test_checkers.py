@@ -29,7 +29,9 @@ def test_duplicates_get_same_job_refuses_an_error_for_a_duplicate(
     history.create(None, type_="fail", error="store_unavailable", process="alice/3")
     result = check("duplicates_get_same_job", history)
     assert result.verdict == "invalid"
-    assert "store_unavailable instead of job job" in result.violations[0].message
+    assert result.violations[0].message == ("1 of 3 duplicates of alice's 'k' was answered "
+                                            "409 store_unavailable instead of job job")
+    assert result.violations[0].ops == (0, 1, 4, 5)
 
 
 def test_duplicates_with_no_answer_are_unknown_not_valid(history: HistoryBuilder) -> None:

@@ -46,17 +46,20 @@ def duplicates_get_same_job(items: list[Pair], found: Findings) -> None:
         if not oks:
             continue
         job = oks[0].value.get("job")
+        refused: dict[str, list[Pair]] = defaultdict(list)
         for pair in group:
             if pair.type == "info":
                 found.unknown(f"op {pair.invoke.index}: a duplicate of {owner}'s {key!r} got "
                               "no answer")
             elif pair.type == "fail":
-                found.violation(
-                    f"a duplicate of {owner}'s {key!r} was answered {pair.value.get('status')} "
-                    f"{pair.value.get('error')} instead of job {job}", [oks[0], pair])
+                refused[f"{pair.value.get('status')} {pair.value.get('error')}"].append(pair)
             elif pair.value.get("job") != job:
                 found.violation(f"duplicates of {owner}'s {key!r} got different jobs "
                                 f"({job} and {pair.value.get('job')})", [oks[0], pair])
+        for answer, failed in refused.items():
+            found.violation(f"{len(failed)} of {len(group)} duplicates of {owner}'s {key!r} "
+                            f"{'was' if len(failed) == 1 else 'were'} answered {answer} instead "
+                            f"of job {job}", [oks[0], *failed])
 
 
 @checker("the same key with another intent is rejected (409 idempotency_key_reused) and "
