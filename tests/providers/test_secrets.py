@@ -107,10 +107,8 @@ def test_redaction_helpers(caplog: pytest.LogCaptureFixture) -> None:
                        "x-note": "echo [REDACTED]", "content-type": "json"}
     logger = logging.getLogger("some.other.library")
     caplog.set_level(logging.INFO)
-    flt = install_log_redaction(logging.getLogger())
+    flt = install_log_redaction(logging.getLogger())  # the root logger's handlers: caplog's too
     try:
-        for handler in logging.getLogger().handlers:
-            handler.addFilter(flt)
         logger.info("calling with key %s", CANARY)
     finally:
         root = logging.getLogger()
