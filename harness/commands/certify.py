@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from harness.contracts.certifier import certify, plan
+    from harness.contracts.exchange import Mode
     from harness.contracts.report import write_reports
     from harness.contracts.standing import certify_command
     from harness.contracts.workspace import open_workspace
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         ws.providers, ws.contracts, only_provider=args.provider, only_contract=args.contract,
         providers_path=str(args.providers),
     )
-    mode = "record" if args.record else "replay" if args.replay else "live"
+    mode: Mode = "record" if args.record else "replay" if args.replay else "live"
     cassettes = args.cassettes or ws.cassettes_dir
     total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
     err = Console(stderr=True)

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from harness import __version__
@@ -29,7 +29,7 @@ from harness.contracts.exchange import Channel, Mode, open_channel
 from harness.contracts.model import Contract, Golden
 from harness.contracts.outputs import Judgement, differences
 from harness.contracts.records import CertificationRecord, Redactor
-from harness.contracts.tokenizers import load_tokenizer
+from harness.contracts.tokenizers import Tokenizer, load_tokenizer
 from harness.domain.clock import Clock, SystemClock
 from harness.domain.errors import ConfigError
 from harness.providers.config import ProviderConfig, ProvidersFile
@@ -229,10 +229,10 @@ def _record(
     judgements: list[Judgement],
     reference: dict[str, dict],
     *,
-    tokenizer,
+    tokenizer: Tokenizer,
     redact: Redactor,
     mode: Mode,
-    now,
+    now: datetime,
 ) -> CertificationRecord:
     cfg, contract = target.provider, target.contract
     checks = (

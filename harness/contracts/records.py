@@ -100,7 +100,8 @@ class CheckResult:
     ) -> CheckResult:
         # Breadth first: one piece per input before a second piece for any input.
         seen: set[str] = set()
-        firsts, rest = [], []
+        firsts: list[Evidence] = []
+        rest: list[Evidence] = []
         for item in evidence:
             (rest if item.input_id in seen else firsts).append(item)
             seen.add(item.input_id)
