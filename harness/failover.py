@@ -118,10 +118,6 @@ class _Stop(Exception):
         self.status, self.blocking, self.next_provider = status, blocking, next_provider
 
 
-async def _sleep(seconds: float) -> None:
-    await asyncio.sleep(seconds)
-
-
 class FailoverRunner:
     """Runs jobs of one owner through failover chains (see the module docstring).
 
@@ -138,7 +134,7 @@ class FailoverRunner:
         clients: Mapping[str, ProviderClient],
         eligibility: Eligibility,
         hedge: HedgePolicy | None = None,
-        hedge_timer: Callable[[float], Awaitable[None]] = _sleep,
+        hedge_timer: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.store, self.owner_id = store, owner_id
         self.clients, self.eligibility = clients, eligibility
@@ -168,9 +164,12 @@ class FailoverRunner:
             run.prepare(chain)
             status = await run.walk(hedge_ok)
         except _Stop as stop:
-            return run.finish(stop.status, blocking=stop.blocking, next_provider=stop.next_provider)
+            status, blocking, next_provider = stop.status, stop.blocking, stop.next_provider
+        else:
+            blocking = next_provider = None
         job = self.store.get_job(self.owner_id, job_id)
-        return run.finish(status, result=job.result)
+        return run.finish(status, result=job.result, blocking=blocking,
+                          next_provider=next_provider)
 
 
 class _Run:
