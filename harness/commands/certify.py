@@ -27,6 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contract", default=None, metavar="ID", help="only this contract")
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N",
                         help=f"calls in flight at most (default: {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
+                        help="the lock file to update (default: <providers>.lock.json beside it)")
     parser.add_argument("--report", type=Path, default=Path("reports/certification.md"),
                         metavar="FILE", help="Markdown report (and .json beside it)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.contracts.standing import certify_command
     from harness.contracts.workspace import open_workspace
 
-    ws = open_workspace(args.providers, args.contracts)
+    ws = open_workspace(args.providers, args.contracts, args.lock)
     targets = plan(
         ws.providers, ws.contracts, only_provider=args.provider, only_contract=args.contract,
         providers_path=str(args.providers),
