@@ -1,9 +1,10 @@
-"""The README's two commands, CI's use of them, and the main job's exit codes."""
+"""The README's two commands, CI's use of them, and the main job (`check`) end to end."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,23 +28,84 @@ def test_the_quick_start_is_exactly_two_commands_and_ci_runs_the_second() -> Non
     assert commands[1] in (ROOT / ".ci" / "run").read_text("utf-8")
 
 
-def test_check_passes_on_the_embedded_store(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "--json"]) == 0
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A copy of the shipped providers.yaml, contracts and scenarios."""
+    shutil.copy(ROOT / "providers.yaml", tmp_path / "providers.yaml")
+    shutil.copytree(ROOT / "contracts", tmp_path / "contracts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
+    return tmp_path
+
+
+def check_args(ws: Path, *extra: str) -> list[str]:
+    return ["check", "--providers", str(ws / "providers.yaml"), "--scenarios",
+            str(ws / "scenarios"), "--report-dir", str(ws / "reports"), *extra]
+
+
+def test_check_runs_scenarios_matrix_certification_and_gate_offline(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(check_args(workspace, "--json")) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["verdict"] == "pass" and report["store"] == "sqlite"
-    assert {c["name"] for c in report["checks"]} >= {"double_click", "timeout_unknown"}
+    assert report["schema"] == "failover-harness/results@1" and report["verdict"] == "pass"
+    verdicts = {s["name"]: s["verdict"] for s in report["scenarios"]}
+    assert verdicts["out_of_order_completion"] == "passed"
+    assert verdicts["triple_click_across_replicas"] == "not_applicable"
+    matrix = report["matrix"]
+    for target in matrix["targets"][1:]:
+        assert any(c["target"] == target and c["verdict"] == "failed" for c in matrix["cells"])
+    assert not any(c["target"] == "reference" and c["verdict"] == "failed"
+                   for c in matrix["cells"])
+    certs = {c["provider"]: c["verdict"] for c in report["certifications"]}
+    assert certs == {"openai-primary": "eligible", "anthropic-fallback": "eligible",
+                     "local-gateway": "ineligible"}  # a manual link: reported, not gated
+    assert report["gate"]["verdict"] == "pass" and report["gate"]["links_checked"] == 2
+    latest = workspace / "reports" / "latest"
+    assert sorted(p.name for p in latest.iterdir()) == [
+        "index.html", "junit.xml", "results.json", "summary.md"]
+    assert (workspace / "providers.lock.json").exists()
+
+
+def test_check_fails_when_an_auto_fallback_is_ineligible(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    providers = workspace / "providers.yaml"
+    text = providers.read_text("utf-8").replace(
+        "{provider: local-gateway, failover: manual}", "{provider: local-gateway, failover: auto}")
+    providers.write_text(text, "utf-8")
+    assert main(check_args(workspace)) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: local-gateway / ticket_triage" in out and "then run: failover-harness certify" in out
+    assert "check: FAIL (exit 1)" in out
+
+
+def test_check_without_certifying_is_unknown_when_the_lock_is_missing(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(check_args(workspace, "--no-certify", "--quiet")) == 3
+    out = capsys.readouterr().out
+    assert "MISSING: openai-primary" in out and "check: UNKNOWN (exit 3)" in out
 
 
 @pytest.mark.postgres
-def test_check_passes_on_postgresql(pg_dsn: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "--db", pg_dsn, "--quiet"]) == 0
-    assert "7 of 7 promises hold" in capsys.readouterr().out
+def test_check_runs_the_scenarios_on_postgresql(
+    workspace: Path, pg_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(check_args(workspace, "--db", pg_dsn, "--no-certify", "--json")) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert {s["verdict"] for s in report["scenarios"]} == {"passed", "not_applicable"}
+    assert report["gate"]["verdict"] == "unknown"
 
 
-def test_check_refuses_an_unknown_store_url_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "--db", "mysql://localhost/jobs"]) == 2
+def test_check_refuses_a_missing_providers_file_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", "--providers", str(tmp_path / "nope.yaml"),
+                 "--report-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "sqlite:///" in err and "Traceback" not in err
+    assert "nope.yaml" in err and "Traceback" not in err
+    assert not (tmp_path / "latest").exists()
 
 
 def test_an_unknown_option_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
