@@ -224,6 +224,8 @@ def problem(description: str) -> dict[str, Any]:
     return {"description": description, "content": {PROBLEM_MEDIA_TYPE: {"schema": ref("Problem")}}}
 
 
+SECURITY_SCHEME = "bearer"
+SECURED: dict[str, Any] = {"security": [{SECURITY_SCHEME: []}]}
 AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
     401: problem("`unauthenticated`: no or unknown bearer token"),
     503: problem("`store_unavailable`: the database failed; retry later"),
@@ -276,6 +278,12 @@ def install_openapi(app: FastAPI) -> None:
         )
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components.update(defs.get("$defs", {}))
+        schema["components"]["securitySchemes"] = {
+            SECURITY_SCHEME: {
+                "type": "http", "scheme": "bearer",
+                "description": "`Authorization: Bearer <token>`; tokens map to owners",
+            },
+        }
         _drop_framework_validation_errors(schema)
         app.openapi_schema = schema
         return schema

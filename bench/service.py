@@ -1,0 +1,299 @@
+"""Service benchmark: API v1 routes on loopback against a bare FastAPI route, in the same run.
+
+    python -m bench.service [--requests 3000] [--clients 16 64] [--pg postgresql://…]
+                            (PostgreSQL also from HARNESS_PG_DSN; skipped without one)
+
+Starts real processes on 127.0.0.1 — ``failover-harness serve`` over SQLite and over PostgreSQL,
+and a bare uvicorn + FastAPI app whose route returns 201 and does nothing — all single-worker,
+no access log, the same uvicorn defaults. A closed-loop load generator (asyncio, keep-alive
+HTTP/1.1, one connection per client) then measures requests/s and p50/p99 latency for:
+
+    create   POST /v1/jobs with a new Idempotency-Key each time            → 201
+    replay   POST /v1/jobs with a key and body already used                 → 200 (replayed)
+    claim    POST /v1/attempts/{id}/events {"type": "succeeded", …}         → 200, outcome won
+    bare     POST /bare on the bare app                                     → 201
+
+with 16 and 64 concurrent clients, and prints each route's throughput as a ratio of the bare
+route's at the same concurrency (bare measured before and after, the mean used). The load
+generator shares the machine's cores with the server: the absolute figures are lower bounds,
+the ratios are what to compare. Goal: >= 0.5 on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+TOKEN = "bench-token-4f9c2a7e1b"
+BODY = {"contract": "ticket_triage", "input": {"ticket": "printer on fire", "priority": 2}}
+WARMUP = 200
+
+BARE_APP = textwrap.dedent(
+    """
+    import sys
+    import uvicorn
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    app = FastAPI()
+
+    @app.post("/bare", status_code=201)
+    async def bare() -> JSONResponse:
+        return JSONResponse({}, status_code=201)
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), access_log=False,
+                log_level="warning")
+    """
+)
+
+
+# -- processes ---------------------------------------------------------------------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run a server process until the block ends; yield its base URL once /healthz answers."""
+    proc = subprocess.Popen(
+        args, env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"server exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            with suppress(httpx.TransportError):
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{args} did not become ready")
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.05)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve_ours(db: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", "serve", "--db", db, "--port", str(port),
+            "--no-access-log", "--log-level", "warning"]
+
+
+# -- the load generator --------------------------------------------------------------------------
+def request_bytes(method: str, path: str, body: object, headers: dict[str, str]) -> bytes:
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    head = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1", f"Authorization: Bearer {TOKEN}",
+            "Content-Type: application/json", f"Content-Length: {len(payload)}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + payload
+
+
+async def _exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> tuple[int, bytes]:
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head[9:12])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    body = await reader.readexactly(length) if length else b""
+    return status, body
+
+
+@dataclass
+class Result:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+
+async def load(
+    url: str, requests: list[bytes], clients: int, expect: int,
+    check: Callable[[bytes], bool] | None = None,
+) -> Result:
+    """Send ``requests`` over ``clients`` keep-alive connections, each closed-loop."""
+    port = int(url.rsplit(":", 1)[1])
+    queue = iter(requests)
+    latencies: list[float] = []
+    errors = 0
+
+    async def client() -> None:
+        nonlocal errors
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            for request in queue:  # a shared iterator: each request is sent exactly once
+                start = time.perf_counter()
+                status, body = await _exchange(reader, writer, request)
+                latencies.append(time.perf_counter() - start)
+                if status != expect or (check is not None and not check(body)):
+                    errors += 1
+        finally:
+            writer.close()
+
+    start = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    elapsed = time.perf_counter() - start
+    ordered = sorted(latencies)
+    return Result(
+        rps=len(latencies) / elapsed,
+        p50_ms=statistics.median(ordered) * 1000,
+        p99_ms=ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
+        errors=errors,
+    )
+
+
+# -- the workloads -------------------------------------------------------------------------------
+def create_requests(n: int, tag: str) -> list[bytes]:
+    return [request_bytes("POST", "/v1/jobs", BODY, {"Idempotency-Key": f"{tag}-{i}"})
+            for i in range(n)]
+
+
+def fresh_attempts(url: str, n: int, tag: str) -> list[str]:
+    """``n`` jobs with one ``starting`` attempt each, made through the API before timing."""
+    from harness.service.client import AsyncHarnessClient
+
+    async def make() -> list[str]:
+        async with AsyncHarnessClient(url, TOKEN) as api:
+            sem = asyncio.Semaphore(32)
+
+            async def one(i: int) -> str:
+                async with sem:
+                    job = await api.create_job(f"{tag}-claim-{i}", BODY)
+                    attempt = await api.start_attempt(job.body["id"], "openai")
+                    return str(attempt.body["id"])
+
+            return list(await asyncio.gather(*(one(i) for i in range(n))))
+
+    return asyncio.run(make())
+
+
+def claim_requests(attempt_ids: list[str]) -> list[bytes]:
+    event = {"type": "succeeded", "result": {"label": "bug", "confidence": 0.9}}
+    return [request_bytes("POST", f"/v1/attempts/{a}/events", event, {}) for a in attempt_ids]
+
+
+def won(body: bytes) -> bool:
+    return b'"outcome":"won"' in body
+
+
+def workloads(url: str, n: int, clients: int, backend: str) -> Iterator[tuple[str, Callable[[], Result]]]:
+    """(name, measure) for create, replay and claim; each measure sends ``n`` requests."""
+    tag = f"{backend}-{clients}-{uuid.uuid4().hex[:8]}"
+    asyncio.run(load(url, create_requests(WARMUP, f"{tag}-warm"), clients, 201))
+    yield "create", lambda: asyncio.run(load(url, create_requests(n, f"{tag}-new"), clients, 201))
+    # Replays of the keys just created: each request repeats an earlier one exactly.
+    yield "replay", lambda: asyncio.run(load(url, create_requests(n, f"{tag}-new"), clients, 200))
+    attempts = fresh_attempts(url, n, tag)
+    yield "claim", lambda: asyncio.run(load(url, claim_requests(attempts), clients, 200, won))
+
+
+def measure_bare(url: str, n: int, clients: int) -> Result:
+    bare = [request_bytes("POST", "/bare", BODY, {}) for _ in range(n)]
+    asyncio.run(load(url, bare[:WARMUP], clients, 201))
+    return asyncio.run(load(url, bare, clients, 201))
+
+
+@contextmanager
+def pg_database(dsn: str) -> Iterator[str]:
+    """A throwaway database on the server at ``dsn`` (or ``dsn`` itself if we may not create)."""
+    import psycopg
+
+    name = f"harness_bench_{uuid.uuid4().hex[:10]}"
+    try:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+    except psycopg.Error:
+        yield dsn
+        return
+    try:
+        yield urlunsplit(urlsplit(dsn)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=3000, help="requests per measurement")
+    parser.add_argument("--clients", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--pg", default=os.environ.get("HARNESS_PG_DSN"))
+    args = parser.parse_args(argv)
+    with suppress(ImportError):
+        import uvloop
+
+        uvloop.install()
+
+    env = {"HARNESS_TOKENS": f"{TOKEN}=bench"}
+    workdir = Path(tempfile.mkdtemp(prefix="harness-bench-"))
+    (workdir / "bare_app.py").write_text(BARE_APP, encoding="utf-8")
+    backends = [("sqlite", f"sqlite:///{workdir / 'bench.db'}")]
+    if args.pg:
+        backends.append(("postgres", args.pg))
+    else:
+        print("PostgreSQL skipped: set HARNESS_PG_DSN or pass --pg", file=sys.stderr)
+
+    # Each row is measured right after the bare route at the same concurrency, so that the
+    # ratio compares two runs seconds apart (other load on the machine drifts over minutes).
+    rows: list[tuple[str, int, Result, Result]] = []
+    bare_port = free_port()
+    with serving([sys.executable, str(workdir / "bare_app.py"), str(bare_port)], bare_port) as b:
+        for backend, db in backends:
+            ctx = pg_database(db) if backend == "postgres" else nullcontext(db)
+            with ctx as url_db:
+                port = free_port()
+                with serving(serve_ours(url_db, port), port, env) as url:
+                    for clients in args.clients:
+                        for name, measure in workloads(url, args.requests, clients, backend):
+                            bare = measure_bare(b, args.requests, clients)
+                            rows.append((f"{backend} {name}", clients, measure(), bare))
+
+    print(f"\n{args.requests} requests per row, loopback, single-worker uvicorn, "
+          f"{os.cpu_count()} CPUs shared with the load generator")
+    print(f"{'route':<18}{'clients':>8}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>8}"
+          f"{'bare req/s':>12}{'bare p50':>9}{'bare p99':>9}{'ratio':>7}")
+    for name, clients, ours, bare in rows:
+        errors = f"  ({ours.errors} unexpected replies)" if ours.errors else ""
+        print(f"{name:<18}{clients:>8}{ours.rps:>9.0f}{ours.p50_ms:>8.2f}{ours.p99_ms:>8.2f}"
+              f"{bare.rps:>12.0f}{bare.p50_ms:>9.2f}{bare.p99_ms:>9.2f}"
+              f"{ours.rps / bare.rps:>7.2f}{errors}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
