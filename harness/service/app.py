@@ -50,7 +50,11 @@ class ProblemResponse(JSONResponse):
 def problem_response(request: Request, error: HarnessError) -> ProblemResponse:
     body = error.to_problem()
     body["instance"] = request.url.path
-    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, Unauthenticated) else None
+    headers: dict[str, str] = {}
+    if isinstance(error, Unauthenticated):
+        headers["WWW-Authenticate"] = "Bearer"
+    elif isinstance(error, StoreError):
+        headers["Retry-After"] = "1"
     return ProblemResponse(body, status_code=error.http_status, headers=headers)
 
 

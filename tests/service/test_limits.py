@@ -145,6 +145,7 @@ async def test_a_store_failure_is_503_without_sql_or_trace(
             replies = [await api.create_job(new_key(), INTENT), await api.get_job(job["id"])]
     for reply in replies:
         body = problem(reply, 503, "store_unavailable")
+        assert reply.headers["retry-after"] == "1"
         text = json.dumps({k: v for k, v in body.items() if k != "instance"}).lower()
         for leak in ("jobs_gone", "no such", "does not exist", "select", "insert", "sql",
                      "traceback", "relation", "table", "psycopg", 'file "'):
