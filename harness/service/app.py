@@ -118,6 +118,7 @@ def _object(body: Any, fields: set[str], what: str) -> dict[str, Any]:
     return body
 
 
+_EVENT_TYPES = [e.value for e in EventType]
 _EVENT_FIELDS = {
     EventType.DISPATCHED: {"type"},
     EventType.TIMED_OUT: {"type"},
@@ -131,14 +132,12 @@ def parse_event(body: Any) -> tuple[EventType, dict[str, Any]]:
     """An event body → its type and fields; 422 naming the field that is wrong."""
     if not isinstance(body, dict):
         raise InvalidIntent("the event body must be a JSON object like {\"type\": \"dispatched\"}")
-    kind = body.get("type")
     if "type" not in body:
         raise InvalidIntent("field 'type' is required")
-    try:
-        event = EventType(kind)
-    except ValueError:
-        choices = ", ".join(e.value for e in EventType)
-        raise InvalidIntent(f"field 'type' must be one of: {choices}") from None
+    kind = body["type"]
+    if kind not in _EVENT_TYPES:  # not a string, or not one we know
+        raise InvalidIntent(f"field 'type' must be one of: {', '.join(_EVENT_TYPES)}")
+    event = EventType(kind)
     _object(body, _EVENT_FIELDS[event], f"'{event.value}' event")
     error = body.get("error")
     if isinstance(error, dict) and not isinstance(error.get("message", ""), str | None):

@@ -347,6 +347,8 @@ async def test_a_repeated_succeeded_is_idempotent(alice: AsyncHarnessClient) -> 
         ({"type": "exploded"}, "type"),
         ({}, "type"),
         ({"type": None}, "type"),
+        ({"type": ["dispatched"]}, "type"),
+        ({"type": {"a": 1}}, "type"),
         ({"type": "failed"}, "error"),
         ({"type": "failed", "error": "boom"}, "error"),
         ({"type": "failed", "error": {"code": "x", "message": 5}}, "error.message"),
