@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from harness.domain import StoreError
+from harness.domain import InvalidIntent, StoreError
 from harness.store.queries import migrations
 from harness.store.sqlstore import IdFactory, Row, SqlStore, Tx, random_ids
 
@@ -77,6 +77,13 @@ class PostgresStore(SqlStore):
             with self.pool.connection() as conn, conn.transaction():
                 yield _PgTx(conn, self.queries)
         except psycopg.Error as exc:
+            if isinstance(exc, psycopg.DataError) and (
+                exc.sqlstate == "22P05" or "NUL (0x00)" in str(exc)
+            ):  # the input, not the database: PostgreSQL text and jsonb cannot hold U+0000
+                raise InvalidIntent(
+                    "a string contains a NUL character (U+0000), which PostgreSQL cannot "
+                    "store; remove it"
+                ) from None
             raise StoreError(f"PostgreSQL error: {_safe(exc, self.dsn)}") from None
 
     @contextmanager
