@@ -51,14 +51,16 @@ def raw_ops(store: SqlStore, tag: str) -> dict[str, Callable[[int], Any]]:
         with store.transaction() as tx:
             tx.execute(
                 "insert_job",
-                {**params(), "id": f"job_{tag}{i}", "idempotency_key": f"{tag}-{i}", "now": store._now()},
+                {**params(), "id": f"job_{tag}{i}", "idempotency_key": f"{tag}-{i}",
+                 "now": store._now()},
             )
 
     def replay(i: int) -> None:
         with store.transaction() as tx:
             tx.execute(
                 "insert_job",
-                {**params(), "id": f"job_x{tag}{i}", "idempotency_key": f"{tag}-{i}", "now": store._now()},
+                {**params(), "id": f"job_x{tag}{i}", "idempotency_key": f"{tag}-{i}",
+                 "now": store._now()},
             )
             tx.execute("job_by_key", {"owner_id": "raw", "idempotency_key": f"{tag}-{i}"})
 

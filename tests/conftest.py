@@ -1,4 +1,4 @@
-"""Shared fixtures: real SQLite files and real PostgreSQL databases (one per test, from a template)."""
+"""Shared fixtures: real SQLite files and real PostgreSQL databases (one per test, templated)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from harness.store import SqlStore, open_store
+
+pytest_plugins = ["pytester"]
 
 PG_ENV = "HARNESS_PG_DSN"
 REQUIRE_PG = os.environ.get("HARNESS_REQUIRE_PG") == "1"

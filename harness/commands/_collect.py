@@ -39,7 +39,7 @@ MARKS = {"start": "started", "dispatched": "dispatched", "timed_out": "timed_out
 
 
 def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
-    """A lane per attempt: its start, dispatch, timeout, result and claim outcome, in virtual time."""
+    """A lane per attempt: start, dispatch, timeout, result and claim outcome (virtual time)."""
     lanes: dict[str, dict[str, Any]] = {}
     versions: dict[str, int] = {}
     for op in history:

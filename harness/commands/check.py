@@ -216,7 +216,8 @@ def _print_summary(out: Any, report: Any, folder: Path, *, quiet: bool) -> None:
         g = report.gate
         out.print(f"gate: [{colour[g.verdict]}]{g.verdict}[/] ({g.links_checked} auto link(s))")
         for p in g.problems:
-            out.print(f"  {p.state.upper()}: {p.provider} / {p.contract}: {p.why}\n    fix: {p.fix}",
+            out.print(f"  {p.state.upper()}: {p.provider} / {p.contract}: {p.why}\n"
+                      f"    fix: {p.fix}",
                       soft_wrap=True)
     out.print(f"report: {folder / 'index.html'} (also results.json, junit.xml, summary.md)",
               soft_wrap=True)

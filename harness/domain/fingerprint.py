@@ -37,7 +37,9 @@ def _first_bad(key: str) -> str:
 def check_json_value(value: Any, path: str) -> None:
     """Raise :class:`InvalidIntent` naming ``path`` if ``value`` is not strict JSON."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidIntent(f"{path} is {value!r}; JSON has no NaN or Infinity: send a finite number")
+        raise InvalidIntent(
+            f"{path} is {value!r}; JSON has no NaN or Infinity: send a finite number"
+        )
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):

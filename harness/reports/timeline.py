@@ -22,7 +22,8 @@ def render_svg(timeline: Timeline, *, width: int = 900) -> str:
     """The timeline as a standalone ``<svg>`` element (no scripts, no external resources)."""
     lanes = timeline.lanes
     height = TOP + LANE_H * max(len(lanes), 1) + 24
-    span = timeline.duration or max((e.t for lane in lanes for e in lane.events), default=1.0) or 1.0
+    last = max((e.t for lane in lanes for e in lane.events), default=1.0)
+    span = timeline.duration or last or 1.0
     scale = (width - LEFT - RIGHT) / span
 
     def x(t: float) -> float:
@@ -53,9 +54,11 @@ def render_svg(timeline: Timeline, *, width: int = 900) -> str:
             )
         for event in lane.events:
             colour = COLOURS.get(event.kind, "#374151")
-            title = escape(f"{event.kind} at {_fmt(event.t)}" + (f": {event.label}" if event.label else ""))
+            detail = f": {event.label}" if event.label else ""
+            title = escape(f"{event.kind} at {_fmt(event.t)}{detail}")
             out.append(
-                f'<circle class="mark mark-{escape(event.kind)}" cx="{x(event.t):.1f}" cy="{y:.1f}" '
+                f'<circle class="mark mark-{escape(event.kind)}" cx="{x(event.t):.1f}" '
+                f'cy="{y:.1f}" '
                 f'r="5" fill="{colour}"><title>{title}</title></circle>'
             )
         if lane.outcome:

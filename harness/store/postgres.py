@@ -122,7 +122,7 @@ class PostgresStore(SqlStore):
         return value
 
     def _time_out(self, value: Any) -> datetime:
-        return value  # type: ignore[no-any-return]
+        return value
 
 
 def _safe(exc: BaseException, dsn: str) -> str:

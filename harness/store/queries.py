@@ -13,14 +13,16 @@ JOB_COLUMNS = (
     "version, completed_by, result, created_at, updated_at"
 )
 ATTEMPT_COLUMNS = (
-    "id, job_id, provider, state, read_version, open_slot, outcome, error, result_sha256, cancel_reason, "
+    "id, job_id, provider, state, read_version, open_slot, outcome, error, result_sha256, "
+    "cancel_reason, "
     "created_at, updated_at"
 )
 RACE_COLUMNS = "attempt_id, job_id, at, payload_sha256, winner_attempt_id, reason"
 
 
 def _strip_comments(sql: str) -> str:
-    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).strip()
+    kept = (line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    return "\n".join(kept).strip()
 
 
 @cache

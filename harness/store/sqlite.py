@@ -1,4 +1,4 @@
-"""SqliteStore: the embedded default. A file in WAL mode, a busy timeout, a connection per thread."""
+"""SqliteStore: the embedded default (a WAL file, busy timeout, connection per thread)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,8 @@ class SqliteStore(SqlStore):
             raise _wrap(exc) from None
 
     def schema_version(self) -> int:
-        return int(self.connection().execute("SELECT max(version) FROM schema_version").fetchone()[0])
+        row = self.connection().execute("SELECT max(version) FROM schema_version").fetchone()
+        return int(row[0])
 
     def close(self) -> None:
         self._closed = True

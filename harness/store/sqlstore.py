@@ -107,6 +107,7 @@ class SqlStore(ABC):
     @abstractmethod
     def _time_out(self, value: Any) -> datetime: ...
 
+    @abstractmethod
     def close(self) -> None:
         """Release connections."""
 

@@ -76,7 +76,8 @@ def test_check_fails_when_an_auto_fallback_is_ineligible(
     providers.write_text(text, "utf-8")
     assert main(check_args(workspace)) == 1
     out = capsys.readouterr().out
-    assert "FAILED: local-gateway / ticket_triage" in out and "then run: failover-harness certify" in out
+    assert "FAILED: local-gateway / ticket_triage" in out
+    assert "then run: failover-harness certify" in out
     assert "check: FAIL (exit 1)" in out
 
 

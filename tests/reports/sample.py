@@ -18,6 +18,8 @@ from harness.reports import (
     TimelineEvent,
 )
 
+FIX = "failover-harness certify --providers providers.yaml"
+
 OUT_OF_ORDER = Timeline(
     duration=35.0,
     lanes=(
@@ -42,7 +44,8 @@ def sample_report(*, broken: bool = True) -> RunReport:
                            "invalid" if broken else "valid",
                            ("2 jobs for one intent <owner alice, key k1>",) if broken else (),
                            (3, 5) if broken else ()),),
-                       replay_command="failover-harness replay reports/runs/x --target mutant:check-then-insert"),
+                       replay_command="failover-harness replay reports/runs/x "
+                                      "--target mutant:check-then-insert"),
         ScenarioReport("triple_click_across_replicas", "sqlite", "not_applicable",
                        reason="needs capability 'replicas' (HTTP targets)"),
     )
@@ -74,10 +77,10 @@ def sample_report(*, broken: bool = True) -> RunReport:
     )
     gate = GateReport("fail", 1, (GateProblem("anthropic-fallback", "ticket_triage", "failed",
                                               "schema: hallucinated key",
-                                              "failover-harness certify --providers providers.yaml"),
+                                              FIX),
                                   GateProblem("local-llama", "ticket_triage", "missing",
                                               "no certification in providers.lock.json",
-                                              "failover-harness certify --providers providers.yaml")),
+                                              FIX)),
                       links_checked=3)
     return RunReport(
         verdict="fail" if broken else "pass", exit_code=1 if broken else 0,

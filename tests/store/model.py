@@ -1,4 +1,4 @@
-"""A pure in-memory model of DESIGN.md's rules: the oracle the stateful tests compare stores with."""
+"""A pure in-memory model of DESIGN.md's rules: the oracle the stateful tests compare with."""
 
 from __future__ import annotations
 

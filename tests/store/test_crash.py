@@ -1,4 +1,4 @@
-"""Crash safety: a worker SIGKILLed in the middle of an attempt loses nothing and unblocks nothing."""
+"""Crash safety: a worker SIGKILLed mid-attempt loses nothing and unblocks nothing."""
 
 from __future__ import annotations
 

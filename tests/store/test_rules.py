@@ -133,7 +133,8 @@ def test_reverse_order_completion_the_fallback_wins(store: SqlStore) -> None:
     won = store.succeed("alice", b.id, {"answer": "B"})
     lost = store.succeed("alice", a.id, {"answer": "A"})
     assert won.outcome is ClaimOutcome.WON and lost.outcome is ClaimOutcome.LOST
-    assert lost.attempt.state is AttemptState.SUCCEEDED and lost.attempt.outcome is ClaimOutcome.LOST
+    assert lost.attempt.state is AttemptState.SUCCEEDED
+    assert lost.attempt.outcome is ClaimOutcome.LOST
     final = store.get_job("alice", job.id)
     assert final.result == {"answer": "B"} and final.completed_by == b.id
     assert final.version == job.version + 1
@@ -206,7 +207,8 @@ def test_forbidden_transitions_are_refused_and_write_nothing(
     with pytest.raises(InvalidTransition) as err:
         do[event]()
     assert err.value.extra["from_state"] and err.value.extra["to_state"]
-    assert (raw_rows(store, "jobs"), raw_rows(store, "attempts"), raw_rows(store, "races")) == before
+    after = (raw_rows(store, "jobs"), raw_rows(store, "attempts"), raw_rows(store, "races"))
+    assert after == before
 
 
 def test_a_hedge_allows_exactly_two_open_attempts_under_contention(store: SqlStore) -> None:

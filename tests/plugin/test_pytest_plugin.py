@@ -1,0 +1,87 @@
+"""The pytest plugin, exercised through pytester in a fresh project directory."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN: tuple[str, ...] = ()  # the installed pytest11 entry point loads the plugin
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    scenarios = pytester.path / "scenarios"
+    scenarios.mkdir()
+    for name in ("double_click", "out_of_order_completion", "triple_click_across_replicas"):
+        shutil.copy(ROOT / "scenarios" / f"{name}.yaml", scenarios)
+    return pytester
+
+
+def test_scenario_files_become_items_that_pass_on_the_reference(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess(*PLUGIN, "--harness-target", "sqlite", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*not applicable on sqlite*replicas*"])
+
+
+def test_a_violated_scenario_fails_with_the_promise_and_the_replay_command(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest_subprocess(
+        *PLUGIN, "--harness-target", "mutant:last-write-wins",
+        "--harness-report-dir", str(project.path / "out"), "-k", "out_of_order",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*one_winner_per_job*", "*failover-harness replay *"
+                                 "--target mutant:last-write-wins*"])
+    assert list((project.path / "out" / "runs").iterdir())
+
+
+def test_without_a_target_scenario_files_are_not_collected(project: pytest.Pytester) -> None:
+    project.makepyfile(test_nothing="def test_ok():\n    pass\n")
+    result = project.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=1)
+
+
+def test_the_fixtures_and_the_marker(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_fixtures=f'''
+import httpx
+import pytest
+
+SCENARIOS = {str(ROOT / "scenarios")!r}
+
+
+def test_store(harness_store):
+    from harness.domain import Intent
+    first = harness_store.create_job("alice", "k", Intent(contract="c", input={{}}))
+    again = harness_store.create_job("alice", "k", Intent(contract="c", input={{}}))
+    assert first.created and not again.created and first.job.id == again.job.id
+
+
+@pytest.mark.harness_target("mutant:owner-leak")
+def test_runner_uses_the_marker(scenario_runner):
+    result = scenario_runner(SCENARIOS + "/same_key_other_owner.yaml")
+    assert result.status == "violated"
+    again = scenario_runner(SCENARIOS + "/same_key_other_owner.yaml", target="sqlite")
+    assert again.status == "passed"
+
+
+def test_fake_provider(fake_provider):
+    server = fake_provider("openai-chat", "status:429")
+    reply = httpx.post(server.url + "/v1/chat/completions",
+                       headers={{"authorization": "Bearer sk-test"}},
+                       json={{"model": "m", "messages": [{{"role": "user", "content": "hi"}}]}})
+    assert reply.status_code == 429
+    assert server.app.deliveries.total == 1
+'''
+    )
+    result = project.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+
+
+def test_the_markers_are_registered_with_help(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess(*PLUGIN, "--markers")
+    result.stdout.fnmatch_lines(["*harness_target(url): the target scenario_runner uses*"])
