@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.reports.schema import validate_results
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,6 +49,7 @@ def test_check_runs_scenarios_matrix_certification_and_gate_offline(
 ) -> None:
     assert main(check_args(workspace, "--json")) == 0
     report = json.loads(capsys.readouterr().out)
+    validate_results(report)
     assert report["schema"] == "failover-harness/results@1" and report["verdict"] == "pass"
     verdicts = {s["name"]: s["verdict"] for s in report["scenarios"]}
     assert verdicts["out_of_order_completion"] == "passed"

@@ -72,3 +72,23 @@ def test_write_report_makes_a_run_folder_and_points_latest_at_it(tmp_path: Path)
     )
     assert (tmp_path / "latest").resolve() == second.resolve() != first.resolve()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_the_shipped_results_schema_matches_the_model() -> None:
+    from harness.reports.schema import results_json_schema, shipped_schema
+
+    assert shipped_schema() == json.loads(json.dumps(results_json_schema())), (
+        "regenerate: python -m harness.reports.schema > harness/reports/results.schema.json"
+    )
+
+
+def test_results_json_validates_and_a_broken_one_does_not() -> None:
+    import jsonschema
+
+    from harness.reports.schema import validate_results
+
+    document = json.loads(json.dumps(sample_report().to_json()))
+    validate_results(document)
+    document["scenarios"][0]["verdict"] = "sort-of"
+    with pytest.raises(jsonschema.ValidationError):
+        validate_results(document)
