@@ -1,6 +1,6 @@
 """Service benchmark: API v1 routes on loopback against a bare FastAPI route, in the same run.
 
-    python -m bench.service [--requests 3000] [--clients 16 64] [--pg postgresql://…]
+    python -m bench.service [--requests 1000] [--rounds 5] [--clients 16 64] [--pg …]
                             (PostgreSQL also from HARNESS_PG_DSN; skipped without one)
 
 Starts real processes on 127.0.0.1 — ``failover-harness serve`` over SQLite and over PostgreSQL,
@@ -14,9 +14,9 @@ HTTP/1.1, one connection per client) then measures requests/s and p50/p99 latenc
     bare     POST /bare on the bare app                                     → 201
 
 with 16 and 64 concurrent clients, and prints each route's throughput as a ratio of the bare
-route's at the same concurrency (bare measured before and after, the mean used). The load
-generator shares the machine's cores with the server: the absolute figures are lower bounds,
-the ratios are what to compare. Goal: >= 0.5 on PostgreSQL.
+route's at the same concurrency: rounds alternate bare and ours, and the medians are compared.
+The load generator shares the machine's cores with the server: the absolute figures are lower
+bounds, the ratios are what to compare. Goal: >= 0.5 on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -212,15 +212,31 @@ def won(body: bytes) -> bool:
     return b'"outcome":"won"' in body
 
 
-def workloads(url: str, n: int, clients: int, backend: str) -> Iterator[tuple[str, Callable[[], Result]]]:
-    """(name, measure) for create, replay and claim; each measure sends ``n`` requests."""
-    tag = f"{backend}-{clients}-{uuid.uuid4().hex[:8]}"
-    asyncio.run(load(url, create_requests(WARMUP, f"{tag}-warm"), clients, 201))
-    yield "create", lambda: asyncio.run(load(url, create_requests(n, f"{tag}-new"), clients, 201))
-    # Replays of the keys just created: each request repeats an earlier one exactly.
-    yield "replay", lambda: asyncio.run(load(url, create_requests(n, f"{tag}-new"), clients, 200))
-    attempts = fresh_attempts(url, n, tag)
-    yield "claim", lambda: asyncio.run(load(url, claim_requests(attempts), clients, 200, won))
+Workload = Callable[[int], Result]  # round number → a measurement of ``n`` requests
+
+
+def workloads(url: str, n: int, clients: int, rounds: int, tag: str) -> list[tuple[str, Workload]]:
+    """create, replay and claim; every round sends ``n`` requests it has not sent before
+    (replay: ``n`` keys created beforehand, each round repeats them all)."""
+    run = asyncio.run
+    run(load(url, create_requests(WARMUP, f"{tag}-warm"), clients, 201))
+    run(load(url, create_requests(n, f"{tag}-old"), clients, 201))
+    attempts = fresh_attempts(url, n * rounds, tag)
+    return [
+        ("create", lambda r: run(load(url, create_requests(n, f"{tag}-new{r}"), clients, 201))),
+        ("replay", lambda r: run(load(url, create_requests(n, f"{tag}-old"), clients, 200))),
+        ("claim", lambda r: run(load(url, claim_requests(attempts[r * n:(r + 1) * n]), clients,
+                                     200, won))),
+    ]
+
+
+def median_of(results: list[Result]) -> Result:
+    return Result(
+        rps=statistics.median(r.rps for r in results),
+        p50_ms=statistics.median(r.p50_ms for r in results),
+        p99_ms=statistics.median(r.p99_ms for r in results),
+        errors=sum(r.errors for r in results),
+    )
 
 
 def measure_bare(url: str, n: int, clients: int) -> Result:
@@ -250,7 +266,8 @@ def pg_database(dsn: str) -> Iterator[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=3000, help="requests per measurement")
+    parser.add_argument("--requests", type=int, default=1000, help="requests per round")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per row")
     parser.add_argument("--clients", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--pg", default=os.environ.get("HARNESS_PG_DSN"))
     args = parser.parse_args(argv)
@@ -268,8 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("PostgreSQL skipped: set HARNESS_PG_DSN or pass --pg", file=sys.stderr)
 
-    # Each row is measured right after the bare route at the same concurrency, so that the
-    # ratio compares two runs seconds apart (other load on the machine drifts over minutes).
+    # Rounds alternate the bare route and ours at the same concurrency, seconds apart, and the
+    # medians are compared: other load on a shared machine drifts over minutes.
     rows: list[tuple[str, int, Result, Result]] = []
     bare_port = free_port()
     with serving([sys.executable, str(workdir / "bare_app.py"), str(bare_port)], bare_port) as b:
@@ -279,19 +296,26 @@ def main(argv: list[str] | None = None) -> int:
                 port = free_port()
                 with serving(serve_ours(url_db, port), port, env) as url:
                     for clients in args.clients:
-                        for name, measure in workloads(url, args.requests, clients, backend):
-                            bare = measure_bare(b, args.requests, clients)
-                            rows.append((f"{backend} {name}", clients, measure(), bare))
+                        tag = f"{backend}-{clients}-{uuid.uuid4().hex[:8]}"
+                        for name, workload in workloads(url, args.requests, clients,
+                                                        args.rounds, tag):
+                            bare, ours = [], []
+                            for r in range(args.rounds):
+                                bare.append(measure_bare(b, args.requests, clients))
+                                ours.append(workload(r))
+                            rows.append((f"{backend} {name}", clients, median_of(ours),
+                                         median_of(bare)))
 
-    print(f"\n{args.requests} requests per row, loopback, single-worker uvicorn, "
-          f"{os.cpu_count()} CPUs shared with the load generator")
+    print(f"\n{args.requests} requests per round, median of {args.rounds} alternating rounds; "
+          f"loopback, single-worker uvicorn, {os.cpu_count()} CPUs shared with the load "
+          "generator (and PostgreSQL)")
     print(f"{'route':<18}{'clients':>8}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>8}"
           f"{'bare req/s':>12}{'bare p50':>9}{'bare p99':>9}{'ratio':>7}")
-    for name, clients, ours, bare in rows:
-        errors = f"  ({ours.errors} unexpected replies)" if ours.errors else ""
-        print(f"{name:<18}{clients:>8}{ours.rps:>9.0f}{ours.p50_ms:>8.2f}{ours.p99_ms:>8.2f}"
-              f"{bare.rps:>12.0f}{bare.p50_ms:>9.2f}{bare.p99_ms:>9.2f}"
-              f"{ours.rps / bare.rps:>7.2f}{errors}")
+    for name, clients, ours_r, bare_r in rows:
+        errors = f"  ({ours_r.errors} unexpected replies)" if ours_r.errors else ""
+        print(f"{name:<18}{clients:>8}{ours_r.rps:>9.0f}{ours_r.p50_ms:>8.2f}"
+              f"{ours_r.p99_ms:>8.2f}{bare_r.rps:>12.0f}{bare_r.p50_ms:>9.2f}"
+              f"{bare_r.p99_ms:>9.2f}{ours_r.rps / bare_r.rps:>7.2f}{errors}")
     return 0
 
 
