@@ -21,9 +21,11 @@ from harness.domain import HarnessError, Intent
 from harness.domain.errors import ConfigError
 from harness.scenarios.model import (
     Action,
+    ArrivalSpec,
     Cancel,
     Crash,
     Create,
+    Fault,
     IntentSpec,
     ListAttempts,
     ListRaces,
@@ -34,7 +36,7 @@ from harness.scenarios.model import (
     Step,
 )
 
-ACTION_KEYS = ("create", "read", "attempt", "cancel", "crash", "attempts", "races")
+ACTION_KEYS = ("create", "read", "attempt", "cancel", "crash", "attempts", "races", "fault")
 ATTEMPT_EXPECT_KEYS = ("start", "dispatched", "timed_out", "succeeded", "failed")
 DEFAULT_ACTOR = "alice"
 
@@ -121,7 +123,8 @@ def _explain(src: YamlSource, top: ValidationError) -> ConfigError:
         what = "no action" if not present else f"{len(present)} actions ({', '.join(present)})"
         return src.error(
             f"this step has {what}", tuple(top.absolute_path),
-            fix="write exactly one of create, read, attempt, cancel, crash, attempts, races; "
+            fix="write exactly one of create, read, attempt, cancel, crash, attempts, races, "
+            "fault; "
             "e.g. {at: 0, create: {key: click-1, intent: triage}, save: job}",
         )
     error = _leaf(top)
@@ -192,7 +195,9 @@ class _Builder:
         requires.add("jobs")
         for step in steps:
             action = step.action
-            if not isinstance(action, Create | Read):
+            if isinstance(action, Fault):
+                requires.add("handler_faults")
+            elif not isinstance(action, Create | Read):
                 requires.add("attempts")
             if isinstance(action, RunAttempt) and action.timeout is not None:
                 requires.add("timeouts")
@@ -216,7 +221,23 @@ class _Builder:
             requires=frozenset(requires),
             seed=int(data.get("seed", 0)),
             schedule=tuple(schedule) if schedule is not None else None,
+            arrival=self._arrival(steps),
         )
+
+    def _arrival(self, steps: list[Step]) -> ArrivalSpec | None:
+        raw = self.data.get("arrival")
+        if raw is None:
+            return None
+        patterns = tuple(raw.get("patterns") or ("burst",))
+        grouped = any(s.concurrent > 1 and isinstance(s.action, Create) for s in steps)
+        if patterns != ("burst",) and not grouped:
+            raise self.src.error(
+                "arrival patterns apply to concurrent creates, and this scenario has none",
+                ("arrival", "patterns"),
+                fix="add concurrent: N to a create step, or keep only arrival: {trials: N}")
+        window = raw.get("window_ms")
+        return ArrivalSpec(patterns=patterns, trials=int(raw.get("trials", 1)),
+                           window_ms=float(window) if window is not None else None)
 
     def _intent(self, loc: tuple[str | int, ...], value: Any) -> IntentSpec:
         name = str(loc[-1]) if loc[0] == "intents" else "inline"
@@ -316,6 +337,8 @@ class _Builder:
     @staticmethod
     def _owner_of(value: Any, kind: str, owners: dict[str, str]) -> str | None:
         """By default a step acts as the owner of the job or attempt it names."""
+        if kind == "fault":
+            return None
         if kind in ("read", "attempts", "races", "crash") or (kind == "cancel"
                                                              and isinstance(value, str)):
             return owners.get(value) if isinstance(value, str) else None
@@ -336,6 +359,8 @@ class _Builder:
         attempts: set[str],
     ) -> Action:
         err = self.src.error
+        if kind == "fault":
+            return Fault(kind=str(value))
 
         def job_ref(name: str, where: tuple[str | int, ...]) -> str:
             if name not in jobs:

@@ -13,6 +13,11 @@ ProviderOutcome = Literal["result", "error", "hang"]
 
 # What each step kind needs from a target (DESIGN.md "Targets": capabilities).
 CAPABILITIES = ("jobs", "attempts", "timeouts", "hedge", "owners", "replicas")
+# Capabilities only a target profile can declare: a side-effect counter, a handler fault.
+OBSERVER_CAPABILITIES = ("side_effects", "handler_faults")
+# How the copies of a concurrent group arrive (harness.scenarios.arrivals).
+ARRIVAL_PATTERNS = ("burst", "staggered", "straddle")
+FAULT_KINDS = ("handler_error",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +98,15 @@ class ListRaces:
     job: str
 
 
-Action = Create | Read | RunAttempt | Cancel | Crash | ListAttempts | ListRaces
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A fault in the target itself, armed the way its profile says: ``handler_error`` makes
+    the next request's handler fail."""
+
+    kind: str = "handler_error"
+
+
+Action = Create | Read | RunAttempt | Cancel | Crash | ListAttempts | ListRaces | Fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +149,23 @@ ACTION_NAMES: dict[type, str] = {
     Crash: "crash",
     ListAttempts: "attempts",
     ListRaces: "races",
+    Fault: "fault",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ArrivalSpec:
+    """How the copies of each concurrent group arrive, and how often to repeat the scenario.
+
+    ``burst``: released together by a barrier. ``staggered``: spread over ``window_ms`` (default:
+    three times the first request's measured latency). ``straddle``: timed to land while the first
+    request is being completed (across the last third of its measured latency). Each pattern is
+    run ``trials`` times; the offsets come from the seed.
+    """
+
+    patterns: tuple[str, ...] = ("burst",)
+    trials: int = 1
+    window_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +183,12 @@ class Scenario:
     requires: frozenset[str] = field(default_factory=frozenset)
     seed: int = 0
     schedule: tuple[str, ...] | None = None
+    arrival: ArrivalSpec | None = None
+
+    @property
+    def has_groups(self) -> bool:
+        """True when some step sends concurrent duplicates (arrival patterns apply)."""
+        return any(s.concurrent > 1 and isinstance(s.action, Create) for s in self.steps)
 
     @property
     def duration(self) -> float:

@@ -2,16 +2,19 @@
 
 The scheduler owns virtual time; every target call is recorded as invoke → ok | fail | info.
 A concurrent group of N identical requests really runs on N threads released together by a
-barrier; its ops are written in a canonical order (all invokes, then the completions sorted),
-because identical requests are interchangeable and the history must not depend on which thread
-the OS ran first. Checkers then judge the history (:mod:`harness.scenarios.checkers`).
+barrier — and, with an arrival pattern other than ``burst``, spaced in real time after it
+(:mod:`harness.scenarios.arrivals`); its ops are written in a canonical order (all invokes, then
+the completions sorted), because identical requests are interchangeable and the history must not
+depend on which thread the OS ran first. A target with a side-effect counter is read before and
+after the run (``side_effects`` ops). Checkers then judge the history
+(:mod:`harness.scenarios.checkers`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,12 +23,14 @@ from typing import Any
 
 from harness.domain import payload_digest
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
+from harness.scenarios import arrivals
 from harness.scenarios.checkers import CheckResult, run_checkers, verdict_of
 from harness.scenarios.history import History, Op, OpType
 from harness.scenarios.model import (
     Cancel,
     Crash,
     Create,
+    Fault,
     ListAttempts,
     ListRaces,
     Read,
@@ -47,10 +52,11 @@ from harness.scenarios.values import (
     error_value,
     job_value,
     list_value,
+    reply_extras,
 )
 
 _RANK = {"ok": 0, "fail": 1, "info": 2}
-BARRIER_TIMEOUT_S = 60.0
+BARRIER_TIMEOUT_S = arrivals.BARRIER_TIMEOUT_S
 
 
 @dataclass
@@ -70,6 +76,8 @@ class RunResult:
     virtual_seconds: float = 0.0
     elapsed_s: float = 0.0
     folder: Any = None  # the run folder, once written
+    arrival: str | None = None  # the arrival pattern of its concurrent groups (None: no group)
+    arrivals: list[dict[str, Any]] = field(default_factory=list)  # each group's plan
 
 
 def run_scenario(
@@ -79,11 +87,18 @@ def run_scenario(
     seed: int | None = None,
     choices: ChoiceSource | None = None,
     run_id: str | None = None,
+    arrival: str | None = None,
 ) -> RunResult:
-    """Run ``scenario`` on ``target`` in virtual time and judge the history."""
+    """Run ``scenario`` on ``target`` in virtual time and judge the history.
+
+    ``arrival`` is the pattern of its concurrent groups (default: the first of the scenario's
+    ``arrival.patterns``, else ``burst``); its offsets come from ``seed``."""
     seed = scenario.seed if seed is None else seed
     run_id = run_id or secrets.token_hex(5)
     base = RunResult(scenario, target.description, target.kind, seed, run_id, "not_applicable")
+    if scenario.has_groups:
+        base.arrival = arrival or (scenario.arrival.patterns[0] if scenario.arrival else "burst")
+        arrivals.fractions(base.arrival, 0, seed=seed, step=0)  # an unknown pattern fails here
     reason = target.not_applicable(scenario)
     if reason:
         base.reason = reason
@@ -97,36 +112,24 @@ def run_scenario(
     history = History(now=lambda: (scheduler.now, rfc3339(clock.now())))
     concurrency = max(step.concurrent for step in scenario.steps)
     with target.session(clock, run_id, concurrency) as session:
-        _Play(scenario, session, scheduler, history, run_id).run()
+        play = _Play(scenario, session, scheduler, history, run_id)
+        play.target, play.seed, play.pattern = target, seed, base.arrival or "burst"
+        play.run()
     checks = run_checkers(scenario.checkers, history.ops)
     base.status = verdict_of(checks)
     base.checks, base.history, base.schedule = checks, history.ops, scheduler.schedule
+    base.arrivals = play.plans
     base.virtual_seconds = scheduler.now
     base.elapsed_s = time.perf_counter() - started
     return base
 
 
-def concurrently(call: Callable[[], Reply], n: int) -> list[Reply]:
-    """Run ``call`` on ``n`` threads released at once by a barrier; the replies in thread order."""
-    barrier = threading.Barrier(n)
-    replies: list[Reply | None] = [None] * n
-    errors: list[BaseException] = []
-
-    def worker(i: int) -> None:
-        try:
-            barrier.wait(timeout=BARRIER_TIMEOUT_S)
-            replies[i] = call()
-        except BaseException as exc:  # re-raised on the scheduler's thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(i,), name=f"group-{i}") for i in range(n)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return [r for r in replies if r is not None]
+def concurrently(call: Callable[[], Reply], n: int,
+                 offsets_s: tuple[float, ...] | None = None) -> list[Reply]:
+    """Run ``call`` on ``n`` threads released at once by a barrier (copy *i* then waits
+    ``offsets_s[i]`` before it sends, when given); the replies in thread order."""
+    replies, _ = arrivals.send_spaced(call, offsets_s or (0.0,) * n)
+    return replies
 
 
 class _Play:
@@ -149,6 +152,9 @@ class _Play:
         self.jobs: dict[str, str | None] = {}
         self.attempts: dict[str, str | None] = {}
         self.timeouts: dict[str, Event] = {}
+        self.target: Target | None = None
+        self.seed, self.pattern = 0, "burst"
+        self.plans: list[dict[str, Any]] = []
 
     # -- scheduling ---------------------------------------------------------------------------
     def run(self) -> None:
@@ -157,7 +163,17 @@ class _Play:
             self.scheduler.at(
                 step.at, process, what, partial(self._step, step), needs=step.names_used()
             )
+        self._observe("start")
         self.scheduler.run()
+        self._observe("end")
+
+    def _observe(self, moment: str) -> None:
+        """Read the target's side-effect counter, when it has one, into the history."""
+        if self.target is None or "side_effects" not in self.target.capabilities:
+            return
+        count = self.session.count_side_effects  # type: ignore[attr-defined]
+        invoke = self.history.invoke("observer", "side_effects", {"at": moment})
+        self.history.complete(invoke, "ok", {"count": count()})
 
     @staticmethod
     def _describe(step: Step) -> tuple[str, str]:
@@ -170,6 +186,8 @@ class _Play:
             return "nemesis", f"crash {action.attempt}"
         if isinstance(action, Cancel):
             return step.actor, f"cancel {action.attempt}"
+        if isinstance(action, Fault):
+            return "nemesis", f"fault {action.kind}"
         return step.actor, f"{step.kind} {step.names_used()[0]}"
 
     def _step(self, step: Step) -> None:
@@ -186,6 +204,8 @@ class _Play:
             self._cancel(step, action)
         elif isinstance(action, Crash):
             self._crash(action)
+        elif isinstance(action, Fault):
+            self._fault(action)
         for name in step.names_defined():
             self.scheduler.settle(name)
 
@@ -199,6 +219,7 @@ class _Play:
         on_ok: Callable[[Reply], dict[str, Any]],
         n: int = 1,
         name_first: Callable[[Reply], None] | None = None,
+        offsets_s: tuple[float, ...] | None = None,
     ) -> list[Reply]:
         """Invoke ``call`` (``n`` times at once), record the ops, return the replies."""
         if n == 1:
@@ -209,7 +230,7 @@ class _Play:
             type_, result = self._judge(reply, on_ok)
             self.history.complete(invoke, type_, result)
             return [reply]
-        replies = concurrently(call, n)
+        replies = concurrently(call, n, offsets_s)
         replies.sort(key=lambda r: (_RANK[_type(r)], -r.status, r.code))
         oks = [r for r in replies if r.ok]
         if name_first and oks:
@@ -226,9 +247,13 @@ class _Play:
     def _judge(
         self, reply: Reply, on_ok: Callable[[Reply], dict[str, Any]]
     ) -> tuple[OpType, dict[str, Any]]:
+        lease = self.target.promises().get("lease_ms") if self._promising() else None
         if reply.ok:
-            return "ok", on_ok(reply)
-        return _type(reply), error_value(reply, self.aliases)
+            return "ok", {**on_ok(reply), **reply_extras(reply, lease)}
+        return _type(reply), {**error_value(reply, self.aliases), **reply_extras(reply, lease)}
+
+    def _promising(self) -> bool:
+        return self.target is not None and hasattr(self.target, "promises")
 
     @staticmethod
     def _expect(step: Step, key: str | None = None) -> dict[str, Any]:
@@ -244,7 +269,10 @@ class _Play:
         intent = action.intent
         owner = step.actor
         key = f"{self.run_id}-{action.key}"
-        value = {"owner": owner, "key": action.key, "fingerprint": intent.fingerprint,
+        fingerprint = intent.fingerprint
+        if self.target is not None and self.target.fingerprint_mode == "bytes":
+            fingerprint = hashlib.sha256(intent.text.encode("utf-8")).hexdigest()
+        value = {"owner": owner, "key": action.key, "fingerprint": fingerprint,
                  "max_open_attempts": intent.max_open_attempts, **self._expect(step)}
 
         def on_ok(reply: Reply) -> dict[str, Any]:
@@ -256,9 +284,38 @@ class _Play:
                 self.jobs[step.save] = str(raw)
                 self.aliases.name(str(raw), step.save)
 
+        offsets = None
+        if step.concurrent > 1:
+            offsets = self._plan(step, value, on_ok).offsets_s
         self._record(owner, "create", value,
                      lambda: self.session.create_job(owner, key, intent.text),
-                     on_ok, n=step.concurrent, name_first=name_first)
+                     on_ok, n=step.concurrent, name_first=name_first, offsets_s=offsets)
+
+    def _plan(self, step: Step, value: dict[str, Any],
+              on_ok: Callable[[Reply], dict[str, Any]]) -> arrivals.ArrivalPlan:
+        """The group's arrival plan; first, when the pattern needs it, the latency of a first
+        request, measured on fresh keys (recorded as ``calibrate`` creates)."""
+        action = step.action
+        assert isinstance(action, Create)
+        spec = self.scenario.arrival
+        window = spec.window_ms if spec else None
+        latency = None
+        if arrivals.needs_latency(self.pattern, window):
+            samples = []
+            for i in range(arrivals.CALIBRATION_SAMPLES):
+                key = f"{action.key}~calibrate{i + 1}"
+                raw_key = f"{self.run_id}-{key}"
+                invoke = self.history.invoke("calibrate", "create", {
+                    **{k: v for k, v in value.items() if k != "expect"}, "key": key})
+                reply, took = arrivals.timed(lambda k=raw_key: self.session.create_job(
+                    step.actor, k, action.intent.text))
+                self.history.complete(invoke, *self._judge(reply, on_ok))
+                samples.append(took)
+            latency = arrivals.median_latency_ms(samples)
+        plan = arrivals.plan(self.pattern, step.concurrent, seed=self.seed, step=step.index,
+                             latency_ms=latency, window_ms=window)
+        self.plans.append({"step": step.index, **plan.to_json()})
+        return plan
 
     def _read(self, step: Step, job: str) -> None:
         raw = self.jobs.get(job)
@@ -359,6 +416,17 @@ class _Play:
                      lambda: self.session.post_event(
                          owner, raw, {"type": "cancelled", "reason": action.reason}),
                      lambda r: attempt_value(r.body, self.aliases))
+
+    def _fault(self, action: Fault) -> None:
+        value: dict[str, Any] = {"fault": action.kind}
+        if self._promising():
+            value.update(self.target.promises())  # type: ignore[union-attr]
+        invoke = self.history.invoke("nemesis", "fault", value)
+        reply = self.session.inject_fault(action.kind)  # type: ignore[attr-defined]
+        if reply.ok:
+            self.history.complete(invoke, "ok", {"armed": True})
+        else:
+            self.history.complete(invoke, _type(reply), error_value(reply, self.aliases))
 
     def _crash(self, action: Crash) -> None:
         invoke = self.history.invoke("nemesis", "crash", {"attempt": action.attempt})

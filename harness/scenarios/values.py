@@ -113,3 +113,19 @@ def error_value(reply: Reply, aliases: Aliases) -> dict[str, Any]:
     if reply.status == 0 and reply.detail:
         value["detail"] = reply.detail
     return value
+
+
+def reply_extras(reply: Reply, lease_ms: int | None = None) -> dict[str, Any]:
+    """What a profile target adds to any answer: whether a create was marked a replay, the busy
+    answers retried before it (and the lease they are judged against), a 5xx body's start."""
+    extras: dict[str, Any] = {}
+    if reply.replayed is not None:
+        extras["replayed"] = reply.replayed
+    if reply.busy:
+        extras["busy"] = dict(reply.busy)
+        extras["busy_ms"] = reply.busy_ms
+        if lease_ms is not None:
+            extras["lease_ms"] = lease_ms
+    if reply.excerpt:
+        extras["body"] = reply.excerpt
+    return extras

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from harness.scenarios.checkers import attempts, claims, jobs, scripted  # noqa: F401 - register
+from harness.scenarios.checkers import (  # noqa: F401 - register
+    attempts,
+    claims,
+    fidelity,
+    jobs,
+    liveness,
+    losers,
+    scripted,
+    side_effects,
+)
 from harness.scenarios.checkers.base import (
     CHECKERS,
     PROMISES,

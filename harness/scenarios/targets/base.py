@@ -26,6 +26,16 @@ class Reply:
     body: Any
     detail: str = ""
     never_sent: bool = False  # status 0 only: the request provably never left
+    #: create only: the target said this answer is a replay (its replay header), or None when
+    #: the target does not say
+    replayed: bool | None = None
+    #: "busy" answers the session retried before this one (profile targets): answers per kind
+    #: (``in_flight`` as the profile declares it, ``locked`` for 423/429), and the milliseconds
+    #: from the first send to the last busy answer
+    busy: tuple[tuple[str, int], ...] = ()
+    busy_ms: float = 0.0
+    #: the start of a 5xx body, kept as evidence (profile targets)
+    excerpt: str = ""
 
     @property
     def indeterminate(self) -> bool:
@@ -72,6 +82,9 @@ class Target(ABC):
     #: True when the target runs on the engine's clock (in-process stores): histories are then
     #: byte-identical for the same seed
     virtual_clock: bool = True
+    #: how the target tells intents apart: ``canonical`` (RFC 8785 JSON: key order and ``1`` vs
+    #: ``1.0`` do not matter) or ``bytes`` (the exact request body)
+    fingerprint_mode: str = "canonical"
 
     @property
     @abstractmethod

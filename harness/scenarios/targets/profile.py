@@ -6,6 +6,13 @@ was used with another body" (409 in API.md, 422 in the IETF idempotency-key draf
 concurrent duplicate may be answered "in flight" (the engine then retries, and the checkers still
 require one job id in the end); and which capabilities exist. Answers are translated into
 API.md's shapes, so the engine and the checkers are unchanged. Example: docs/scenarios.md.
+
+Busy answers (the declared in-flight answer, and 423/429 "locked") are retried with a bounded
+backoff — for at most twice the profile's lease when it declares one — and the reply says how
+many there were and how long the key stayed busy, so the checkers can classify a loser's answer
+and report a key held past its lease. A create's reply also says whether the service marked it a
+replay (its replay header). The model and loader are in :mod:`profile_model`; counters and
+faults in :mod:`side_effects` and :mod:`faults`.
 """
 
 from __future__ import annotations
@@ -15,113 +22,38 @@ import json
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.contracts._yamlsrc import load_yaml
 from harness.domain.clock import ManualClock
 from harness.scenarios.model import Scenario
+from harness.scenarios.targets import faults
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.http import owner_tokens, split_urls
+from harness.scenarios.targets.profile_model import (
+    Answer,
+    Auth,
+    Fault,
+    InFlight,
+    Locked,
+    Operation,
+    OperationName,
+    Profile,
+    load_profile,
+    pick,
+)
+from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
+from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
 
-OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",
-                        "list_attempts", "list_races"]
-_NEEDS: dict[str, tuple[OperationName, ...]] = {"jobs": ("create_job", "get_job"),
-          "attempts": ("start_attempt", "post_event", "list_attempts", "list_races")}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Operation(_Strict):
-    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
-    path: str = Field(min_length=1, pattern=r"^/")
-    key_header: str | None = None
-    body: Any = None
-    fields: dict[str, str] = {}
-    items: str | None = None
-    values: dict[str, dict[str, str]] = {}
-
-
-class Answer(_Strict):
-    status: int = Field(ge=100, le=599)
-    code_field: str | None = None
-    code: str | None = None
-
-
-class InFlight(Answer):
-    max_retries: int = Field(default=50, ge=1, le=1000)
-
-
-class Auth(_Strict):
-    header: str = "Authorization"
-    value: str = "Bearer {token}"
-
-
-class Profile(_Strict):
-    name: str = Field(min_length=1)
-    capabilities: list[Literal["jobs", "attempts", "timeouts", "hedge"]] = ["jobs"]
-    auth: Auth = Auth()
-    headers: dict[str, str] = {}
-    created_status: int = 201
-    conflict: Answer = Answer(status=409)
-    in_flight: InFlight | None = None
-    operations: dict[OperationName, Operation]
-
-
-def load_profile(path: str | Path) -> Profile:
-    """Read and validate a profile; errors name the file, the line and the fix."""
-    src = load_yaml(Path(path))
-    if not isinstance(src.data, dict):
-        raise src.error("a target profile must be a YAML mapping",
-                        fix="start with name:, capabilities: and operations:")
-    try:
-        profile = Profile.model_validate(src.data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
-        fix = {"missing": "add the field", "extra_forbidden":
-               "remove the field (or fix its spelling)"}.get(first["type"],
-                                                            f"fix the value ({first['msg']})")
-        raise src.error(first["msg"], loc, fix=fix) from None
-    for capability in profile.capabilities:
-        for op in _NEEDS.get(capability, ()):
-            if op not in profile.operations:
-                raise src.error(f"capability {capability!r} needs operation {op!r}",
-                                ("operations",), fix=f"describe operations.{op}, or drop "
-                                f"{capability!r} from capabilities")
-    required: tuple[OperationName, ...] = ("create_job", "get_job")
-    for name in required:
-        if name not in profile.operations:
-            raise src.error(f"operation {name!r} is missing", ("operations",),
-                            fix=f"add operations.{name}: {{method: …, path: …, fields: "
-                            "{id: …}}")
-    if not profile.operations["create_job"].key_header:
-        raise src.error("create_job has no key_header", ("operations", "create_job"),
-                        fix="add key_header: Idempotency-Key (the header carrying the key)")
-    return profile
-
-
-def pick(body: Any, path: str | None) -> Any:
-    """The value at dotted ``path`` in ``body`` (``data.id``, ``items.0.id``), else None."""
-    if path is None:
-        return None
-    value = body
-    for part in path.split("."):
-        if isinstance(value, dict):
-            value = value.get(part)
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return None
-    return value
-
+__all__ = ["Answer", "Auth", "Fault", "InFlight", "Locked", "Operation", "Profile",
+           "ProfileSession", "ProfileTarget", "load_profile", "pick"]
+BACKOFF_CAP_S = 0.5
 
 def _fill(template: Any, values: Mapping[str, Any]) -> Any:
     """``"{provider}"`` placeholders in a body template, recursively; ``"{event}"`` is the event."""
@@ -146,6 +78,11 @@ class ProfileSession(TargetSession):
                                  headers=dict(self.profile.headers))
         self.turn = itertools.count()
         self.lock = threading.Lock()
+        effects = self.profile.side_effects
+        self.counter: SideEffectCounter | None = None
+        if effects is not None:
+            self.counter = target.sql_counter or open_counter(
+                effects.http, effects.sql, http=self.http, base_url=target.urls[0])
 
     def close(self) -> None:
         self.http.close()
@@ -195,13 +132,17 @@ class ProfileSession(TargetSession):
                     if isinstance(items, list) else None
                 return Reply(status, mapped)
             if op_name == "create_job":
-                status = 201 if status == self.profile.created_status else 200
+                marker = self.profile.replay_header
+                replayed = response.headers.get(marker.name, "").lower() == marker.value.lower()
+                created = status == self.profile.created_status and not replayed
+                return Reply(201 if created else 200, self._fields(op, body), replayed=replayed)
             return Reply(status, self._fields(op, body))
         code = pick(body, "code") if isinstance(body, dict) else None
         if status == 404:
             code = "not_found"
+        excerpt = response.text[:200] if status >= 500 else ""
         return Reply(status, {"code": code if isinstance(code, str) else f"http_{status}",
-                              "status": status})
+                              "status": status}, excerpt=excerpt)
 
     @staticmethod
     def _fields(op: Operation, body: Any) -> dict[str, Any]:
@@ -213,21 +154,78 @@ class ProfileSession(TargetSession):
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:
         content = body_text.encode("utf-8")
-        in_flight = self.profile.in_flight
-        retries = in_flight.max_retries if in_flight else 0
-        for attempt in itertools.count():
+        started = time.perf_counter()
+        busy: Counter[str] = Counter()
+        last_busy = 0.0
+        while True:
             response = self._send(owner, "create_job", {}, content=content, key=key)
-            if isinstance(response, httpx.Response) and in_flight is not None:
-                try:
-                    body = response.json() if response.content else None
-                except ValueError:
-                    body = None
-                if self._matches(in_flight, response, body) and attempt < retries:
-                    # The first request is still running: wait a little, ask again.
-                    time.sleep(min(0.5, 0.005 * 2 ** min(attempt, 7)))
-                    continue
-            return self._translate("create_job", response)
-        raise AssertionError("unreachable")  # pragma: no cover
+            kind, retry_after = self._busy(response)
+            if kind is None:
+                break
+            busy[kind] += 1
+            last_busy = time.perf_counter() - started
+            wait = self._backoff(busy[kind] - 1, retry_after)
+            if busy[kind] > self._max_retries(kind) or not self._within_lease(
+                    last_busy + wait):
+                break
+            # The first request is still running (or the key is locked): wait, ask again.
+            time.sleep(wait)
+        reply = self._translate("create_job", response)
+        if kind is not None:  # still busy when the engine stopped asking
+            code = "still_in_progress" if kind == "in_flight" else "still_locked"
+            reply = replace(reply, body={"code": code, "status": reply.status})
+        if not busy:
+            return reply
+        return replace(reply, busy=tuple(sorted(busy.items())), busy_ms=round(last_busy * 1000, 1))
+
+    def _busy(self, response: httpx.Response | Reply) -> tuple[str | None, float]:
+        """``in_flight`` (the profile's declared answer), ``locked`` (423/429…) or None; and the
+        Retry-After seconds, if the service sent them."""
+        if isinstance(response, Reply):
+            return None, 0.0
+        try:
+            retry_after = float(response.headers.get("retry-after", "0"))
+        except ValueError:
+            retry_after = 0.0
+        in_flight = self.profile.in_flight
+        if in_flight is not None and response.status_code == in_flight.status:
+            try:
+                body = response.json() if response.content else None
+            except ValueError:
+                body = None
+            if self._matches(in_flight, response, body):
+                return "in_flight", retry_after
+        if response.status_code in self.profile.locked.statuses:
+            return "locked", retry_after
+        return None, 0.0
+
+    def _max_retries(self, kind: str) -> int:
+        if kind == "in_flight" and self.profile.in_flight is not None:
+            return self.profile.in_flight.max_retries
+        return self.profile.locked.max_retries
+
+    def _backoff(self, n: int, retry_after: float) -> float:
+        lease = self.profile.lease_s
+        cap = BACKOFF_CAP_S if lease is None else min(BACKOFF_CAP_S, lease / 4)
+        return max(min(cap, 0.005 * 2 ** min(n, 7)), min(retry_after, cap))
+
+    def _within_lease(self, elapsed_s: float) -> bool:
+        """Busy answers are retried for at most twice the declared lease."""
+        lease = self.profile.lease_s
+        return lease is None or elapsed_s <= 2 * lease
+
+    def count_side_effects(self) -> int:
+        """The service's side effects so far, read from the profile's counter."""
+        if self.counter is None:
+            raise RuntimeError("the profile declares no side_effects counter")
+        return self.counter.count()
+
+    def inject_fault(self, kind: str) -> Reply:
+        """Arm the profile's fault ``kind`` (``handler_error``): the next request fails."""
+        declared = self.profile.faults
+        if declared is None or kind != "handler_error":
+            raise RuntimeError(f"the profile declares no {kind} fault")
+        return faults.inject(declared.handler_error, self.http, self.target.urls[0])
 
     def get_job(self, owner: str, job_id: str) -> Reply:
         return self._translate("get_job", self._send(owner, "get_job", {"job_id": job_id}))
@@ -274,7 +272,20 @@ class ProfileTarget(Target):
             "HARNESS_TOKENS")) else {}
         self.transport = transport
         self.timeout_s = timeout_s
-        self.capabilities = frozenset({*self.profile.capabilities, "owners", "replicas"})
+        extra = {"side_effects"} if self.profile.side_effects is not None else set()
+        if self.profile.faults is not None:
+            extra.add("handler_faults")
+        self.capabilities = frozenset({*self.profile.capabilities, "owners", "replicas", *extra})
+        self.fingerprint_mode = self.profile.fingerprint
+        sql = self.profile.side_effects.sql if self.profile.side_effects else None
+        self.sql_counter = SqlSideEffects(sql, env) if sql is not None else None
+
+    def promises(self) -> dict[str, Any]:
+        """What the profile promises about errors and held keys (written into fault ops)."""
+        promised: dict[str, Any] = {"policy": self.profile.on_handler_error}
+        if self.profile.lease_s is not None:
+            promised["lease_ms"] = round(self.profile.lease_s * 1000)
+        return promised
 
     @property
     def description(self) -> str:

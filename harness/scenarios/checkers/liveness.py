@@ -1,0 +1,102 @@
+"""Liveness: a key is never refused forever, and never held "in progress" past its lease.
+
+After a ``fault: handler_error`` step, the next create fails in the target's handler (a 5xx);
+every later create with the same owner, key and intent is a *retry*. A retry must eventually be
+served — the handler runs again, or the same terminal failure is answered (which one the profile
+promises is :mod:`fidelity`'s concern) — never "in progress" until the engine gives up (it asks
+for twice the profile's lease). Independently, any create that was told "in progress" later than
+the profile's ``lease_s`` after it was first sent shows a key held past its lease; the report
+says for how long.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.scenarios.checkers.base import Findings, checker, of, ok
+from harness.scenarios.history import Pair
+
+BUSY_ERRORS = ("still_in_progress", "still_locked")
+
+
+@dataclass(frozen=True, slots=True)
+class AfterFailure:
+    """A handler fault, the request it made fail, and the retries of that request."""
+
+    fault: Pair
+    failed: Pair
+    retries: list[Pair]
+
+
+def after_failures(items: list[Pair], found: Findings) -> list[AfterFailure]:
+    """Each armed fault with its failed create and the retries after it (unknown when the fault
+    was not armed or the next create did not fail)."""
+    out = []
+    creates = of(items, "create")
+    for fault in of(items, "fault"):
+        if not ok(fault):
+            found.unknown(f"op {fault.invoke.index}: the handler fault could not be armed")
+            continue
+        later = [p for p in creates if p.invoke.index > fault.invoke.index]
+        if not later:
+            continue
+        failed = later[0]
+        if failed.type != "fail" or not isinstance(failed.value.get("status"), int) \
+                or failed.value["status"] < 500:
+            found.unknown(f"op {failed.invoke.index}: the create after the fault did not fail "
+                          f"with a 5xx ({failed.type} {failed.value.get('status')}): the fault "
+                          "did not reach the handler")
+            continue
+        same = (failed.invoke.value["owner"], failed.invoke.value["key"],
+                failed.invoke.value["fingerprint"])
+        assert failed.completion is not None
+        done = failed.completion.index
+        retries = [p for p in later[1:] if p.invoke.index > done and (
+            p.invoke.value["owner"], p.invoke.value["key"], p.invoke.value["fingerprint"]) == same]
+        out.append(AfterFailure(fault, failed, retries))
+    return out
+
+
+@checker("after the handler fails, a retry with the same key is eventually served (run again, "
+         "or answered the same terminal failure), never refused forever")
+def retry_after_failure_served(items: list[Pair], found: Findings) -> None:
+    for case in after_failures(items, found):
+        owner, key = case.failed.invoke.value["owner"], case.failed.invoke.value["key"]
+        lease = case.fault.invoke.value.get("lease_ms")
+        for retry in case.retries:
+            value = retry.value
+            if retry.type == "info":
+                found.unknown(f"op {retry.invoke.index}: the retry got no answer")
+            elif value.get("error") in BUSY_ERRORS:
+                asked = sum((value.get("busy") or {}).values())
+                found.violation(
+                    f"after the handler failed, {owner}'s key {key!r} was still held in progress "
+                    f"{value.get('busy_ms', 0):g} ms later"
+                    + (f" (lease {lease} ms)" if lease is not None else "")
+                    + f": the retry was refused {asked} times — the key is stuck",
+                    case.failed, retry)
+            elif retry.type == "fail" and value.get("status") != case.failed.value.get("status"):
+                found.violation(
+                    f"after the handler failed ({case.failed.value.get('status')}), the retry of "
+                    f"{owner}'s key {key!r} was answered {value.get('status')} "
+                    f"{value.get('error')}: neither served nor the same failure",
+                    case.failed, retry)
+
+
+@checker("no key is held in progress past the profile's lease: a duplicate told 'in progress' "
+         "later than lease_s after it was first sent shows a stuck key")
+def in_progress_within_lease(items: list[Pair], found: Findings) -> None:
+    for pair in of(items, "create"):
+        value = pair.value
+        if not value.get("busy"):
+            continue
+        lease = value.get("lease_ms")
+        if lease is None:
+            found.unknown("the profile declares no lease_s: how long a key may stay in progress "
+                          "is unknown")
+            return
+        if value.get("busy_ms", 0) > lease:
+            v = pair.invoke.value
+            found.violation(f"{v['owner']}'s key {v['key']!r} was still in progress "
+                            f"{value['busy_ms']:g} ms after this request was first sent, past "
+                            f"the lease of {lease} ms", pair)

@@ -1,0 +1,62 @@
+"""The side-effect checker: one click is one side effect, read from the target's own counter.
+
+The runner reads the counter the target profile names (``side_effects`` ops, at the start and the
+end of the run). A click is one (owner, key); every click that was answered a job must have made
+exactly one side effect, and a refused click none. Job ids cannot show a handler that ran twice
+when every answer still names the first job; the counter can.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from harness.scenarios.checkers.base import Findings, checker, of, ok
+from harness.scenarios.history import Pair
+
+NOT_OBSERVED = ("the target's side effects were not observed: name a counter under "
+                "side_effects: in its profile (an HTTP endpoint or a SQL query)")
+
+
+def side_effects_made(items: list[Pair]) -> tuple[int, list[Pair]] | None:
+    """How far the counter rose during the run, and the readings; None when not observed."""
+    readings = of(items, "side_effects")
+    if len(readings) < 2 or not all(ok(p) for p in readings):
+        return None
+    return int(readings[-1].value["count"]) - int(readings[0].value["count"]), readings
+
+
+def clicks(items: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
+    """Every create by (owner, key), in history order."""
+    by_click: dict[tuple[str, str], list[Pair]] = defaultdict(list)
+    for pair in of(items, "create"):
+        by_click[(pair.invoke.value["owner"], pair.invoke.value["key"])].append(pair)
+    return by_click
+
+
+@checker("one click is one side effect: the target's own counter rises by exactly the number of "
+         "clicks (owner, key) answered a job — never once more for a duplicate")
+def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
+    observed = side_effects_made(items)
+    if observed is None:
+        found.unknown(NOT_OBSERVED)
+        return
+    made, readings = observed
+    by_click = clicks(items)
+    served = {c for c, group in by_click.items() if any(ok(p) for p in group)}
+    unsure = {c for c, group in by_click.items()
+              if c not in served and any(p.type == "info" for p in group)}
+    before, after = readings[0].value["count"], readings[-1].value["count"]
+    repeated = [p for c, group in by_click.items() if len(group) > 1 for p in group]
+    names = ", ".join(f"{owner}'s {key!r}" for owner, key in sorted(served)) or "none"
+    if made > len(served) + len(unsure):
+        extra = made - len(served)
+        found.violation(
+            f"{len(served)} click(s) answered a job made {made} side effects (the counter went "
+            f"{before} → {after}): {extra} more than one per click — a duplicate ran the "
+            f"handler again (clicks: {names})", readings, repeated)
+    elif made < len(served):
+        found.violation(
+            f"{len(served)} click(s) were answered a job but the counter rose by only {made} "
+            f"({before} → {after}): a job was answered that was never made", readings)
+    if unsure and made > len(served):
+        found.unknown(f"{len(unsure)} click(s) got no answer: they may have made a side effect")

@@ -1,0 +1,200 @@
+"""The target profile file: its model (pydantic, strict) and its loader (errors name the line).
+
+A profile maps API.md's operations onto another service's API and states that service's
+idempotency promises: which header marks a replay, whether intents are compared as canonical
+JSON or as bytes, how long a key may be held "in progress" (the lease), what a retry after a
+handler failure gets (``retry``: it runs again; ``final``: the same failure), how to count the
+service's side effects (an HTTP endpoint or a SQL query) and how to make its handler fail.
+The full format, with an example, is in docs/scenarios.md ("Target profiles").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.contracts._yamlsrc import YamlSource, load_yaml
+
+OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",
+                        "list_attempts", "list_races"]
+NEEDS: dict[str, tuple[OperationName, ...]] = {"jobs": ("create_job", "get_job"),
+         "attempts": ("start_attempt", "post_event", "list_attempts", "list_races")}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Operation(_Strict):
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
+    path: str = Field(min_length=1, pattern=r"^/")
+    key_header: str | None = None
+    body: Any = None
+    fields: dict[str, str] = {}
+    items: str | None = None
+    values: dict[str, dict[str, str]] = {}
+
+
+class Answer(_Strict):
+    status: int = Field(ge=100, le=599)
+    code_field: str | None = None
+    code: str | None = None
+
+
+class InFlight(Answer):
+    max_retries: int = Field(default=50, ge=1, le=1000)
+
+
+class Locked(_Strict):
+    """Answers meaning "locked, ask again later"; the engine retries them like in-flight ones."""
+
+    statuses: list[int] = Field(default=[423, 429])
+    max_retries: int = Field(default=50, ge=1, le=1000)
+
+
+class Auth(_Strict):
+    header: str = "Authorization"
+    value: str = "Bearer {token}"
+
+
+class ReplayHeader(_Strict):
+    """The response header by which the service says "this is a replay"."""
+
+    name: str = Field(default="Idempotent-Replayed", min_length=1)
+    value: str = "true"
+
+
+class HttpCounter(_Strict):
+    """An endpoint answering the number of side effects so far (``field``: where the number is;
+    absent: the body is the number)."""
+
+    method: Literal["GET", "POST"] = "GET"
+    path: str = Field(min_length=1, pattern=r"^/")
+    field: str | None = None
+    headers: dict[str, str] = {}
+
+
+class SqlCounter(_Strict):
+    """A query returning one number, against the service's database (``url``, or the name of an
+    environment variable holding it: ``url_env``, so a password stays out of the file)."""
+
+    url: str | None = None
+    url_env: str | None = None
+    query: str = Field(min_length=1)
+
+
+class SideEffects(_Strict):
+    http: HttpCounter | None = None
+    sql: SqlCounter | None = None
+
+
+class Fault(_Strict):
+    """How to make the service's next request fail: an endpoint, or a command (argv list)."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    path: str | None = Field(default=None, pattern=r"^/")
+    command: list[str] | None = None
+
+
+class Faults(_Strict):
+    handler_error: Fault
+
+
+class Profile(_Strict):
+    name: str = Field(min_length=1)
+    capabilities: list[Literal["jobs", "attempts", "timeouts", "hedge"]] = ["jobs"]
+    auth: Auth = Auth()
+    headers: dict[str, str] = {}
+    created_status: int = 201
+    conflict: Answer = Answer(status=409)
+    in_flight: InFlight | None = None
+    locked: Locked = Locked()
+    replay_header: ReplayHeader = ReplayHeader()
+    fingerprint: Literal["canonical", "bytes"] = "canonical"
+    lease_s: float | None = Field(default=None, gt=0, le=3600)
+    on_handler_error: Literal["retry", "final"] = "retry"
+    side_effects: SideEffects | None = None
+    faults: Faults | None = None
+    operations: dict[OperationName, Operation]
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate a profile; errors name the file, the line and the fix."""
+    src = load_yaml(Path(path))
+    if not isinstance(src.data, dict):
+        raise src.error("a target profile must be a YAML mapping",
+                        fix="start with name:, capabilities: and operations:")
+    try:
+        profile = Profile.model_validate(src.data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
+        fix = {"missing": "add the field", "extra_forbidden":
+               "remove the field (or fix its spelling)"}.get(first["type"],
+                                                            f"fix the value ({first['msg']})")
+        raise src.error(first["msg"], loc, fix=fix) from None
+    for capability in profile.capabilities:
+        for op in NEEDS.get(capability, ()):
+            if op not in profile.operations:
+                raise src.error(f"capability {capability!r} needs operation {op!r}",
+                                ("operations",), fix=f"describe operations.{op}, or drop "
+                                f"{capability!r} from capabilities")
+    required: tuple[OperationName, ...] = ("create_job", "get_job")
+    for name in required:
+        if name not in profile.operations:
+            raise src.error(f"operation {name!r} is missing", ("operations",),
+                            fix=f"add operations.{name}: {{method: …, path: …, fields: "
+                            "{id: …}}")
+    if not profile.operations["create_job"].key_header:
+        raise src.error("create_job has no key_header", ("operations", "create_job"),
+                        fix="add key_header: Idempotency-Key (the header carrying the key)")
+    _check_observers(src, profile)
+    return profile
+
+
+def _check_observers(src: YamlSource, profile: Profile) -> None:
+    """The either-or fields pydantic cannot phrase well: one counter, one way to fail."""
+    effects = profile.side_effects
+    if effects is not None and (effects.http is None) == (effects.sql is None):
+        raise src.error("side_effects needs exactly one of http or sql", ("side_effects",),
+                        fix="write side_effects: {http: {path: /stats, field: jobs}} or "
+                        "side_effects: {sql: {url_env: JOBS_DB, query: SELECT count(*) FROM jobs}}")
+    if effects is not None and effects.sql is not None:
+        sql = effects.sql
+        if (sql.url is None) == (sql.url_env is None):
+            raise src.error("side_effects.sql needs exactly one of url or url_env",
+                            ("side_effects", "sql"),
+                            fix="write url: sqlite:///jobs.db, or url_env: NAME (an environment "
+                            "variable holding the URL, for URLs with a password)")
+        if sql.url is not None and not sql.url.startswith(
+                ("sqlite:///", "postgresql://", "postgres://")):
+            raise src.error(f"{sql.url.split(':', 1)[0]!r} databases are not supported",
+                            ("side_effects", "sql", "url"),
+                            fix="write sqlite:///path/file.db or postgresql://host/db")
+    if profile.faults is not None:
+        fault = profile.faults.handler_error
+        if (fault.path is None) == (fault.command is None):
+            raise src.error("faults.handler_error needs exactly one of path or command",
+                            ("faults", "handler_error"),
+                            fix="write {method: POST, path: /_faults/fail-next} or "
+                            "{command: [touch, /tmp/fail-next]}")
+        if fault.command is not None and not fault.command:
+            raise src.error("the fault command is empty", ("faults", "handler_error", "command"),
+                            fix="write the program and its arguments: [touch, /tmp/fail-next]")
+
+
+def pick(body: Any, path: str | None) -> Any:
+    """The value at dotted ``path`` in ``body`` (``data.id``, ``items.0.id``), else None."""
+    if path is None:
+        return None
+    value = body
+    for part in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
