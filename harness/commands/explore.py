@@ -1,0 +1,258 @@
+"""``failover-harness explore``: search real database races one SQL statement at a time, shrink
+the first one found, and write a repro folder that ``failover-harness replay`` runs exactly.
+
+Exit codes: 0 the budget was spent with no violation, 1 a violation (or, for replay, a run that
+diverged from the recording), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.domain.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harness.explore.controller import Outcome
+    from harness.explore.search import Found, Progress, Settings
+
+HELP = "Find, shrink and replay races in a store, one SQL statement at a time."
+WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
+DEFAULT_BUDGET = 500
+PROGRESS_EVERY_S = 2.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default=None,
+                        help="sqlite (default: a temporary file), sqlite:///file.db, "
+                        "postgresql://…, mutant:<name>[@<db url>]; with --stress also "
+                        "http://host:port")
+    parser.add_argument("--workload", choices=WORKLOADS, default="all",
+                        help="which races to look for (default: all, one drawn per schedule)")
+    parser.add_argument("--clients", type=int, default=3, metavar="N",
+                        help="at most N clients send creates at once; readers join up to N-2 "
+                        "(2..16, default 3)")
+    limit = parser.add_mutually_exclusive_group()
+    limit.add_argument("--budget", type=int, default=None, metavar="N",
+                       help=f"explore N schedules (default {DEFAULT_BUDGET})")
+    limit.add_argument("--time-limit", type=float, default=None, metavar="S",
+                       help="explore for S seconds instead")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the seed (default: a random one, printed first)")
+    parser.add_argument("--schedule", type=int, default=0, metavar="N",
+                        help="start at schedule N of the seed (--budget 1 reruns just that one)")
+    parser.add_argument("--choices", choices=("seeded", "exhaustive", "hypothesis"),
+                        default="seeded", help="seeded: swarm-style random (default); "
+                        "exhaustive: every interleaving of each workload's smallest plan; "
+                        "hypothesis: Hypothesis draws plans and decisions")
+    parser.add_argument("--no-shrink", action="store_true",
+                        help="write the failing schedule as found")
+    parser.add_argument("--stress", action="store_true",
+                        help="free-running threads (no controller): checked, not replayable; "
+                        "for services explore cannot see inside")
+    parser.add_argument("--tokens-file", default=None, metavar="FILE",
+                        help="--stress on HTTP targets: YAML {token: owner} (or $HARNESS_TOKENS)")
+    parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
+                        help="repro folders go to DIR/repro/ (default: reports)")
+
+
+def _settings(args: argparse.Namespace, seed: int) -> Settings:
+    from harness.explore.search import Settings
+
+    if not 2 <= args.clients <= 16:
+        raise ConfigError(f"--clients {args.clients} is out of range", field="--clients",
+                          fix="use 2 to 16 clients")
+    if args.budget is not None and args.budget < 1:
+        raise ConfigError(f"--budget {args.budget} explores nothing", field="--budget",
+                          fix="give at least 1 schedule")
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise ConfigError(f"--time-limit {args.time_limit:g} is not a duration",
+                          field="--time-limit", fix="give a number of seconds above 0")
+    if args.schedule < 0:
+        raise ConfigError("--schedule must be 0 or more", field="--schedule",
+                          fix="schedules are numbered from 0")
+    if args.stress and args.choices != "seeded":
+        raise ConfigError(f"--stress has no controller, so --choices {args.choices} cannot "
+                          "apply", field="--choices", fix="drop --choices, or drop --stress")
+    budget = args.budget if args.budget is not None or args.time_limit else DEFAULT_BUDGET
+    return Settings(workload=args.workload, clients=args.clients, budget=budget,
+                    time_limit=args.time_limit, seed=seed, choices=args.choices,
+                    first=args.schedule)
+
+
+class _Ticker:
+    """Prints a progress line now and then (every couple of seconds), and at the end."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+        self.progress: Progress | None = None
+
+    def __call__(self, progress: Progress) -> None:
+        self.progress = progress
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            print(f"  {progress.line()}", flush=True)
+
+    def final(self) -> None:
+        if self.progress is not None:
+            print(f"  {self.progress.line()}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    print(f"explore: seed {seed}", flush=True)
+    settings = _settings(args, seed)
+    if args.stress:
+        return _stress(args, settings)
+    from harness.explore.controller import Controller
+    from harness.explore.search import search
+    from harness.explore.target import explore_store
+
+    limit = (f"{settings.budget} schedules" if settings.budget is not None
+             else f"{settings.time_limit:g} s")
+    with explore_store(args.target) as (store, target):
+        print(f"target {target}; workload {settings.workload}; clients ≤ {settings.clients}; "
+              f"budget {limit}; {settings.choices} choices", flush=True)
+        with Controller(store) as controller:
+            ticker = _Ticker()
+            found = search(controller, settings, ticker)
+            ticker.final()
+            if found.outcome is None:
+                return _clean(found, settings)
+            return _violation(controller, found, settings, target, args)
+
+
+def _clean(found: Found, settings: Settings) -> int:
+    progress = found.progress
+    if found.exhausted:
+        print(f"no violation: every interleaving of the smallest plan was explored "
+              f"({progress.schedules} schedules, {progress.steps} steps)")
+    else:
+        print(f"no violation in {progress.schedules} schedules ({progress.steps} steps); "
+              "budget spent")
+    return 0
+
+
+def _headline(outcome: Outcome) -> list[str]:
+    lines = []
+    for check in outcome.checks:
+        if check.verdict == "invalid":
+            lines.append(f"  promise broken ({check.checker}): {check.promise}")
+            lines.extend(f"    - {v.message}" for v in check.violations)
+    return lines
+
+
+def _violation(controller: Any, found: Found, settings: Settings, target: str,
+               args: argparse.Namespace) -> int:
+    from harness.explore.explain import schedule_lines
+    from harness.explore.replay import replay_repro
+    from harness.explore.repro import read_repro, write_repro
+    from harness.explore.shrink import shrink
+
+    outcome = found.outcome
+    assert outcome is not None
+    where = (f"schedule #{found.schedule} of seed {settings.seed}" if settings.choices == "seeded"
+             else f"{settings.choices} schedule #{found.schedule}")
+    print(f"VIOLATED  {', '.join(outcome.broken)} after {found.progress.schedules} schedules "
+          f"({where}; {outcome.steps} steps)")
+    for line in _headline(outcome):
+        print(line)
+    shrink_figures = None
+    if not args.no_shrink and not found.shrunk_by_hypothesis:
+        print("shrinking:", flush=True)
+        shrunk = shrink(controller, outcome, progress=lambda text: print(f"  {text}", flush=True))
+        outcome = shrunk.outcome
+        shrink_figures = {"original_steps": shrunk.original_steps,
+                          "original_ops": shrunk.original_ops, "plan_runs": shrunk.plan_runs,
+                          "hypothesis_runs": shrunk.hypothesis_runs,
+                          "elapsed_s": round(shrunk.elapsed_s, 3), "note": shrunk.note}
+    found_info = {"workload": settings.workload, "seed": settings.seed,
+                  "schedule": found.schedule, "choices": settings.choices,
+                  "schedules": found.progress.schedules, "clients": settings.clients}
+    folder = write_repro(outcome, args.report_dir, target=target, found=found_info,
+                         shrink=shrink_figures)
+    print(f"the race, in {outcome.steps} steps ({outcome.timers} timers):")
+    for line in schedule_lines(outcome):
+        print(line)
+    again = replay_repro(controller, read_repro(folder))
+    verdict = "identical" if again.identical else f"DIVERGED: {again.divergence}"
+    print(f"replayed once: {verdict}")
+    print(f"repro: {folder}  (scenario.yaml, schedule.jsonl, history.jsonl, explanation.txt)")
+    command = f"failover-harness replay {folder} --target {target}"
+    if "***" in target:
+        command += "   (put the real URL in --target; the password is not stored)"
+    print(f"replay: {command}")
+    return 1
+
+
+def _stress(args: argparse.Namespace, settings: Settings) -> int:
+    from harness.explore.repro import write_repro
+    from harness.explore.stress import stress
+    from harness.scenarios.targets import open_target
+
+    target = open_target(args.target, tokens_file=args.tokens_file)
+    limit = (f"{settings.budget} rounds" if settings.budget is not None
+             else f"{settings.time_limit:g} s")
+    try:
+        print(f"stress: target {target.description}; workload {settings.workload}; clients ≤ "
+              f"{settings.clients}; {limit}; free-running threads (not replayable)", flush=True)
+        ticker = _Ticker()
+        found = stress(target, settings, ticker)
+        ticker.final()
+    finally:
+        target.close()
+    if found.outcome is None:
+        print(f"no violation in {found.progress.schedules} rounds")
+        return 0
+    outcome = found.outcome
+    print(f"VIOLATED  {', '.join(outcome.broken)} in round #{found.schedule} of seed "
+          f"{settings.seed} (free-running: not replayable)")
+    for line in _headline(outcome):
+        print(line)
+    folder = write_repro(outcome, args.report_dir, target=target.description,
+                         found={"workload": settings.workload, "seed": settings.seed,
+                                "schedule": found.schedule, "choices": "stress",
+                                "schedules": found.progress.schedules},
+                         replayable=False)
+    print(f"history and explanation: {folder}")
+    print("to replay it, explore the same workload on an in-process store: "
+          f"failover-harness explore --workload {settings.workload} --target <store>")
+    return 1
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``failover-harness replay <explore repro>``: the same events and history, or where not."""
+    from harness.explore.controller import Controller
+    from harness.explore.replay import replay_repro
+    from harness.explore.repro import read_repro
+    from harness.explore.target import explore_store
+
+    repro = read_repro(args.path)
+    text = args.target or repro.target
+    if text and "***" in text and not args.target:
+        raise ConfigError("the repro's target URL had its password removed", field="--target",
+                          fix="pass --target with the full URL (or set PGPASSWORD)")
+    with explore_store(text) as (store, target):
+        print(f"replaying {args.path} on {target} ({len(repro.decisions)} recorded decisions)")
+        with Controller(store) as controller:
+            replayed = replay_repro(controller, repro)
+    outcome = replayed.outcome
+    label = {"violated": "VIOLATED", "passed": "PASS", "unknown": "UNKNOWN"}[outcome.status]
+    print(f"{label:<9} {outcome.plan.workload}: {outcome.steps} steps, {len(outcome.history)} ops")
+    for line in _headline(outcome):
+        print(line)
+    if replayed.divergence is not None:
+        print(f"DIVERGED  {replayed.divergence}")
+        print(f"  (following the recording where it still could, the verdict is now "
+              f"{outcome.status})")
+        return 1
+    what = "schedule and history" if replayed.compared else "schedule"
+    print(f"{what}: identical to the recorded run ({len(outcome.schedule)} events, "
+          f"{len(outcome.history)} ops)")
+    sys.stdout.flush()
+    return 1 if outcome.status == "violated" else 3 if outcome.status == "unknown" else 0

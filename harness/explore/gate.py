@@ -1,0 +1,206 @@
+"""Gates: every SQL statement a worker's store sends first waits for the controller's permission.
+
+One :class:`Worker` per logical client: a thread of its own with a database session of its own,
+reused from schedule to schedule. The store's connection is wrapped (:class:`GatedSqlite`,
+:class:`GatedPg`) so that each ``execute`` parks the worker until the controller grants it that
+step. Between two statements the worker runs freely (Python only, no database). All state lives
+under one :class:`threading.Condition`; nothing sleeps.
+
+What a step is: one statement the store wrote. Transaction control travels with the statements
+next to it: SQLite's ``BEGIN`` is sent with the transaction's first statement (so a writer takes
+the lock in a step, and ``SQLITE_BUSY`` — immediate, with ``busy_timeout = 0`` — parks the worker
+to retry as a new step); ``COMMIT``/``ROLLBACK`` run right after the last one, in the same step.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+RUNNING, PARKED, IDLE = "running", "parked", "idle"
+
+
+class ExploreAborted(BaseException):
+    """The controller stopped the schedule: unwind the operation. A BaseException, so no store
+    (and no ``except Exception`` in a session) mistakes it for a database error."""
+
+
+class Worker:
+    """One logical client: a thread, a database session, and its place on the board."""
+
+    def __init__(self, index: int, cv: threading.Condition) -> None:
+        self.index = index
+        self.cv = cv
+        self.client = ""
+        self.status = IDLE
+        self.label: str | None = None  # the statement waiting for its turn
+        self.doing = ""  # the operation it is in, for the schedule
+        self.granted = False
+        self.abort = False
+        self.stopping = False
+        self.busy = False  # SQLite: the last try of the parked statement got SQLITE_BUSY
+        self.holds_write = False  # SQLite: a write transaction is open on this session
+        self.queue: deque[Callable[[], None]] = deque()
+        self.events: list[Any] = []  # Invoked / Completed, written by the controller
+        self.conn: Any = None  # the gated session, opened on first use
+        self.pid: int | None = None  # PostgreSQL backend pid
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name=f"explore-{index}", daemon=True)
+
+    # -- the worker's thread --------------------------------------------------------------------
+    def _main(self) -> None:
+        _LOCAL.worker = self
+        cv = self.cv
+        while True:
+            with cv:
+                self.status = IDLE
+                cv.notify_all()
+                cv.wait_for(lambda: bool(self.queue) or self.stopping)
+                if not self.queue:
+                    return
+                job = self.queue.popleft()
+                self.status = RUNNING
+            try:
+                job()
+            except ExploreAborted:
+                pass
+            except BaseException as exc:  # reported by the controller, never swallowed
+                self.error = exc
+
+    def wait_turn(self, label: str) -> None:
+        """Park until the controller grants the step ``label`` (or aborts the schedule)."""
+        cv = self.cv
+        with cv:
+            self.status, self.label = PARKED, label
+            cv.notify_all()
+            cv.wait_for(lambda: self.granted or self.abort)
+            self.status, self.label, self.granted = RUNNING, None, False
+            if self.abort:
+                raise ExploreAborted
+
+    # -- what the controller reads ----------------------------------------------------------
+    def unsettled(self) -> bool:
+        """Still moving: running, granted but not yet woken, or woken by new work."""
+        return (self.status == RUNNING or (self.status == PARKED and (self.granted or self.abort))
+                or (self.status == IDLE and bool(self.queue)))
+
+
+_LOCAL = threading.local()
+
+
+def current_worker() -> Worker | None:
+    """The worker running on this thread, if any."""
+    return getattr(_LOCAL, "worker", None)
+
+
+_WRITE = re.compile(r"^\s*(insert\s+into|update|delete\s+from)\s+(\w+)", re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s+(\w+)", re.IGNORECASE)
+
+
+def statement_name(sql: str, names: Mapping[str, str]) -> str:
+    """The store's name for ``sql`` (``insert_job``), else verb and table (``insert jobs``)."""
+    known = names.get(sql)
+    if known is not None:
+        return known
+    match = _WRITE.match(sql)
+    if match:
+        return f"{match.group(1).split()[0].lower()} {match.group(2)}"
+    found = _FROM.search(sql)
+    words = sql.split()
+    verb = words[0].lower() if words else "statement"
+    return f"{verb} {found.group(1)}" if found else verb
+
+
+class _NoRows:
+    """The cursor of a statement that was deferred (BEGIN) or had nothing to end."""
+
+    description = None
+    rowcount = -1
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def fetchone(self) -> None:
+        return None
+
+
+_NO_ROWS = _NoRows()
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+class GatedSqlite:
+    """A worker's sqlite3 connection: each statement waits for its turn; BUSY parks and retries."""
+
+    def __init__(self, real: sqlite3.Connection, worker: Worker, names: Mapping[str, str]) -> None:
+        self._real = real
+        self._worker = worker
+        self._names = names
+        self._begin: str | None = None
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._real.in_transaction or self._begin is not None
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        head = sql.lstrip()[:8].upper()
+        if head.startswith("BEGIN"):
+            self._begin = sql  # sent with the first statement, inside its step
+            return _NO_ROWS
+        if head.startswith(("COMMIT", "ROLLBACK", "END")):
+            if self._begin is not None:  # the transaction never ran a statement
+                self._begin = None
+                return _NO_ROWS
+            try:
+                return self._real.execute(sql)
+            finally:
+                self._worker.holds_write = False
+        worker = self._worker
+        label = f"{worker.client}: {statement_name(sql, self._names)}"
+        worker.wait_turn(label)
+        while True:
+            try:
+                if self._begin is not None:
+                    self._real.execute(self._begin)
+                    worker.holds_write = "IMMEDIATE" in self._begin.upper() or \
+                        "EXCLUSIVE" in self._begin.upper()
+                    self._begin = None
+                cursor = self._real.execute(sql, params)
+                worker.busy = False
+                return cursor
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                worker.busy = True  # the controller holds this retry until the writer is done
+                worker.wait_turn(label)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+class GatedPg:
+    """A worker's psycopg connection: each statement waits for its turn. A statement that then
+    waits on a lock inside PostgreSQL is seen by the controller through ``pg_blocking_pids``."""
+
+    def __init__(self, real: Any, worker: Worker, names: Mapping[str, str]) -> None:
+        self._real = real
+        self._worker = worker
+        self._names = names
+
+    def execute(self, sql: Any, params: Any = None, **options: Any) -> Any:
+        worker = self._worker
+        worker.wait_turn(f"{worker.client}: {statement_name(str(sql), self._names)}")
+        return self._real.execute(sql, params, **options)
+
+    def transaction(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real.transaction(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)

@@ -1,0 +1,64 @@
+"""Replay a repro: run its plan again following its decisions, and say whether the run is the
+same — every event, every history byte, the verdict — or exactly where it diverged.
+
+A divergence is never accepted silently: a recorded decision that is no longer enabled, a
+decision left over, an event or an outcome that changed, a verdict that changed. After a
+divergence the plan runs once more, following the recording wherever it still can, so the
+report can say whether the promise holds now (the bug may be fixed).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from harness.explore.choices import GuidedChoices, RecordedChoices
+from harness.explore.controller import Controller, Outcome
+from harness.explore.repro import Repro
+from harness.scenarios.replay import first_difference
+from harness.scenarios.scheduler import Divergence
+
+
+@dataclass
+class Replayed:
+    """The new run, and the first difference from the recording (None: identical)."""
+
+    outcome: Outcome
+    divergence: str | None
+    compared: bool  # a recorded history was there to compare with
+
+    @property
+    def identical(self) -> bool:
+        return self.divergence is None
+
+
+def _entry_line(entry: dict[str, object]) -> str:
+    return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+
+
+def replay_repro(controller: Controller, repro: Repro) -> Replayed:
+    """Run ``repro`` on ``controller``'s store, following its decisions."""
+    choices = RecordedChoices(repro.decisions)
+    try:
+        outcome = controller.run(repro.plan, choices)
+    except Divergence as exc:
+        guide = [str(e["event"]) for e in repro.schedule] if repro.schedule else repro.decisions
+        closest = controller.run(repro.plan, GuidedChoices(guide))
+        return Replayed(closest, f"the schedule diverged: {exc.message}", False)
+    if choices.position < len(choices.decisions):
+        left = len(choices.decisions) - choices.position
+        return Replayed(outcome, f"the run ended with {left} recorded decision(s) unused, "
+                        f"from {choices.decisions[choices.position]!r}", False)
+    difference = None
+    if repro.schedule is not None:
+        difference = first_difference([_entry_line(e) for e in repro.schedule],
+                                      [_entry_line(e) for e in outcome.schedule])
+        if difference:
+            difference = "schedule " + difference.replace("op #", "event #")
+    if difference is None and repro.history_lines is not None:
+        difference = first_difference(repro.history_lines, outcome.history_lines())
+        if difference:
+            difference = "history " + difference
+    if difference is None and repro.status is not None and outcome.status != repro.status:
+        difference = f"the verdict changed: recorded {repro.status}, now {outcome.status}"
+    return Replayed(outcome, difference, repro.history_lines is not None)

@@ -1,0 +1,186 @@
+"""Repro folders: ``<report dir>/repro/<id>/``, everything needed to see and replay a race.
+
+==================  =============================================================================
+``scenario.yaml``   the shrunk plan and its decisions: ``failover-harness replay`` runs it exactly
+``schedule.jsonl``  every event (a statement step or a timer), with the options where one was chosen
+``history.jsonl``   the operations, as the scenario engine writes them (the same checkers read it)
+``explanation.txt`` the promise, the minimal steps, who won, what was lost, the replay command
+``results.json``    verdicts, seed, schedule number, target (no password), shrinking figures
+==================  =============================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.domain.errors import ConfigError
+from harness.explore.choices import decisions
+from harness.explore.controller import Outcome
+from harness.explore.explain import explanation
+from harness.explore.plan import Plan
+from harness.scenarios.history import write_jsonl
+
+FORMAT = "failover-harness/explore-v1"
+SCENARIO = "scenario.yaml"
+
+
+def replay_command(folder: Path | str, target: str) -> str:
+    words = ["failover-harness", "replay", str(folder), "--target", target]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _unique(parent: Path, name: str) -> Path:
+    candidate, n = parent / name, 2
+    while candidate.exists():
+        candidate, n = parent / f"{name}-{n}", n + 1
+    return candidate
+
+
+def write_repro(
+    outcome: Outcome,
+    report_dir: Path,
+    *,
+    target: str,
+    found: dict[str, Any],
+    shrink: dict[str, Any] | None = None,
+    replayable: bool = True,
+) -> Path:
+    """Write ``outcome``'s repro folder under ``report_dir/repro`` and return it.
+
+    ``found`` says how it was found (seed, schedule number, choices, schedules explored);
+    ``shrink`` gives the shrinking figures. A ``--stress`` finding is not replayable: its folder
+    has the history and the explanation, no schedule.
+    """
+    checker = outcome.broken[0] if outcome.broken else "unknown"
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
+    repro = report_dir / "repro"
+    repro.mkdir(parents=True, exist_ok=True)
+    folder = _unique(repro, f"{stamp}-{outcome.plan.workload}-{checker}")
+    folder.mkdir()
+    replay = replay_command(folder, target) if replayable else None
+    write_jsonl(folder / "history.jsonl", outcome.history_lines())
+    if replayable:
+        write_jsonl(folder / "schedule.jsonl",
+                    (json.dumps(e, separators=(",", ":"), ensure_ascii=False)
+                     for e in outcome.schedule))
+        (folder / SCENARIO).write_text(scenario_text(outcome, target, found), encoding="utf-8")
+    text = explanation(outcome, target=target, found=found, shrink=shrink, replay=replay)
+    (folder / "explanation.txt").write_text(text, encoding="utf-8")
+    results = {
+        "format": FORMAT,
+        "status": outcome.status,
+        "workload": outcome.plan.workload,
+        "target": target,
+        "replayable": replayable,
+        "found": found,
+        "shrink": shrink,
+        "steps": outcome.steps,
+        "timers": outcome.timers,
+        "waits": outcome.waits,
+        "events": len(outcome.schedule),
+        "ops": len(outcome.history),
+        "virtual_seconds": outcome.virtual_seconds,
+        "broken": outcome.broken,
+        "checks": [c.to_json() for c in outcome.checks],
+        "replay": replay,
+    }
+    (folder / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    return folder
+
+
+def scenario_text(outcome: Outcome, target: str, found: dict[str, Any]) -> str:
+    """The replayable scenario: the plan and the decisions, as YAML with a comment header."""
+    checker = outcome.broken[0] if outcome.broken else "none"
+    document = {
+        "format": FORMAT,
+        "name": f"{outcome.plan.workload}-{checker}",
+        "description": (f"explore --workload {found.get('workload', outcome.plan.workload)} "
+                        f"--seed {found.get('seed')}: schedule #{found.get('schedule')}, shrunk "
+                        f"to {outcome.steps} steps; breaks {checker}"),
+        "target": target,
+        "plan": outcome.plan.to_json(),
+        "schedule": decisions(outcome.schedule),
+    }
+    head = ("# failover-harness explore: a race, shrunk. Replay it exactly with\n"
+            "#   failover-harness replay <this file or its folder> [--target …]\n"
+            "# schedule: the event chosen at each point where more than one could run "
+            "(statements are 'client: query', timers 'timer @Ts what').\n")
+    return head + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+
+
+@dataclass(frozen=True, slots=True)
+class Repro:
+    """A repro read back: the plan and decisions, and the recorded run when there is one."""
+
+    source: Path
+    plan: Plan
+    decisions: list[str]
+    target: str | None
+    history_lines: list[str] | None
+    schedule: list[dict[str, Any]] | None
+    status: str | None
+
+
+def is_explore_repro(path: Path) -> bool:
+    """True for a repro folder or its scenario file (written by explore)."""
+    candidate = path / SCENARIO if path.is_dir() else path
+    if not candidate.is_file():
+        return False
+    try:
+        with candidate.open(encoding="utf-8") as source:
+            head = source.read(4096)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return f"format: {FORMAT}" in head
+
+
+def read_repro(path: Path) -> Repro:
+    """Read a repro folder (or its ``scenario.yaml``); damage is a ConfigError naming the file."""
+    folder = path if path.is_dir() else path.parent
+    scenario = path / SCENARIO if path.is_dir() else path
+    if not scenario.is_file():
+        raise ConfigError(f"{SCENARIO} is missing, so this repro cannot be replayed",
+                          file=str(folder), fix="point replay at a folder under reports/repro/ "
+                          "written by explore (a --stress finding is not replayable)")
+    try:
+        data = yaml.safe_load(scenario.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=str(scenario),
+                          line=mark.line + 1 if mark else None,
+                          fix="restore the file as explore wrote it") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ConfigError(f"not an explore repro (format: {FORMAT})", file=str(scenario),
+                          fix="point replay at a folder under reports/repro/")
+    schedule = data.get("schedule")
+    if not isinstance(schedule, list) or not all(isinstance(s, str) for s in schedule):
+        raise ConfigError("schedule must be a list of event labels", file=str(scenario),
+                          field="schedule", fix="restore the file as explore wrote it")
+    plan = Plan.from_json(data.get("plan"), where=f"{scenario}: plan")
+    history = schedule_entries = status = None
+    if scenario.parent == folder and (folder / "history.jsonl").is_file():
+        history = (folder / "history.jsonl").read_text(encoding="utf-8").splitlines()
+    if (folder / "schedule.jsonl").is_file():
+        try:
+            schedule_entries = [json.loads(line) for line in
+                                (folder / "schedule.jsonl").read_text("utf-8").splitlines()
+                                if line.strip()]
+        except ValueError as exc:
+            raise ConfigError(f"not valid JSON lines: {exc}", file=str(folder / "schedule.jsonl"),
+                              fix="restore the file as explore wrote it") from None
+    if (folder / "results.json").is_file():
+        try:
+            status = json.loads((folder / "results.json").read_text("utf-8")).get("status")
+        except ValueError:
+            status = None
+    target = data.get("target")
+    return Repro(scenario, plan, list(schedule), str(target) if target else None, history,
+                 schedule_entries, status)

@@ -1,0 +1,165 @@
+"""The search: run schedule after schedule until a promise breaks or the budget is spent.
+
+``seeded`` (the default): schedule *n* of seed *S* draws its plan and its swarm weights from
+``Random("S:n")``, so ``--seed S --schedule n`` reruns exactly that schedule. ``exhaustive``: the
+smallest plan of each workload, every interleaving depth-first, until done or the budget ends.
+``hypothesis``: Hypothesis draws the plan and every decision; a failure comes back already
+shrunk.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from harness.explore.choices import (
+    HypothesisChoices,
+    HypothesisDraw,
+    PrefixChoices,
+    SwarmChoices,
+    next_prefix,
+)
+from harness.explore.controller import Controller, Outcome
+from harness.explore.plan import RandomDraw, SmallestDraw
+from harness.explore.workloads import WORKLOADS, build_plan
+
+CHOICE_SOURCES = ("seeded", "exhaustive", "hypothesis")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to explore and for how long (``budget`` schedules and/or ``time_limit`` seconds)."""
+
+    workload: str = "all"
+    clients: int = 3
+    budget: int | None = 500
+    time_limit: float | None = None
+    seed: int = 0
+    choices: str = "seeded"
+    first: int = 0  # the first schedule number (seeded)
+
+
+@dataclass
+class Progress:
+    """Counters so far."""
+
+    schedules: int = 0
+    steps: int = 0
+    violations: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    def line(self) -> str:
+        elapsed = max(self.elapsed_s, 1e-9)
+        return (f"{self.schedules} schedules, {self.steps} steps, {self.violations} violations "
+                f"({self.schedules / elapsed:.1f} schedules/s, {self.steps / elapsed:.0f} "
+                f"steps/s, {elapsed:.1f} s)")
+
+
+@dataclass
+class Found:
+    """How the search ended."""
+
+    outcome: Outcome | None
+    progress: Progress
+    schedule: int | None = None  # the failing schedule's number (seeded) or index
+    exhausted: bool = False  # exhaustive: every interleaving was tried
+    shrunk_by_hypothesis: bool = False
+
+
+def _more(settings: Settings, progress: Progress) -> bool:
+    if settings.budget is not None and progress.schedules >= settings.budget:
+        return False
+    return settings.time_limit is None or progress.elapsed_s < settings.time_limit
+
+
+def search(controller: Controller, settings: Settings,
+           report: Callable[[Progress], None] | None = None) -> Found:
+    """Explore until a violation, the budget or the time limit."""
+    progress = Progress()
+    tick = report or (lambda p: None)
+    if settings.choices == "exhaustive":
+        return _exhaustive(controller, settings, progress, tick)
+    if settings.choices == "hypothesis":
+        return _hypothesis(controller, settings, progress, tick)
+    number = settings.first
+    while _more(settings, progress):
+        rng = random.Random(f"{settings.seed}:{number}")
+        plan = build_plan(settings.workload, RandomDraw(rng), settings.clients)
+        outcome = controller.run(plan, SwarmChoices(rng, plan))
+        progress.schedules += 1
+        progress.steps += outcome.steps
+        if outcome.violated:
+            progress.violations += 1
+            tick(progress)
+            return Found(outcome, progress, number)
+        tick(progress)
+        number += 1
+    return Found(None, progress)
+
+
+def _exhaustive(controller: Controller, settings: Settings, progress: Progress,
+                tick: Callable[[Progress], None]) -> Found:
+    names = list(WORKLOADS) if settings.workload == "all" else [settings.workload]
+    for name in names:
+        plan = build_plan(name, SmallestDraw(), settings.clients)
+        prefix: list[int] | None = []
+        while prefix is not None:
+            if not _more(settings, progress):
+                return Found(None, progress)
+            choices = PrefixChoices(prefix)
+            outcome = controller.run(plan, choices)
+            progress.schedules += 1
+            progress.steps += outcome.steps
+            tick(progress)
+            if outcome.violated:
+                progress.violations += 1
+                return Found(outcome, progress, progress.schedules - 1)
+            prefix = next_prefix(choices.trail)
+    return Found(None, progress, exhausted=True)
+
+
+class _Violated(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(", ".join(outcome.broken))
+        self.outcome = outcome
+
+
+def _hypothesis(controller: Controller, settings: Settings, progress: Progress,
+                tick: Callable[[Progress], None]) -> Found:
+    from hypothesis import HealthCheck, Phase, Verbosity, given, seed
+    from hypothesis import settings as hypothesis_settings
+    from hypothesis import strategies as st
+
+    first_failure: list[int] = []
+
+    @seed(settings.seed)
+    @hypothesis_settings(database=None, max_examples=settings.budget or 500, deadline=None,
+                         phases=[Phase.generate, Phase.shrink], verbosity=Verbosity.quiet,
+                         suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                         print_blob=False)
+    @given(st.data())
+    def schedules(data: st.DataObject) -> None:
+        if not first_failure and not _more(settings, progress):
+            return  # the time limit: let Hypothesis run out of examples quickly
+        plan = build_plan(settings.workload, HypothesisDraw(data), settings.clients)
+        outcome = controller.run(plan, HypothesisChoices(data))
+        progress.schedules += 1
+        progress.steps += outcome.steps
+        tick(progress)
+        if outcome.violated:
+            if not first_failure:
+                first_failure.append(progress.schedules - 1)
+                progress.violations += 1
+            raise _Violated(outcome)
+
+    try:
+        schedules()
+    except _Violated as violated:
+        return Found(violated.outcome, progress, first_failure[0], shrunk_by_hypothesis=True)
+    return Found(None, progress)

@@ -1,0 +1,140 @@
+"""Shrink a failing schedule to the fewest steps that still break the same promise.
+
+Two passes, each keeping a candidate only if the same checker still finds a violation:
+
+1. **The plan** (delta debugging): drop chunks of operations, then single ones, from setup,
+   clients, timers and epilogue. Each candidate runs with :class:`GuidedChoices`, which follows
+   the failing run's order wherever the remaining operations allow it.
+2. **The interleaving** (Hypothesis): the reduced plan runs under ``@given(st.data())``, each
+   decision a ``data.draw`` over the enabled steps; Hypothesis's shrinker then reduces the
+   decisions to the shortlex-smallest failing sequence (fewest decisions, earliest options).
+   Derandomised and without a database, so the same failure always shrinks to the same bytes.
+   If Hypothesis finds no failing interleaving of the reduced plan, the first pass stands.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.explore.choices import GuidedChoices, HypothesisChoices
+from harness.explore.controller import Controller, ExploreStuck, Outcome
+from harness.explore.plan import Plan
+
+HYPOTHESIS_EXAMPLES = 150
+
+
+@dataclass
+class Shrunk:
+    """The smallest failing run found, and what it took."""
+
+    outcome: Outcome
+    original_steps: int
+    original_ops: int
+    plan_runs: int
+    hypothesis_runs: int
+    elapsed_s: float
+    note: str = ""
+
+
+class _Reproduced(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(", ".join(outcome.broken))
+        self.outcome = outcome
+
+
+def _events(outcome: Outcome) -> list[str]:
+    return [str(entry["event"]) for entry in outcome.schedule]
+
+
+def _smaller(a: Outcome, b: Outcome) -> bool:
+    """``a`` is a better repro than ``b``: fewer steps, then fewer ops, then fewer events."""
+    return (a.steps, a.plan.size(), len(a.schedule)) < (b.steps, b.plan.size(), len(b.schedule))
+
+
+def shrink(
+    controller: Controller,
+    failing: Outcome,
+    *,
+    hypothesis_examples: int = HYPOTHESIS_EXAMPLES,
+    progress: Callable[[str], None] | None = None,
+) -> Shrunk:
+    """The smallest run of ``failing``'s plan that breaks the same (first) promise."""
+    started = time.perf_counter()
+    keep = failing.broken[0]
+    runs = {"plan": 0, "hypothesis": 0}
+
+    def attempt(plan: Plan, guide: Outcome) -> Outcome | None:
+        runs["plan"] += 1
+        try:
+            outcome = controller.run(plan, GuidedChoices(_events(guide)))
+        except ExploreStuck:
+            return None
+        return outcome if keep in outcome.broken else None
+
+    best = failing
+    units = failing.plan.units()
+    chunks = 2
+    while len(units) >= 2:  # ddmin over the complements
+        size = -(-len(units) // chunks)
+        for start in range(0, len(units), size):
+            candidate = units[:start] + units[start + size:]
+            found = attempt(failing.plan.keeping(set(candidate)), best)
+            if found is not None:
+                units, best = candidate, found
+                chunks = max(chunks - 1, 2)
+                break
+        else:
+            if chunks >= len(units):
+                break
+            chunks = min(len(units), chunks * 2)
+    if len(units) == 1:
+        only = attempt(failing.plan.keeping(set()), best)
+        if only is not None:
+            best = only
+    if progress:
+        progress(f"plan: {failing.plan.size()} → {best.plan.size()} ops, "
+                 f"{failing.steps} → {best.steps} steps ({runs['plan']} runs)")
+    note = ""
+    if hypothesis_examples > 0:
+        found_by_hypothesis, runs["hypothesis"], note = _interleaving(
+            controller, best.plan, keep, hypothesis_examples)
+        if found_by_hypothesis is not None and not _smaller(best, found_by_hypothesis):
+            best = found_by_hypothesis
+        if progress:
+            progress(f"interleaving: {best.steps} steps, {len(best.schedule)} events "
+                     f"({runs['hypothesis']} Hypothesis runs{'; ' + note if note else ''})")
+    return Shrunk(best, failing.steps, failing.plan.size(), runs["plan"], runs["hypothesis"],
+                  time.perf_counter() - started, note)
+
+
+def _interleaving(controller: Controller, plan: Plan, keep: str,
+                  examples: int) -> tuple[Outcome | None, int, str]:
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import strategies as st
+
+    runs = 0
+
+    @settings(database=None, derandomize=True, max_examples=examples, deadline=None,
+              phases=[Phase.generate, Phase.shrink], verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              print_blob=False)
+    @given(st.data())
+    def interleaving(data: st.DataObject) -> None:
+        nonlocal runs
+        runs += 1
+        try:
+            outcome = controller.run(plan, HypothesisChoices(data))
+        except ExploreStuck:
+            return
+        if keep in outcome.broken:
+            raise _Reproduced(outcome)
+
+    try:
+        interleaving()
+    except _Reproduced as reproduced:
+        return reproduced.outcome, runs, ""
+    except Exception as exc:  # Flaky, or anything Hypothesis raises instead: keep pass one
+        return None, runs, f"Hypothesis stopped: {type(exc).__name__}"
+    return None, runs, f"no failing interleaving in {examples} Hypothesis examples"
