@@ -23,6 +23,7 @@ from harness.domain.errors import HarnessError
 COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
+    "explore": "harness.commands.explore",
     "serve": "harness.commands.serve",
     "fake-provider": "harness.commands.fake_provider",
     "gate": "harness.commands.gate",
