@@ -18,7 +18,8 @@ HELP = "Replay a run folder or scenario file; check the history is reproduced ex
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, metavar="RUN_FOLDER_OR_SCENARIO",
-                        help="a folder under reports/runs/, or a scenario .yaml file")
+                        help="a folder under reports/runs/ or reports/repro/ (explore), or a "
+                        "scenario .yaml file")
     add_target_options(parser)
     parser.add_argument("--expect-identical", action="store_true",
                         help="exit 1 if the history differs from the recorded one "
@@ -35,6 +36,12 @@ def run(args: argparse.Namespace) -> int:
     if not path.exists():
         raise ConfigError("no such run folder or scenario file", file=str(path),
                           fix="pass a folder under reports/runs/ or a scenario .yaml file")
+    from harness.explore.repro import is_explore_repro
+
+    if is_explore_repro(path):  # a repro folder written by `failover-harness explore`
+        from harness.commands.explore import run_replay
+
+        return run_replay(args)
     text = args.target or recorded_target(path)
     target = open_target(text, tokens_file=args.tokens_file, profile=args.target_profile)
     print(f"replaying {path} on {target.description}")
