@@ -41,8 +41,11 @@ def timeout_unknown_blocks(items: list[Pair], found: Findings) -> None:
             found.violation(f"the timeout marked {attempt} {state!r}; a timeout is unknown, "
                             "never failed", timeout)
         start = timeout.completion.index if timeout.completion else timeout.invoke.index
-        resolved = [c for c in closes.get(attempt, []) if c.invoke.index > start]
-        end = resolved[0].invoke.index if resolved else sys.maxsize
+        # A close still in flight when the timeout completed (explore overlaps them) may have
+        # taken effect right after it: the attempt is surely unknown only until its invoke.
+        resolved = [c for c in closes.get(attempt, [])
+                    if c.completion is not None and c.completion.index > start]
+        end = min((c.invoke.index for c in resolved), default=sys.maxsize)
         job = attempt_to_job.get(attempt)
         if job is None:
             continue
