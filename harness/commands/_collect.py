@@ -74,7 +74,7 @@ def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
         if op.type == "invoke" and op.f == "start" and op.value.get("attempt") in lanes:
             lanes[op.value["attempt"]]["provider"] = str(op.value.get("provider", ""))
     if not lanes:
-        return None
+        return _request_lanes(history, duration)
     return Timeline(
         duration=duration,
         lanes=tuple(
@@ -148,3 +148,24 @@ def gate_report(standings: Iterable[Standing]) -> GateReport:
     code = 1 if failed else 3 if problems else 0
     verdict = "fail" if failed else "unknown" if problems else "pass"
     return GateReport(verdict, code, problems, links_checked=len(standings))  # type: ignore[arg-type]
+
+
+def _request_lanes(history: Sequence[Op], duration: float) -> Timeline | None:
+    """For scenarios without attempts: a lane per client, a mark per answered request."""
+    lanes: dict[str, list[TimelineEvent]] = {}
+    for op in history:
+        if op.type == "invoke":
+            continue
+        if op.type == "ok" and op.f == "create":
+            kind, label = ("created", "201 created") if op.value.get("created") else (
+                "replayed", "200 replayed")
+        elif op.type == "fail":
+            kind, label = "refused", f"{op.f}: {op.value.get('code') or op.value.get('error', '')}"
+        elif op.type == "info":
+            kind, label = "unknown", f"{op.f}: no answer"
+        else:
+            kind, label = op.f, op.f
+        lanes.setdefault(op.process, []).append(TimelineEvent(op.time, kind, label))
+    if not lanes:
+        return None
+    return Timeline(duration, tuple(Lane(p, "", tuple(events)) for p, events in lanes.items()))

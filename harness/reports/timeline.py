@@ -9,7 +9,8 @@ from harness.reports.model import Timeline
 COLOURS = {
     "started": "#6b7280", "dispatched": "#2563eb", "timed_out": "#d97706", "unknown": "#d97706",
     "result": "#0f766e", "won": "#16a34a", "lost": "#9ca3af", "failed": "#dc2626",
-    "cancelled": "#7c3aed", "crash": "#111827",
+    "cancelled": "#7c3aed", "crash": "#111827", "created": "#16a34a", "replayed": "#0ea5e9",
+    "refused": "#dc2626",
 }
 LANE_H, LEFT, RIGHT, TOP = 34, 170, 30, 26
 
