@@ -11,7 +11,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.domain.errors import ConfigError
 
@@ -60,6 +60,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                      help="scenario files or folders (default: scenarios/)")
     add_target_options(run)
+    run.add_argument("--trials", type=_positive, default=None, metavar="N",
+                     help="run each scenario N times per arrival pattern and report detection "
+                     "rates (default: the scenario's arrival.trials, else 1)")
+    run.add_argument("--arrival", type=_patterns, default=None, metavar="PATTERNS",
+                     help="arrival patterns of concurrent duplicates, comma-separated: burst, "
+                     "staggered, straddle (default: the scenario's arrival.patterns, else burst)")
     listing = sub.add_parser("list", help="validate scenario files and list them")
     listing.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     matrix = sub.add_parser("matrix", help="every scenario × the reference store and each "
@@ -69,6 +75,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="sqlite:///file.db or postgresql://… shared by all runs "
                         "(default: a temporary SQLite file)")
     matrix.add_argument("--seed", type=int, default=None)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r}: write a whole number from 1 to 1000")
+    return value
+
+
+def _patterns(text: str) -> tuple[str, ...]:
+    from harness.scenarios.model import ARRIVAL_PATTERNS
+
+    chosen = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    wrong = [p for p in chosen if p not in ARRIVAL_PATTERNS]
+    if wrong or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(wrong) or text!r}: write one or more of {', '.join(ARRIVAL_PATTERNS)}, "
+            "comma-separated")
+    return chosen
 
 
 def _load(paths: list[Path]) -> list[Scenario]:
@@ -108,9 +136,14 @@ def _run(args: argparse.Namespace) -> int:
     target = open_target(args.target, tokens_file=args.tokens_file, profile=args.target_profile)
     print(f"target {target.description}; {len(scenarios)} scenario(s)")
     started = time.perf_counter()
-    results = []
+    results: list[Any] = []
     try:
         for scenario in scenarios:
+            if args.trials or args.arrival or scenario.arrival is not None:
+                from harness.commands._trials import run_trial_set
+
+                results.append(run_trial_set(scenario, target, args, target_extra(args)))
+                continue
             result = run_scenario(scenario, target, seed=args.seed)
             replay = None
             if result.status != "not_applicable":
@@ -124,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         target.close()
     print(render_summary(results, time.perf_counter() - started))
-    if results and any(r.folder for r in results):
+    if results and any(getattr(r, "folder", None) for r in results):
         print(f"run folders: {args.report_dir / 'runs'}")
     return exit_code(results)
 

@@ -13,9 +13,12 @@ Modules: ``model`` (the scenario as data), ``loader`` (YAML + JSON Schema → mo
 file/line/fix), ``scheduler`` (discrete events on a virtual clock; the choice seam),
 ``targets`` (what is attacked), ``runner`` (steps → ops), ``history`` (invoke → ok | fail |
 info), ``checkers`` (pure verdicts), ``runfolder`` / ``replay`` (reproduce a run), ``matrix``
-(every scenario × reference and mutants), ``render`` (terminal text).
+(every scenario × reference and mutants), ``render`` (terminal text), ``arrivals`` (burst,
+staggered and straddle groups, seeded), ``trials`` (N trials per pattern: detection rates) and
+``render_trials``.
 """
 
+from harness.scenarios.arrivals import ArrivalPlan
 from harness.scenarios.checkers import CHECKERS, PROMISES, CheckResult, Violation, run_checkers
 from harness.scenarios.history import History, Op, Pair, pairs, read_history
 from harness.scenarios.loader import load_scenario, scenario_files, scenario_schema
@@ -32,10 +35,12 @@ from harness.scenarios.scheduler import (
     SeededChoices,
 )
 from harness.scenarios.targets import Target, TargetSession, open_target
+from harness.scenarios.trials import Rate, TrialSet, run_trials
 
 __all__ = [
     "CHECKERS",
     "PROMISES",
+    "ArrivalPlan",
     "CheckResult",
     "ChoiceSource",
     "Divergence",
@@ -43,6 +48,7 @@ __all__ = [
     "Matrix",
     "Op",
     "Pair",
+    "Rate",
     "RecordedChoices",
     "ReplayOutcome",
     "RunResult",
@@ -52,6 +58,7 @@ __all__ = [
     "Step",
     "Target",
     "TargetSession",
+    "TrialSet",
     "Violation",
     "detection_matrix",
     "load_scenario",
@@ -63,6 +70,7 @@ __all__ = [
     "replay_command",
     "run_checkers",
     "run_scenario",
+    "run_trials",
     "scenario_files",
     "scenario_schema",
     "write_run",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from harness.scenarios.history import Op, Pair, pairs
 from harness.scenarios.runner import RunResult
@@ -81,14 +81,21 @@ def render_run(result: RunResult, *, replay: str | None = None) -> list[str]:
     return lines
 
 
-def render_summary(results: Sequence[RunResult], elapsed_s: float) -> str:
+class HasStatus(Protocol):
+    """A run or a trial set: anything with a status."""
+
+    @property
+    def status(self) -> str: ...
+
+
+def render_summary(results: Sequence[HasStatus], elapsed_s: float) -> str:
     counts = {status: sum(r.status == status for r in results) for status in LABELS}
     return (f"{len(results)} scenarios: {counts['passed']} passed, {counts['violated']} violated, "
             f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable "
             f"({elapsed_s:.2f} s)")
 
 
-def exit_code(results: Sequence[RunResult]) -> int:
+def exit_code(results: Sequence[HasStatus]) -> int:
     """0 all hold (not applicable allowed), 1 a violation, 3 no violation but some unknown."""
     statuses = {r.status for r in results}
     if "violated" in statuses:

@@ -52,16 +52,18 @@ def first_difference(recorded: list[str], now: list[str]) -> str | None:
 def replay(path: Path, target: Target, *, seed: int | None = None) -> ReplayOutcome:
     """Replay ``path`` (a run folder or a scenario file) on ``target``."""
     recorded: RecordedRun | None = None
+    arrival: str | None = None
     if path.is_dir():
         recorded = read_run(path)
         scenario = load_scenario(recorded.scenario_file)
         seed = int(recorded.results.get("seed", 0)) if seed is None else seed
         choices: RecordedChoices | None = RecordedChoices(decisions_of(recorded.schedule))
+        arrival = recorded.results.get("arrival")  # the same seed: the same arrival plan
     else:
         scenario = load_scenario(path)
         choices = None
     try:
-        result = run_scenario(scenario, target, seed=seed, choices=choices)
+        result = run_scenario(scenario, target, seed=seed, choices=choices, arrival=arrival)
     except Divergence as exc:
         return ReplayOutcome(None, recorded, f"the schedule diverged: {exc.message}")
     if recorded is None:

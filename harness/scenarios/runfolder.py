@@ -82,6 +82,7 @@ def results_document(result: RunResult, *, started: datetime, replay: str) -> di
         "ops": len(result.history),
         "checks": [c.to_json() for c in result.checks],
         "replay": replay,
+        **({"arrival": result.arrival, "arrivals": result.arrivals} if result.arrival else {}),
     }
 
 

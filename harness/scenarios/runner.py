@@ -247,13 +247,10 @@ class _Play:
     def _judge(
         self, reply: Reply, on_ok: Callable[[Reply], dict[str, Any]]
     ) -> tuple[OpType, dict[str, Any]]:
-        lease = self.target.promises().get("lease_ms") if self._promising() else None
+        lease = self.target.promises().get("lease_ms") if self.target is not None else None
         if reply.ok:
             return "ok", {**on_ok(reply), **reply_extras(reply, lease)}
         return _type(reply), {**error_value(reply, self.aliases), **reply_extras(reply, lease)}
-
-    def _promising(self) -> bool:
-        return self.target is not None and hasattr(self.target, "promises")
 
     @staticmethod
     def _expect(step: Step, key: str | None = None) -> dict[str, Any]:
@@ -307,8 +304,8 @@ class _Play:
                 raw_key = f"{self.run_id}-{key}"
                 invoke = self.history.invoke("calibrate", "create", {
                     **{k: v for k, v in value.items() if k != "expect"}, "key": key})
-                reply, took = arrivals.timed(lambda k=raw_key: self.session.create_job(
-                    step.actor, k, action.intent.text))
+                reply, took = arrivals.timed(partial(self.session.create_job, step.actor,
+                                                     raw_key, action.intent.text))
                 self.history.complete(invoke, *self._judge(reply, on_ok))
                 samples.append(took)
             latency = arrivals.median_latency_ms(samples)
@@ -419,8 +416,8 @@ class _Play:
 
     def _fault(self, action: Fault) -> None:
         value: dict[str, Any] = {"fault": action.kind}
-        if self._promising():
-            value.update(self.target.promises())  # type: ignore[union-attr]
+        if self.target is not None:
+            value.update(self.target.promises())
         invoke = self.history.invoke("nemesis", "fault", value)
         reply = self.session.inject_fault(action.kind)  # type: ignore[attr-defined]
         if reply.ok:

@@ -91,6 +91,11 @@ class Target(ABC):
     def description(self) -> str:
         """The target as the user wrote it, with any password removed."""
 
+    def promises(self) -> dict[str, Any]:
+        """What the target promises beyond API.md (a profile's error policy and lease), written
+        into the history where checkers need it; nothing for API.md targets."""
+        return {}
+
     def not_applicable(self, scenario: Scenario) -> str | None:
         """Why ``scenario`` cannot run here (a missing capability), or None."""
         missing = sorted(scenario.requires - self.capabilities)

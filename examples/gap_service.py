@@ -1,0 +1,198 @@
+"""A jobs-only service whose idempotency middleware has a read-then-write gap (and, on request,
+other flaws seen in real middlewares). It is here to be caught.
+
+    python examples/gap_service.py --port 8802 --db /tmp/gap.db                # store-gap only
+    python examples/gap_service.py --port 8802 --flaws store-gap,sticky-lock   # several
+
+The middleware looks the key up in a response cache (a table); on a miss it takes an in-memory
+"in progress" lock (a duplicate meanwhile gets ``409 request_in_progress``), runs the handler,
+then stores the response (``--store-ms``: serialising it and writing it takes time) and answers
+with whatever the cache holds (the first stored response wins). Without flaws that is correct.
+Each flaw below is one small change in ``GapIdempotencyMiddleware.__call__``:
+
+====================  ============================================================================
+``store-gap``         (default) the lock is released *before* the response is stored: a duplicate
+                      arriving while the first request stores its result reads a miss, finds no
+                      lock, and runs the handler again. Every answer still names the first job:
+                      only the side-effect count shows the second run.
+``no-lock``           no lock at all: read, run, write. A simultaneous burst runs many times.
+``inflight-only``     duplicates are merged only while the first is in flight; nothing is stored,
+                      so a duplicate arriving after it finished runs again.
+``conflict-losers``   a duplicate that arrives while the first runs gets ``409 {"error":
+                      "conflict"}``: a refusal for a request that never ran (not the declared
+                      "in progress" answer a client retries).
+``sticky-lock``       the lock is released only after a success: after a handler failure the key
+                      stays "in progress" forever and every retry is refused.
+``mutated-fingerprint`` the stored fingerprint is taken *after* the handler filled defaults into
+                      the body: a byte-identical retry is rejected as a different payload (422).
+``raw-body-key``      the cache key includes a hash of the raw body: the same JSON re-serialised
+                      (keys reordered, ``1.0`` for ``1``) is a cache miss and a new job.
+``cache-5xx``         a 500 is stored like any response and replayed as if it were final.
+``no-replay-header``  replays carry no ``Idempotent-Replayed: true``.
+====================  ============================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import sqlite3
+
+from jobs_app import (  # type: ignore[import-not-found]
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    call_app,
+    fingerprint,
+    jobs_app,
+    open_db,
+    owner_of,
+    read_body,
+    respond,
+    serve,
+)
+from starlette.datastructures import Headers
+
+FLAWS = ("store-gap", "no-lock", "inflight-only", "conflict-losers", "sticky-lock",
+         "mutated-fingerprint", "raw-body-key", "cache-5xx", "no-replay-header")
+LOCK_FLAWS = ("store-gap", "no-lock", "inflight-only")  # at most one: they replace the lock
+DEFAULT_FLAWS = ("store-gap",)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    cache_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, status INTEGER NOT NULL, body BLOB
+);
+"""
+
+Answer = tuple[int, bytes, dict[str, str]]
+
+
+def parse_flaws(text: str) -> frozenset[str]:
+    flaws = {f.strip() for f in text.split(",") if f.strip() and f.strip() != "none"}
+    if "all" in flaws:
+        flaws = (set(FLAWS) - set(LOCK_FLAWS)) | {"store-gap"}
+    unknown = sorted(flaws - set(FLAWS))
+    if unknown:
+        raise SystemExit(f"unknown flaw(s) {', '.join(unknown)}; choose from {', '.join(FLAWS)}")
+    if len(flaws & set(LOCK_FLAWS)) > 1:
+        raise SystemExit(f"choose at most one of {', '.join(LOCK_FLAWS)}")
+    return frozenset(flaws)
+
+
+class GapIdempotencyMiddleware:
+    """A response-cache idempotency middleware with the chosen ``flaws``."""
+
+    def __init__(self, app: ASGIApp, db: sqlite3.Connection, *,
+                 flaws: frozenset[str] = frozenset(DEFAULT_FLAWS), store_ms: float = 10.0) -> None:
+        self.app = app
+        self.db = db
+        self.flaws = flaws
+        self.store_ms = store_ms
+        self.locks: set[str] = set()  # keys in progress (like a Redis SETNX without a TTL)
+        self.in_flight: dict[str, asyncio.Future[Answer]] = {}
+        db.executescript(SCHEMA)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/jobs":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        key = headers.get("idempotency-key")
+        if not key:
+            await respond(send, 400, {"error": "idempotency_key_missing"})
+            return
+        raw = await read_body(receive)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            await respond(send, 400, {"error": "invalid_json"})
+            return
+        cache_key = f"{owner_of(headers)}\x00{key}"
+        if "raw-body-key" in self.flaws:
+            cache_key += "\x00" + hashlib.sha256(raw).hexdigest()
+        fp = fingerprint(body)
+
+        # 1. read: a stored response is replayed
+        cached = self._cached(cache_key)
+        if cached is not None:
+            stored_fp, status, content = cached
+            if stored_fp != fp:
+                await respond(send, 422, {"error": "key_reused",
+                                          "detail": "this key was used with another body"})
+                return
+            await respond(send, status, content, self._replay_headers())
+            return
+
+        # 2. the lock (or what replaces it)
+        if "inflight-only" in self.flaws:
+            waiting = self.in_flight.get(cache_key)
+            if waiting is not None:
+                status, content, _ = await asyncio.shield(waiting)
+                await respond(send, status, content, self._replay_headers())
+                return
+            self.in_flight[cache_key] = asyncio.get_running_loop().create_future()
+        elif "no-lock" not in self.flaws:
+            if cache_key in self.locks:
+                refusal = ({"error": "conflict", "detail": "a request with this key exists"}
+                           if "conflict-losers" in self.flaws
+                           else {"error": "request_in_progress"})
+                await respond(send, 409, refusal)
+                return
+            self.locks.add(cache_key)
+
+        # 3. run the handler
+        scope.setdefault("state", {})["json"] = body
+        status, out_headers, content = await call_app(self.app, scope, raw)
+        if "inflight-only" in self.flaws:
+            self.in_flight.pop(cache_key).set_result((status, content, {}))
+            await send({"type": "http.response.start", "status": status, "headers": out_headers})
+            await send({"type": "http.response.body", "body": content})
+            return  # nothing stored: only duplicates in flight were merged
+        if status >= 500 and "sticky-lock" in self.flaws:
+            await respond(send, status, content)
+            return  # the lock is released only on the success path
+        if "store-gap" in self.flaws:
+            self.locks.discard(cache_key)  # released before the response is stored
+
+        # 4. write: store the response (first write wins), answer with what is stored
+        if status < 500 or "cache-5xx" in self.flaws:
+            await asyncio.sleep(self.store_ms / 1000)  # serialise + write to the cache
+            stored_fp = fingerprint(body) if "mutated-fingerprint" in self.flaws else fp
+            self.db.execute("INSERT OR IGNORE INTO responses (cache_key, fingerprint, status, "
+                            "body) VALUES (?, ?, ?, ?)", (cache_key, stored_fp, status, content))
+            stored = self._cached(cache_key)
+            if stored is not None:
+                _, status, content = stored
+        self.locks.discard(cache_key)
+        await respond(send, status, content)
+
+    def _cached(self, cache_key: str) -> tuple[str, int, bytes] | None:
+        row = self.db.execute("SELECT fingerprint, status, body FROM responses "
+                              "WHERE cache_key = ?", (cache_key,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def _replay_headers(self) -> dict[str, str]:
+        return {} if "no-replay-header" in self.flaws else {"Idempotent-Replayed": "true"}
+
+
+def build(args: argparse.Namespace) -> ASGIApp:
+    db = open_db(args.db)
+    app = jobs_app(db, work_ms=args.work_ms, fail_file=args.fail_file)
+    return GapIdempotencyMiddleware(app, db, flaws=parse_flaws(args.flaws),
+                                    store_ms=args.store_ms)
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--flaws", default=",".join(DEFAULT_FLAWS),
+                        help=f"comma-separated, from: {', '.join(FLAWS)}; 'all' (store-gap and "
+                        "every flaw that is not a lock design) or 'none'")
+    parser.add_argument("--store-ms", type=float, default=10.0,
+                        help="how long storing a response takes (the width of the gap)")
+
+
+if __name__ == "__main__":
+    serve(build, "A jobs-only service with a read-then-write gap in its idempotency layer.",
+          options)

@@ -1,0 +1,215 @@
+"""The business half both example services share: a jobs-only API with no idempotency of its own.
+
+``POST /jobs`` does some work (``work_ms``), then inserts a row into ``jobs``: that row is the
+side effect an idempotency layer must not repeat. ``GET /jobs/{id}`` reads a job,
+``GET /_stats`` counts the rows (the side-effect counter a target profile can name),
+``POST /_faults/fail-next`` makes the next ``POST /jobs`` fail with a 500 before it writes
+anything (the handler fault a profile can name; ``--fail-file PATH`` does the same when that
+file exists, for profiles that inject faults with a command). ``GET /healthz`` answers 200.
+
+The idempotency layer is a plain ASGI middleware wrapped around this app: see
+``correct_service.py`` and ``gap_service.py``. Owners come from ``Authorization: Bearer <owner>``
+(a toy: the token *is* the owner name; ``anonymous`` without one).
+
+The helpers at the bottom (``read_body``, ``call_app``, ``respond``, ``canonical``) are what a
+middleware needs: read the request body once, run the app and capture its response, answer.
+Standard library + Starlette + uvicorn only: this file stands for *your* service, not for
+failover-harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, owner TEXT NOT NULL, payload TEXT NOT NULL, created_at REAL NOT NULL
+);
+"""
+
+
+class HandlerFailed(Exception):
+    """The injected failure: the handler gave up before writing anything."""
+
+
+def open_db(path: str | Path) -> sqlite3.Connection:
+    """One SQLite connection in autocommit mode, used only from the event loop's thread."""
+    db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable at checkpoints, fast commits
+    db.executescript(SCHEMA)
+    return db
+
+
+def owner_of(headers: Any) -> str:
+    """The owner: ``Authorization: Bearer <owner>`` (a toy scheme), else ``anonymous``."""
+    auth = headers.get("authorization", "")
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else "anonymous"
+
+
+def jobs_app(db: sqlite3.Connection, *, work_ms: float = 20.0,
+             fail_file: Path | None = None) -> Starlette:
+    """The jobs API over ``db``; the handler takes ``work_ms`` before it writes its row."""
+    faults = {"fail_next": False}
+
+    async def create_job(request: Request) -> Response:
+        # A middleware that already parsed the body shares it (request.state.json); the handler
+        # then works on that very dict, as handlers in frameworks with body caching do.
+        body = getattr(request.state, "json", None)
+        if body is None:
+            body = await request.json()
+        await asyncio.sleep(work_ms / 1000)  # the work: pricing, a payment call, a queue push…
+        if faults["fail_next"] or (fail_file is not None and fail_file.exists()):
+            faults["fail_next"] = False
+            if fail_file is not None:
+                fail_file.unlink(missing_ok=True)
+            raise HandlerFailed("injected failure")
+        if isinstance(body, dict):
+            body.setdefault("priority", "normal")  # defaults filled in place
+        job_id = f"job_{uuid.uuid4().hex[:16]}"
+        db.execute("INSERT INTO jobs (id, owner, payload, created_at) VALUES (?, ?, ?, ?)",
+                   (job_id, owner_of(request.headers), json.dumps(body), time.time()))
+        return JSONResponse({"id": job_id, "status": "queued", "request": body}, 201)
+
+    async def get_job(request: Request) -> Response:
+        row = db.execute("SELECT id, owner, payload FROM jobs WHERE id = ?",
+                         (request.path_params["job_id"],)).fetchone()
+        if row is None or row[1] != owner_of(request.headers):
+            return JSONResponse({"error": "not_found"}, 404)
+        return JSONResponse({"id": row[0], "status": "queued", "request": json.loads(row[2])})
+
+    async def stats(request: Request) -> Response:
+        (count,) = db.execute("SELECT count(*) FROM jobs").fetchone()
+        return JSONResponse({"jobs": count})
+
+    async def fail_next(request: Request) -> Response:
+        faults["fail_next"] = True
+        return Response(status_code=204)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def handler_failed(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"error": "handler_failed", "detail": str(exc)}, 500)
+
+    return Starlette(
+        routes=[
+            Route("/jobs", create_job, methods=["POST"]),
+            Route("/jobs/{job_id}", get_job, methods=["GET"]),
+            Route("/_stats", stats, methods=["GET"]),
+            Route("/_faults/fail-next", fail_next, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        exception_handlers={HandlerFailed: handler_failed},
+    )
+
+
+# -- what a middleware needs ------------------------------------------------------------------
+def canonical(value: Any) -> bytes:
+    """Canonical JSON: sorted keys, no whitespace, integral numbers without ``.0`` (so ``1`` and
+    ``1.0`` are the same). A stand-in for RFC 8785 (the ``rfc8785`` package does it fully)."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+
+    return json.dumps(norm(value), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+def fingerprint(value: Any) -> str:
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+async def read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def call_app(app: ASGIApp, scope: Scope, body: bytes) -> tuple[int, list[Any], bytes]:
+    """Run ``app`` on a request whose body was already read; capture its whole response."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    status, headers, chunks = 500, [], []
+
+    async def send(message: Message) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status, headers = message["status"], list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status, headers, b"".join(chunks)
+
+
+async def respond(send: Send, status: int, body: bytes | dict[str, Any],
+                  headers: dict[str, str] | None = None) -> None:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    raw = [(b"content-type", b"application/json"),
+           (b"content-length", str(len(content)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": content})
+
+
+def serve(build: Callable[[argparse.Namespace], ASGIApp], description: str,
+          add_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Parse the command line, bind the socket, print ``listening on <url>``, serve."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8800, help="0 picks a free port")
+    parser.add_argument("--db", default="jobs.db", help="SQLite file (created if absent)")
+    parser.add_argument("--work-ms", type=float, default=20.0,
+                        help="how long the handler works before it writes its row")
+    parser.add_argument("--fail-file", type=Path, default=None,
+                        help="when this file exists, the next POST /jobs fails (and removes it)")
+    add_options(parser)
+    args = parser.parse_args()
+    app = build(args)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    sock.listen(128)
+    host, port = sock.getsockname()[:2]
+    print(f"listening on http://{host}:{port}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])

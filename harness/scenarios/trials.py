@@ -1,0 +1,189 @@
+"""Trials: run a scenario N times per arrival pattern and measure how often each promise breaks.
+
+A race against a real service is won or lost by milliseconds, so one run proves little: a
+scenario with ``arrival: {patterns: […], trials: N}`` (or ``scenarios run --arrival … --trials
+N``) runs N times per pattern. Trial *i* runs with seed ``seed + i``, which fixes its schedule of
+arrivals, so any single trial can be run again. The result is a detection rate per failure and
+pattern — "3 of 60 trials made a second job" — and a histogram of loser answers per pattern.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.scenarios.checkers.losers import loser_classes, merge
+from harness.scenarios.model import Scenario
+from harness.scenarios.runner import RunResult, run_scenario
+from harness.scenarios.targets.base import Target
+
+SEQUENTIAL = "sequential"  # the pattern label of a scenario without concurrent groups
+
+#: how a trial that breaks a checker's promise is counted: "<k> of <n> trials <phrase>"
+RATE_PHRASES = {
+    "one_job_per_intent": "made a second job",
+    "one_side_effect_per_click": "made a second side effect",
+    "duplicates_get_same_job": "answered a duplicate with an error or another job",
+    "loser_answers_allowed": "answered a concurrent duplicate in a way that is not allowed",
+    "retry_after_failure_served": "kept a key in progress after the handler failed",
+    "in_progress_within_lease": "held a key in progress past its lease",
+    "identical_retry_replayed": "did not answer an identical retry as a replay of the same job",
+    "error_replay_follows_policy": "answered a retry after a handler error against the "
+                                   "declared error policy",
+    "mismatch_rejected_unchanged": "accepted another body under a used key",
+    "scripted_outcomes": "broke a scripted expectation",
+}
+#: what each failure is called in a report
+FAILURE_TITLES = {
+    "one_job_per_intent": "a second job for one click",
+    "one_side_effect_per_click": "the handler ran again for a duplicate (a second side effect)",
+    "duplicates_get_same_job": "a duplicate answered with an error or another job",
+    "loser_answers_allowed": "a concurrent duplicate answered with a refusal, an error or "
+                             "another job",
+    "retry_after_failure_served": "a key stuck in progress after a handler failure",
+    "in_progress_within_lease": "a key held in progress past its lease",
+    "identical_retry_replayed": "a retry after completion not answered as a replay",
+    "error_replay_follows_policy": "a server error replayed against the declared error policy",
+    "mismatch_rejected_unchanged": "another body accepted under a used key",
+}
+
+
+def rate_phrase(checker: str) -> str:
+    return RATE_PHRASES.get(checker, f"broke {checker}")
+
+
+def failure_title(checker: str) -> str:
+    return FAILURE_TITLES.get(checker, checker.replace("_", " "))
+
+
+def trial_seed(seed: int, trial: int) -> int:
+    """The seed of trial ``trial`` (0-based): it fixes that trial's schedule of arrivals."""
+    return seed + trial
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """How many trials of one pattern broke one checker's promise, and the first that did."""
+
+    checker: str
+    pattern: str
+    failed: int
+    trials: int
+    first: RunResult | None
+
+    @property
+    def text(self) -> str:
+        return f"{self.failed} of {self.trials} trials {rate_phrase(self.checker)}"
+
+
+@dataclass
+class TrialSet:
+    """Every trial of one scenario: runs by pattern, in trial order."""
+
+    scenario: Scenario
+    target: str
+    seed: int
+    trials: int
+    patterns: tuple[str, ...]
+    runs: dict[str, list[RunResult]] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    reason: str | None = None
+    folder: Any = None  # the summary file, once written
+
+    @property
+    def all_runs(self) -> list[RunResult]:
+        return [r for p in self.patterns for r in self.runs.get(p, [])]
+
+    @property
+    def status(self) -> str:
+        statuses = {r.status for r in self.all_runs}
+        if not statuses or statuses == {"not_applicable"}:
+            return "not_applicable"
+        for status in ("violated", "unknown"):
+            if status in statuses:
+                return status
+        return "passed"
+
+    def rate(self, checker: str, pattern: str) -> Rate:
+        runs = self.runs.get(pattern, [])
+        failing = [r for r in runs if _broke(r, checker)]
+        return Rate(checker, pattern, len(failing), len(runs), failing[0] if failing else None)
+
+    def failures(self) -> dict[str, dict[str, Rate]]:
+        """Checker → pattern → rate, for each checker some trial broke (in checker order)."""
+        broken: dict[str, dict[str, Rate]] = {}
+        for checker in self.scenario.checkers:
+            if any(_broke(r, checker) for r in self.all_runs):
+                broken[checker] = {p: self.rate(checker, p) for p in self.patterns}
+        return broken
+
+    def violated(self, pattern: str) -> int:
+        return sum(r.status == "violated" for r in self.runs.get(pattern, []))
+
+    def histogram(self, pattern: str) -> Counter[str]:
+        """The loser answers of every trial of ``pattern``, by class."""
+        return merge(loser_classes(r.history) for r in self.runs.get(pattern, []))
+
+    def unknowns(self) -> Counter[str]:
+        """Why verdicts were unknown, with how many trials said so."""
+        reasons: Counter[str] = Counter()
+        for run in self.all_runs:
+            for check in run.checks:
+                if check.verdict == "unknown":
+                    reasons.update({f"{check.checker}: {u}" for u in check.unknowns})
+        return reasons
+
+
+def _broke(result: RunResult, checker: str) -> bool:
+    return any(c.checker == checker and c.verdict == "invalid" for c in result.checks)
+
+
+def trial_patterns(scenario: Scenario, patterns: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The patterns to run: the ones asked for, else the scenario's, else ``burst``; a scenario
+    without concurrent groups has the single pattern ``sequential``."""
+    if not scenario.has_groups:
+        return (SEQUENTIAL,)
+    if patterns:
+        return tuple(patterns)
+    return scenario.arrival.patterns if scenario.arrival else ("burst",)
+
+
+def trial_count(scenario: Scenario, trials: int | None = None) -> int:
+    if trials is not None:
+        return trials
+    return scenario.arrival.trials if scenario.arrival else 1
+
+
+def run_trials(
+    scenario: Scenario,
+    target: Target,
+    *,
+    seed: int | None = None,
+    trials: int | None = None,
+    patterns: Sequence[str] | None = None,
+    on_run: Callable[[str, int, RunResult], None] | None = None,
+) -> TrialSet:
+    """Run ``scenario`` ``trials`` times per pattern on ``target``; trial *i* uses seed
+    ``seed + i`` (``seed`` defaults to the scenario's)."""
+    seed = scenario.seed if seed is None else seed
+    chosen = trial_patterns(scenario, patterns)
+    count = trial_count(scenario, trials)
+    result = TrialSet(scenario, target.description, seed, count, chosen)
+    started = time.perf_counter()
+    for pattern in chosen:
+        runs = result.runs.setdefault(pattern, [])
+        for trial in range(count):
+            run = run_scenario(scenario, target, seed=trial_seed(seed, trial),
+                               arrival=None if pattern == SEQUENTIAL else pattern)
+            runs.append(run)
+            if on_run:
+                on_run(pattern, trial, run)
+            if run.status == "not_applicable":
+                result.reason = run.reason
+                result.elapsed_s = time.perf_counter() - started
+                return result
+    result.elapsed_s = time.perf_counter() - started
+    return result
