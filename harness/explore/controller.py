@@ -88,7 +88,8 @@ class Controller:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.sessions: Sessions = attach(store)
-        self.cv = threading.Condition()
+        self.lock = threading.Lock()  # guards every worker's state
+        self.cv = threading.Condition(self.lock)  # the controller waits here for news
         self.workers: list[Worker] = []
         self.run_id = secrets.token_hex(4)
         self.runs = 0
@@ -98,7 +99,7 @@ class Controller:
     # -- workers ----------------------------------------------------------------------------------
     def _workers(self, n: int) -> list[Worker]:
         while len(self.workers) < n:
-            worker = Worker(len(self.workers), self.cv)
+            worker = Worker(len(self.workers), self.lock, self.cv)
             worker.thread.start()
             self.workers.append(worker)
             if self.sessions.kind == "postgres":
@@ -111,13 +112,13 @@ class Controller:
     def _enqueue(self, worker: Worker, job: Callable[[], Any]) -> None:
         with self.cv:
             worker.queue.append(job)
-            self.cv.notify_all()
+            worker.cv.notify()
 
     def close(self) -> None:
         with self.cv:
             for worker in self.workers:
                 worker.stopping = True
-            self.cv.notify_all()
+                worker.cv.notify()
         for worker in self.workers:
             worker.thread.join(timeout=STUCK_S)
         self.sessions.close()
@@ -212,7 +213,7 @@ class Controller:
                 first = picked
                 with self.cv:
                     picked.granted = True
-                    self.cv.notify_all()
+                    picked.cv.notify()
             self._settle(workers)
             if first is not None and (first.busy or first in self.waiting):
                 entry["waited"] = True
@@ -291,7 +292,7 @@ class Controller:
             for worker in workers:
                 worker.abort = True
                 worker.queue.clear()
-            self.cv.notify_all()
+                worker.cv.notify()
             self.cv.wait_for(lambda: all(w.status == IDLE for w in workers), timeout=STUCK_S)
             for worker in workers:
                 worker.abort = worker.busy = worker.holds_write = False

@@ -4,7 +4,8 @@ One :class:`Worker` per logical client: a thread of its own with a database sess
 reused from schedule to schedule. The store's connection is wrapped (:class:`GatedSqlite`,
 :class:`GatedPg`) so that each ``execute`` parks the worker until the controller grants it that
 step. Between two statements the worker runs freely (Python only, no database). All state lives
-under one :class:`threading.Condition`; nothing sleeps.
+under one lock: each worker waits on a condition of its own and the controller on another, so
+a grant wakes exactly one thread and a worker's news wakes only the controller. Nothing sleeps.
 
 What a step is: one statement the store wrote. Transaction control travels with the statements
 next to it: SQLite's ``BEGIN`` is sent with the transaction's first statement (so a writer takes
@@ -32,9 +33,10 @@ class ExploreAborted(BaseException):
 class Worker:
     """One logical client: a thread, a database session, and its place on the board."""
 
-    def __init__(self, index: int, cv: threading.Condition) -> None:
+    def __init__(self, index: int, lock: threading.Lock, controller: threading.Condition) -> None:
         self.index = index
-        self.cv = cv
+        self.controller = controller  # the controller waits on it (over the same lock)
+        self.cv = threading.Condition(lock)  # this worker waits on it
         self.client = ""
         self.status = IDLE
         self.label: str | None = None  # the statement waiting for its turn
@@ -58,7 +60,7 @@ class Worker:
         while True:
             with cv:
                 self.status = IDLE
-                cv.notify_all()
+                self.controller.notify_all()
                 cv.wait_for(lambda: bool(self.queue) or self.stopping)
                 if not self.queue:
                     return
@@ -76,7 +78,7 @@ class Worker:
         cv = self.cv
         with cv:
             self.status, self.label = PARKED, label
-            cv.notify_all()
+            self.controller.notify_all()
             cv.wait_for(lambda: self.granted or self.abort)
             self.status, self.label, self.granted = RUNNING, None, False
             if self.abort:

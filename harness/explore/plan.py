@@ -21,6 +21,7 @@ import json
 import random
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields, replace
+from functools import cache
 from typing import Any, Protocol
 
 from harness.domain import Intent
@@ -30,6 +31,12 @@ OP_KINDS = ("create", "read", "attempts", "races", "start",
             "dispatched", "timed_out", "succeeded", "failed", "cancelled")
 EVENT_KINDS = ("dispatched", "timed_out", "succeeded", "failed", "cancelled")
 OWN = "@own"
+
+
+@cache
+def _intent(text: str) -> Intent:
+    """An intent by its JSON text (plans repeat a few intents thousands of times)."""
+    return Intent.from_json(json.loads(text))
 
 
 class Draw(Protocol):
@@ -143,10 +150,10 @@ class Plan:
         return json.dumps(self.intents[name], sort_keys=True, separators=(",", ":"))
 
     def fingerprint(self, name: str) -> str:
-        return Intent.from_json(self.intents[name]).fingerprint
+        return _intent(self.intent_text(name)).fingerprint
 
     def max_open_attempts(self, name: str) -> int:
-        return Intent.from_json(self.intents[name]).policy.max_open_attempts
+        return _intent(self.intent_text(name)).policy.max_open_attempts
 
     def to_json(self) -> dict[str, Any]:
         return {
