@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.contracts._yamlsrc import YamlSource, load_yaml
+from harness.yamlsrc import YamlSource, load_yaml
 from harness.contracts.model import (
     Business,
     BusinessRejection,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contracts._yamlsrc import load_yaml
+from harness.yamlsrc import load_yaml
 from harness.contracts.eligibility import LockFileEligibility
 from harness.contracts.loader import load_contracts
 from harness.contracts.lockfile import LockFile, lock_path_for, read_lock

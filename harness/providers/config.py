@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.providers.behaviours import Behaviour, BehaviourError
-from harness.providers.yaml_nodes import compose_checked, line_of
+from harness.yamlsrc import compose_checked, line_of
 
 ProviderKind = Literal["openai-chat", "anthropic-messages"]
 FailoverMode = Literal["auto", "manual", "off"]
@@ -245,7 +245,9 @@ def load_providers(path: str | Path) -> ProvidersFile:
 
 def parse_providers(text: str, *, source: str = "providers.yaml") -> ProvidersFile:
     """Validate providers.yaml ``text``; ``source`` names it in errors."""
-    root, data = compose_checked(text, source)
+    root, data = compose_checked(
+        text, source, empty_fix="add `providers:` (see the example providers.yaml)"
+    )
     if not isinstance(data, dict):
         raise ConfigError("the file must be a mapping with `providers:` and `chains:`",
                           file=source, line=line_of(root, ()),

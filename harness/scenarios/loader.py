@@ -16,7 +16,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from harness.contracts._yamlsrc import YamlSource, load_yaml
+from harness.yamlsrc import YamlSource, load_yaml
 from harness.domain import HarnessError, Intent
 from harness.domain.errors import ConfigError
 from harness.scenarios.model import (

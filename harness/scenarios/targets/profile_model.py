@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.contracts._yamlsrc import YamlSource, load_yaml
+from harness.yamlsrc import YamlSource, load_yaml
 
 OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",
                         "list_attempts", "list_races"]
