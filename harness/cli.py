@@ -24,11 +24,11 @@ COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
     "explore": "harness.commands.explore",
-    "serve": "harness.commands.serve",
     "fake-provider": "harness.commands.fake_provider",
     "gate": "harness.commands.gate",
     "replay": "harness.commands.replay",
     "scenarios": "harness.commands.scenarios",
+    "serve": "harness.commands.serve",
 }
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
