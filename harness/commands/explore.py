@@ -64,19 +64,19 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
     from harness.explore.search import Settings
 
     if not 2 <= args.clients <= 16:
-        raise ConfigError(f"--clients {args.clients} is out of range", field="--clients",
+        raise ConfigError(f"{args.clients} is out of range", field="--clients",
                           fix="use 2 to 16 clients")
     if args.budget is not None and args.budget < 1:
-        raise ConfigError(f"--budget {args.budget} explores nothing", field="--budget",
+        raise ConfigError(f"{args.budget} schedules explore nothing", field="--budget",
                           fix="give at least 1 schedule")
     if args.time_limit is not None and args.time_limit <= 0:
-        raise ConfigError(f"--time-limit {args.time_limit:g} is not a duration",
+        raise ConfigError(f"{args.time_limit:g} is not a duration",
                           field="--time-limit", fix="give a number of seconds above 0")
     if args.schedule < 0:
-        raise ConfigError("--schedule must be 0 or more", field="--schedule",
+        raise ConfigError(f"{args.schedule} is not a schedule number", field="--schedule",
                           fix="schedules are numbered from 0")
     if args.stress and args.choices != "seeded":
-        raise ConfigError(f"--stress has no controller, so --choices {args.choices} cannot "
+        raise ConfigError(f"--stress has no controller, so {args.choices} choices cannot "
                           "apply", field="--choices", fix="drop --choices, or drop --stress")
     budget = args.budget if args.budget is not None or args.time_limit else DEFAULT_BUDGET
     return Settings(workload=args.workload, clients=args.clients, budget=budget,

@@ -46,9 +46,11 @@ def is_postgres(store: SqlStore) -> bool:
 @contextmanager
 def explore_store(text: str | None) -> Iterator[tuple[SqlStore, str]]:
     """Open the store ``text`` names for the controller; yield it and its printable name."""
-    target = parse_target(text)
+    service = (text or "").strip().startswith(("http://", "https://"))
+    target = None if service else parse_target(text)
     if not isinstance(target, StoreTarget):
-        target.close()
+        if target is not None:
+            target.close()
         raise UnsupportedTarget(
             f"explore steps through the SQL statements of a store it opens itself; "
             f"{redact(text or '')!r} is a service it cannot see inside. Explore it with "
