@@ -38,6 +38,7 @@ from jobs_app import (  # type: ignore[import-not-found]
     Receive,
     Scope,
     Send,
+    build_parser,
     call_app,
     fingerprint,
     jobs_app,
@@ -164,4 +165,5 @@ def options(parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
-    serve(build, "A jobs-only service with a correct idempotency middleware.", options)
+    serve(build, build_parser("A jobs-only service with a correct idempotency middleware.",
+                              options))

@@ -30,6 +30,11 @@ Each flaw below is one small change in ``GapIdempotencyMiddleware.__call__``:
 ``cache-5xx``         a 500 is stored like any response and replayed as if it were final.
 ``no-replay-header``  replays carry no ``Idempotent-Replayed: true``.
 ====================  ============================================================================
+
+Some flaws hide others, as they would in a real service: ``no-lock`` and ``inflight-only``
+replace the lock (``inflight-only`` stores nothing, so no storage flaw can show);
+``sticky-lock`` returns before a 500 could be cached (``cache-5xx``); ``mutated-fingerprint``
+rejects the replays that ``no-replay-header`` would send without their header.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from jobs_app import (  # type: ignore[import-not-found]
     Receive,
     Scope,
     Send,
+    build_parser,
     call_app,
     fingerprint,
     jobs_app,
@@ -72,8 +78,6 @@ Answer = tuple[int, bytes, dict[str, str]]
 
 def parse_flaws(text: str) -> frozenset[str]:
     flaws = {f.strip() for f in text.split(",") if f.strip() and f.strip() != "none"}
-    if "all" in flaws:
-        flaws = (set(FLAWS) - set(LOCK_FLAWS)) | {"store-gap"}
     unknown = sorted(flaws - set(FLAWS))
     if unknown:
         raise SystemExit(f"unknown flaw(s) {', '.join(unknown)}; choose from {', '.join(FLAWS)}")
@@ -187,12 +191,11 @@ def build(args: argparse.Namespace) -> ASGIApp:
 
 def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flaws", default=",".join(DEFAULT_FLAWS),
-                        help=f"comma-separated, from: {', '.join(FLAWS)}; 'all' (store-gap and "
-                        "every flaw that is not a lock design) or 'none'")
+                        help=f"comma-separated, from: {', '.join(FLAWS)}; or 'none'")
     parser.add_argument("--store-ms", type=float, default=10.0,
                         help="how long storing a response takes (the width of the gap)")
 
 
 if __name__ == "__main__":
-    serve(build, "A jobs-only service with a read-then-write gap in its idempotency layer.",
-          options)
+    serve(build, build_parser("A jobs-only service with a read-then-write gap in its "
+                              "idempotency layer.", options))

@@ -191,9 +191,9 @@ async def respond(send: Send, status: int, body: bytes | dict[str, Any],
     await send({"type": "http.response.body", "body": content})
 
 
-def serve(build: Callable[[argparse.Namespace], ASGIApp], description: str,
-          add_options: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Parse the command line, bind the socket, print ``listening on <url>``, serve."""
+def build_parser(description: str,
+                 add_options: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
+    """The command line both services share, plus the service's own ``add_options``."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8800, help="0 picks a free port")
@@ -203,6 +203,11 @@ def serve(build: Callable[[argparse.Namespace], ASGIApp], description: str,
     parser.add_argument("--fail-file", type=Path, default=None,
                         help="when this file exists, the next POST /jobs fails (and removes it)")
     add_options(parser)
+    return parser
+
+
+def serve(build: Callable[[argparse.Namespace], ASGIApp], parser: argparse.ArgumentParser) -> None:
+    """Parse the command line, bind the socket, print ``listening on <url>``, serve."""
     args = parser.parse_args()
     app = build(args)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

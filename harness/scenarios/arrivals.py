@@ -52,6 +52,7 @@ class ArrivalPlan:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"pattern": self.pattern,
+                                "fractions": [round(f, 6) for f in self.fractions],
                                 "offsets_ms": [round(ms, 3) for ms in self.offsets_ms]}
         if self.latency_ms is not None:
             data["latency_ms"] = round(self.latency_ms, 3)

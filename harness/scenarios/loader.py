@@ -16,7 +16,6 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from harness.yamlsrc import YamlSource, load_yaml
 from harness.domain import HarnessError, Intent
 from harness.domain.errors import ConfigError
 from harness.scenarios.model import (
@@ -35,6 +34,7 @@ from harness.scenarios.model import (
     Scenario,
     Step,
 )
+from harness.yamlsrc import YamlSource, load_yaml
 
 ACTION_KEYS = ("create", "read", "attempt", "cancel", "crash", "attempts", "races", "fault")
 ATTEMPT_EXPECT_KEYS = ("start", "dispatched", "timed_out", "succeeded", "failed")

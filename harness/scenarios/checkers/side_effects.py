@@ -13,6 +13,7 @@ from collections import defaultdict
 from harness.scenarios.checkers.base import Findings, checker, of, ok
 from harness.scenarios.history import Pair
 
+CALIBRATION = "~calibrate"  # the keys of the requests that measured a first request's latency
 NOT_OBSERVED = ("the target's side effects were not observed: name a counter under "
                 "side_effects: in its profile (an HTTP endpoint or a SQL query)")
 
@@ -47,7 +48,11 @@ def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
               if c not in served and any(p.type == "info" for p in group)}
     before, after = readings[0].value["count"], readings[-1].value["count"]
     repeated = [p for c, group in by_click.items() if len(group) > 1 for p in group]
-    names = ", ".join(f"{owner}'s {key!r}" for owner, key in sorted(served)) or "none"
+    names = ", ".join(f"{owner}'s {key!r}" for owner, key in sorted(served)
+                      if CALIBRATION not in key) or "none"
+    calibrations = sum(CALIBRATION in key for _, key in served)
+    if calibrations:
+        names += f" and {calibrations} calibration request(s)"
     if made > len(served) + len(unsure):
         extra = made - len(served)
         found.violation(

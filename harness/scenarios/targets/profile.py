@@ -122,8 +122,14 @@ class ProfileSession(TargetSession):
         except ValueError:
             body = response.text
         status = response.status_code
+        replayed = None
+        if op_name == "create_job":  # the service's replay mark, on any answer (a cached 500)
+            marker = self.profile.replay_header
+            replayed = response.headers.get(marker.name, "").lower() == marker.value.lower()
         if self._matches(self.profile.conflict, response, body):
-            return Reply(409, {"code": "idempotency_key_reused", "status": status})
+            # API.md's code, the service's own status (reports show what it really answered)
+            return Reply(status, {"code": "idempotency_key_reused", "status": status},
+                         replayed=replayed)
         if 200 <= status < 300:
             op = self.profile.operations[op_name]
             if op.items is not None:
@@ -132,8 +138,6 @@ class ProfileSession(TargetSession):
                     if isinstance(items, list) else None
                 return Reply(status, mapped)
             if op_name == "create_job":
-                marker = self.profile.replay_header
-                replayed = response.headers.get(marker.name, "").lower() == marker.value.lower()
                 created = status == self.profile.created_status and not replayed
                 return Reply(201 if created else 200, self._fields(op, body), replayed=replayed)
             return Reply(status, self._fields(op, body))
@@ -142,7 +146,7 @@ class ProfileSession(TargetSession):
             code = "not_found"
         excerpt = response.text[:200] if status >= 500 else ""
         return Reply(status, {"code": code if isinstance(code, str) else f"http_{status}",
-                              "status": status}, excerpt=excerpt)
+                              "status": status}, excerpt=excerpt, replayed=replayed)
 
     @staticmethod
     def _fields(op: Operation, body: Any) -> dict[str, Any]:

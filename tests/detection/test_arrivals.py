@@ -1,0 +1,127 @@
+"""Arrival patterns: seeded plans (the same seed, the same schedule of arrivals), real spacing of
+the copies, the scenario fields that choose them, and a run folder that replays its plan."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.domain.errors import ConfigError
+from harness.scenarios import arrivals
+from harness.scenarios.loader import load_scenario
+from harness.scenarios.model import Fault, Scenario
+from harness.scenarios.replay import replay
+from harness.scenarios.runfolder import write_run
+from harness.scenarios.runner import run_scenario
+from harness.scenarios.targets.base import Target
+from tests.detection.conftest import Start
+
+
+def test_a_seed_fixes_the_plan_and_another_seed_changes_it() -> None:
+    one = arrivals.plan("straddle", 8, seed=7, step=0, latency_ms=30.0)
+    again = arrivals.plan("straddle", 8, seed=7, step=0, latency_ms=30.0)
+    other = arrivals.plan("straddle", 8, seed=8, step=0, latency_ms=30.0)
+    assert one == again and one.fractions != other.fractions
+    # the latency scales the plan; the seed alone fixes its shape
+    slower = arrivals.plan("straddle", 8, seed=7, step=0, latency_ms=60.0)
+    assert slower.fractions == one.fractions
+    assert slower.offsets_ms == pytest.approx([2 * ms for ms in one.offsets_ms])
+
+
+def test_each_pattern_has_its_shape() -> None:
+    assert arrivals.plan("burst", 5, seed=1, step=0).offsets_ms == (0.0,) * 5
+    staggered = arrivals.plan("staggered", 50, seed=1, step=0, window_ms=80.0)
+    assert staggered.offsets_ms[0] == 0.0
+    assert all(0 <= ms < 80 for ms in staggered.offsets_ms)
+    assert max(staggered.offsets_ms) > 40  # spread over the window, not bunched at its start
+    relative = arrivals.plan("staggered", 50, seed=1, step=0, latency_ms=10.0)
+    assert relative.window_ms == 30.0  # no window_ms: three first-request latencies
+    straddle = arrivals.plan("straddle", 50, seed=1, step=0, latency_ms=90.0)
+    assert straddle.offsets_ms[0] == 0.0
+    assert all(60.0 <= ms <= 90.0 for ms in straddle.offsets_ms[1:])  # the last third
+    with pytest.raises(ValueError, match="needs the first request's latency"):
+        arrivals.plan("straddle", 3, seed=1, step=0)
+    with pytest.raises(ValueError, match="unknown arrival pattern 'trickle'"):
+        arrivals.plan("trickle", 3, seed=1, step=0)
+
+
+def test_copies_are_really_spaced_as_planned() -> None:
+    offsets = (0.0, 0.03, 0.06, 0.09)
+    started: list[tuple[float, str]] = []
+    lock = threading.Lock()
+
+    def call() -> str:
+        with lock:
+            started.append((time.perf_counter(), threading.current_thread().name))
+        return threading.current_thread().name
+
+    results, sent = arrivals.send_spaced(call, offsets)
+    assert results == [f"group-{i}" for i in range(4)]
+    assert all(s >= o for s, o in zip(sent, offsets, strict=True))  # never early
+    assert [name for _, name in sorted(started)] == results  # 30 ms apart: in plan order
+
+
+def test_the_scenario_chooses_patterns_and_trials(
+        write_scenario: Callable[[str, str], Path]) -> None:
+    path = write_scenario("s", """\
+name: s
+arrival: {patterns: [staggered, straddle], trials: 7, window_ms: 40}
+intents: {i: {contract: c, input: {}}}
+steps:
+  - {at: 0, create: {key: k, intent: i}, concurrent: 4}
+  - {at: 1, fault: handler_error}
+checkers: [one_job_per_intent]
+""")
+    scenario = load_scenario(path)
+    assert scenario.arrival is not None
+    assert scenario.arrival.patterns == ("staggered", "straddle")
+    assert (scenario.arrival.trials, scenario.arrival.window_ms) == (7, 40.0)
+    assert isinstance(scenario.steps[1].action, Fault)
+    assert "handler_faults" in scenario.requires
+
+
+@pytest.mark.parametrize(("text", "line", "problem", "fix"), [
+    ("arrival: {patterns: [straddle]}\nsteps: [{at: 0, create: {key: k, intent: i}}]\n", 3,
+     "arrival patterns apply to concurrent creates", "add concurrent: N to a create step"),
+    ("arrival: {patterns: [trickle]}\nsteps: [{at: 0, create: {key: k, intent: i}}]\n", 3,
+     "'trickle' is not allowed here", "write one of: burst, staggered, straddle"),
+    ("steps: [{at: 0, fault: crash_everything}]\n", 3, "'crash_everything' is not allowed",
+     "write one of: handler_error"),
+])
+def test_a_wrong_arrival_or_fault_names_the_line(
+        write_scenario: Callable[[str, str], Path], text: str, line: int, problem: str,
+        fix: str) -> None:
+    path = write_scenario("bad", "name: bad\nintents: {i: {contract: c, input: {}}}\n" + text
+                          + "checkers: [one_job_per_intent]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(path)
+    assert caught.value.line == line and problem in caught.value.message
+    assert fix in (caught.value.fix or "")
+
+
+def test_a_run_folder_replays_its_schedule_of_arrivals(
+        start_service: Start, profiled: Callable[..., Target],
+        detection: dict[str, Scenario], tmp_path: Path) -> None:
+    service = start_service("correct")
+    target = profiled(service.url)
+    scenario = detection["duplicate_arrivals"]
+    first = run_scenario(scenario, target, seed=5, arrival="straddle")
+    second = run_scenario(scenario, target, seed=5, arrival="straddle")
+    other = run_scenario(scenario, target, seed=6, arrival="straddle")
+    assert first.arrival == "straddle" and len(first.arrivals) == 1
+    plan = first.arrivals[0]
+    assert plan["fractions"] == second.arrivals[0]["fractions"] != other.arrivals[0]["fractions"]
+    assert plan["latency_ms"] > 0 and plan["offsets_ms"][0] == 0.0
+    calibration = [op for op in first.history if op.process == "calibrate"]
+    assert len(calibration) == 2 * arrivals.CALIBRATION_SAMPLES
+    folder = write_run(first, tmp_path)
+    recorded = json.loads((folder / "results.json").read_text())
+    assert recorded["arrival"] == "straddle" and recorded["seed"] == 5
+    again = replay(folder, target)
+    assert again.result is not None and again.result.status == "passed"
+    assert again.result.arrivals[0]["fractions"] == plan["fractions"]
