@@ -25,7 +25,7 @@ from functools import cache
 from typing import Any, Protocol
 
 from harness.domain import Intent
-from harness.domain.errors import ConfigError
+from harness.domain.errors import ConfigError, HarnessError
 
 OP_KINDS = ("create", "read", "attempts", "races", "start",
             "dispatched", "timed_out", "succeeded", "failed", "cancelled")
@@ -177,9 +177,12 @@ class Plan:
         try:
             intents = dict(data["intents"])
             for name, body in intents.items():
-                Intent.from_json(body)
-                if not isinstance(name, str):
-                    raise TypeError("intent names are strings")
+                try:
+                    Intent.from_json(body)
+                except HarnessError as exc:
+                    raise ConfigError(f"intent {name!r} is not valid: {exc.message}",
+                                      field=f"{where}.intents.{name}",
+                                      fix="restore the file as explore wrote it") from None
             plan = cls(
                 workload=str(data["workload"]),
                 intents=intents,
