@@ -48,8 +48,8 @@ class H:
         return CHECKERS[name](self.ops)
 
 
-CREATED = {"job": "job", "created": True}
-SAME = {"job": "job", "created": False, "replayed": True}
+CREATED: dict[str, Any] = {"job": "job", "created": True}
+SAME: dict[str, Any] = {"job": "job", "created": False, "replayed": True}
 
 
 def test_one_side_effect_per_click_reads_the_counter() -> None:

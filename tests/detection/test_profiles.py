@@ -38,10 +38,11 @@ BASE = PROFILE.read_text(encoding="utf-8")
 @pytest.mark.parametrize(("old", "new", "line", "problem", "fix"), [
     ("  http: {method: GET, path: /_stats, field: jobs}",
      "  http: {method: GET, path: /_stats, field: jobs}\n  sql: {url: 'sqlite:///x.db', "
-     "query: SELECT 1}", 13, "side_effects needs exactly one of http or sql", "write side_effects:"),
+     "query: SELECT 1}", 13, "side_effects needs exactly one of http or sql",
+     "write side_effects:"),
     ("  http: {method: GET, path: /_stats, field: jobs}",
-     "  sql: {url: 'mysql://db/jobs', query: SELECT 1}", 14, "'mysql' databases are not supported",
-     "sqlite:///path/file.db"),
+     "  sql: {url: 'mysql://db/jobs', query: SELECT 1}", 14,
+     "'mysql' databases are not supported", "sqlite:///path/file.db"),
     ("  handler_error: {method: POST, path: /_faults/fail-next}",
      "  handler_error: {method: POST}", 16,
      "faults.handler_error needs exactly one of path or command", "[touch, /tmp/fail-next]"),
