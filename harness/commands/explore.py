@@ -49,6 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         default="seeded", help="seeded: swarm-style random (default); "
                         "exhaustive: every interleaving of each workload's smallest plan; "
                         "hypothesis: Hypothesis draws plans and decisions")
+    parser.add_argument("--commit-steps", action="store_true",
+                        help="make each write transaction's COMMIT a step of its own (deeper: "
+                        "others may run, and wait, while it is open after its last statement)")
     parser.add_argument("--no-shrink", action="store_true",
                         help="write the failing schedule as found")
     parser.add_argument("--stress", action="store_true",
@@ -75,6 +78,9 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
     if args.schedule < 0:
         raise ConfigError(f"{args.schedule} is not a schedule number", field="--schedule",
                           fix="schedules are numbered from 0")
+    if args.stress and args.commit_steps:
+        raise ConfigError("--stress has no controller, so there are no steps to split",
+                          field="--commit-steps", fix="drop --commit-steps, or drop --stress")
     if args.stress and args.choices != "seeded":
         raise ConfigError(f"--stress has no controller, so {args.choices} choices cannot "
                           "apply", field="--choices", fix="drop --choices, or drop --stress")
@@ -118,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     with explore_store(args.target) as (store, target):
         print(f"target {target}; workload {settings.workload}; clients ≤ {settings.clients}; "
               f"budget {limit}; {settings.choices} choices", flush=True)
-        with Controller(store) as controller:
+        with Controller(store, commit_steps=args.commit_steps) as controller:
             ticker = _Ticker()
             found = search(controller, settings, ticker)
             ticker.final()
@@ -173,7 +179,8 @@ def _violation(controller: Any, found: Found, settings: Settings, target: str,
                           "elapsed_s": round(shrunk.elapsed_s, 3), "note": shrunk.note}
     found_info = {"workload": settings.workload, "seed": settings.seed,
                   "schedule": found.schedule, "choices": settings.choices,
-                  "schedules": found.progress.schedules, "clients": settings.clients}
+                  "schedules": found.progress.schedules, "clients": settings.clients,
+                  "commit_steps": bool(args.commit_steps)}
     folder = write_repro(outcome, args.report_dir, target=target, found=found_info,
                          shrink=shrink_figures)
     print(f"the race, in {outcome.steps} steps ({outcome.timers} timers):")
@@ -239,7 +246,7 @@ def run_replay(args: argparse.Namespace) -> int:
                           fix="pass --target with the full URL (or set PGPASSWORD)")
     with explore_store(text) as (store, target):
         print(f"replaying {args.path} on {target} ({len(repro.decisions)} recorded decisions)")
-        with Controller(store) as controller:
+        with Controller(store, commit_steps=repro.commit_steps) as controller:
             replayed = replay_repro(controller, repro)
     outcome = replayed.outcome
     label = {"violated": "VIOLATED", "passed": "PASS", "unknown": "UNKNOWN"}[outcome.status]

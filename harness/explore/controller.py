@@ -85,9 +85,11 @@ class Outcome:
 class Controller:
     """Explores schedules on one store; workers and sessions are reused between schedules."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, *, commit_steps: bool = False) -> None:
         self.store = store
+        self.commit_steps = commit_steps
         self.sessions: Sessions = attach(store)
+        self.sessions.commit_steps = commit_steps
         self.lock = threading.Lock()  # guards every worker's state
         self.cv = threading.Condition(self.lock)  # the controller waits here for news
         self.workers: list[Worker] = []

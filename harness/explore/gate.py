@@ -10,7 +10,9 @@ a grant wakes exactly one thread and a worker's news wakes only the controller. 
 What a step is: one statement the store wrote. Transaction control travels with the statements
 next to it: SQLite's ``BEGIN`` is sent with the transaction's first statement (so a writer takes
 the lock in a step, and ``SQLITE_BUSY`` — immediate, with ``busy_timeout = 0`` — parks the worker
-to retry as a new step); ``COMMIT``/``ROLLBACK`` run right after the last one, in the same step.
+to retry as a new step); ``COMMIT``/``ROLLBACK`` run right after the last one, in the same step
+— unless ``commit_steps`` is on: then a write transaction's COMMIT is a step of its own, so other
+clients can run (and wait on its locks) while it is open after its last statement.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import re
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 RUNNING, PARKED, IDLE = "running", "parked", "idle"
@@ -133,6 +136,12 @@ class _NoRows:
 _NO_ROWS = _NoRows()
 
 
+def _writes(sql: str) -> bool:
+    """A statement that writes or locks rows (its transaction's COMMIT can matter to others)."""
+    head = sql.lstrip()[:6].upper()
+    return head != "SELECT" or "FOR UPDATE" in sql.upper()
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -141,11 +150,13 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 class GatedSqlite:
     """A worker's sqlite3 connection: each statement waits for its turn; BUSY parks and retries."""
 
-    def __init__(self, real: sqlite3.Connection, worker: Worker, names: Mapping[str, str]) -> None:
+    def __init__(self, real: sqlite3.Connection, worker: Worker, names: Mapping[str, str],
+                 *, commit_steps: bool = False) -> None:
         self._real = real
         self._worker = worker
         self._names = names
         self._begin: str | None = None
+        self.commit_steps = commit_steps
 
     @property
     def in_transaction(self) -> bool:
@@ -160,6 +171,13 @@ class GatedSqlite:
             if self._begin is not None:  # the transaction never ran a statement
                 self._begin = None
                 return _NO_ROWS
+            if self.commit_steps and head.startswith("COMMIT") and self._worker.holds_write:
+                try:
+                    self._worker.wait_turn(f"{self._worker.client}: commit")
+                except ExploreAborted:
+                    self._real.execute("ROLLBACK")
+                    self._worker.holds_write = False
+                    raise
             try:
                 return self._real.execute(sql)
             finally:
@@ -191,18 +209,28 @@ class GatedPg:
     """A worker's psycopg connection: each statement waits for its turn. A statement that then
     waits on a lock inside PostgreSQL is seen by the controller through ``pg_blocking_pids``."""
 
-    def __init__(self, real: Any, worker: Worker, names: Mapping[str, str]) -> None:
+    def __init__(self, real: Any, worker: Worker, names: Mapping[str, str],
+                 *, commit_steps: bool = False) -> None:
         self._real = real
         self._worker = worker
         self._names = names
+        self._wrote = False
+        self.commit_steps = commit_steps
 
     def execute(self, sql: Any, params: Any = None, **options: Any) -> Any:
         worker = self._worker
-        worker.wait_turn(f"{worker.client}: {statement_name(str(sql), self._names)}")
+        text = str(sql)
+        worker.wait_turn(f"{worker.client}: {statement_name(text, self._names)}")
+        self._wrote = self._wrote or _writes(text)
         return self._real.execute(sql, params, **options)
 
-    def transaction(self, *args: Any, **kwargs: Any) -> Any:
-        return self._real.transaction(*args, **kwargs)
+    @contextmanager
+    def transaction(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        self._wrote = False
+        with self._real.transaction(*args, **kwargs) as tx:
+            yield tx
+            if self.commit_steps and self._wrote:
+                self._worker.wait_turn(f"{self._worker.client}: commit")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

@@ -106,6 +106,7 @@ def scenario_text(outcome: Outcome, target: str, found: dict[str, Any]) -> str:
                         f"--seed {found.get('seed')}: schedule #{found.get('schedule')}, shrunk "
                         f"to {outcome.steps} steps; breaks {checker}"),
         "target": target,
+        "commit_steps": bool(found.get("commit_steps", False)),
         "plan": outcome.plan.to_json(),
         "schedule": decisions(outcome.schedule),
     }
@@ -127,6 +128,7 @@ class Repro:
     history_lines: list[str] | None
     schedule: list[dict[str, Any]] | None
     status: str | None
+    commit_steps: bool = False
 
 
 def is_explore_repro(path: Path) -> bool:
@@ -183,4 +185,4 @@ def read_repro(path: Path) -> Repro:
             status = None
     target = data.get("target")
     return Repro(scenario, plan, list(schedule), str(target) if target else None, history,
-                 schedule_entries, status)
+                 schedule_entries, status, bool(data.get("commit_steps", False)))

@@ -27,6 +27,7 @@ class Sessions:
     """The workers' sessions on one store."""
 
     kind = "sql"
+    commit_steps = False  # a write transaction's COMMIT is a step of its own
 
     def open(self, worker: Worker) -> None:
         """Open ``worker``'s session now (on the controller's thread), so a step never connects."""
@@ -56,7 +57,8 @@ class SqliteSessions(Sessions):
             if worker.conn is None:
                 real = self.own()  # this worker thread's own connection
                 real.execute("PRAGMA busy_timeout = 0")
-                worker.conn = GatedSqlite(real, worker, self.names)
+                worker.conn = GatedSqlite(real, worker, self.names,
+                                          commit_steps=self.commit_steps)
             return worker.conn
 
         store.connection = routed
@@ -113,7 +115,7 @@ class PgSessions(Sessions):
         if worker.conn is None:
             real = self._connect(row_factory=self.dict_row, autocommit=False)
             worker.pid = real.info.backend_pid
-            worker.conn = GatedPg(real, worker, self.names)
+            worker.conn = GatedPg(real, worker, self.names, commit_steps=self.commit_steps)
 
     def probe(self, running: Sequence[Worker]) -> dict[Worker, set[int]]:
         pids = [w.pid for w in running]

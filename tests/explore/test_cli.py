@@ -58,6 +58,18 @@ def test_a_race_is_found_shrunk_and_replays_three_times_out_of_three(
         assert f"promise broken ({promise})" in replayed
 
 
+def test_commit_steps_are_recorded_and_replayed(
+        target_text: Text, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = target_text("check-then-insert")
+    code, out = explore(capsys, "--target", target, "--workload", "double-click", "--seed",
+                        "6", "--commit-steps", "--report-dir", str(tmp_path))
+    assert code == 1, out
+    folder = repro_of(out)
+    assert "commit_steps: true" in (folder / "scenario.yaml").read_text(encoding="utf-8")
+    assert main(["replay", str(folder), "--target", target]) == 1
+    assert "schedule and history: identical" in capsys.readouterr().out
+
+
 def test_the_same_seed_writes_the_same_bytes_three_times(
         target_text: Text, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     written = set()

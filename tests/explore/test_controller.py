@@ -158,3 +158,20 @@ def test_the_controller_sees_races_the_mutants_make(open_controller: Open) -> No
     assert [e["event"] for e in outcome.schedule] == order
     assert outcome.broken == ["duplicates_get_same_job"]
     assert _completion(outcome, "tab2", "create")["status"] == 503
+
+
+def test_commit_steps_let_an_insert_wait_on_an_uncommitted_twin(db_url: str) -> None:
+    from harness.explore.target import explore_store
+
+    with explore_store(db_url) as (store, _), Controller(store, commit_steps=True) as controller:
+        outcome = controller.run(two_tabs(), GuidedChoices(["tab1: insert_job",
+                                                            "tab2: insert_job"]))
+    events = [str(e["event"]) for e in outcome.schedule]
+    assert events[:3] == ["tab1: insert_job", "tab2: insert_job", "tab1: commit"]
+    # tab1's row is written, not committed: tab2's insert waits for it (PostgreSQL: on tab1's
+    # transaction; SQLite: BUSY on the write lock), and only tab1 may move meanwhile.
+    assert outcome.schedule[1].get("waited") is True
+    assert "enabled" not in outcome.schedule[2]
+    assert events.count("tab2: insert_job") == (2 if db_url.startswith("sqlite") else 1)
+    assert outcome.status == "passed"
+    assert _completion(outcome, "tab2", "create")["created"] is False
