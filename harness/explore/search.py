@@ -49,6 +49,7 @@ class Progress:
     steps: int = 0
     violations: int = 0
     started: float = field(default_factory=time.perf_counter)
+    unit: str = "schedules"  # "rounds" for --stress, which has no steps
 
     @property
     def elapsed_s(self) -> float:
@@ -56,6 +57,9 @@ class Progress:
 
     def line(self) -> str:
         elapsed = max(self.elapsed_s, 1e-9)
+        if self.unit != "schedules":
+            return (f"{self.schedules} {self.unit}, {self.violations} violations "
+                    f"({self.schedules / elapsed:.1f} {self.unit}/s, {elapsed:.1f} s)")
         return (f"{self.schedules} schedules, {self.steps} steps, {self.violations} violations "
                 f"({self.schedules / elapsed:.1f} schedules/s, {self.steps / elapsed:.0f} "
                 f"steps/s, {elapsed:.1f} s)")

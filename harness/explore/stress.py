@@ -109,7 +109,7 @@ def run_free(plan: Plan, session: TargetSession, clock: ManualClock, tag: str,
 def stress(target: Target, settings: Settings,
            report: Callable[[Progress], None] | None = None) -> Found:
     """Rounds of free-running plans on ``target`` until a violation, the budget or the time."""
-    progress = Progress()
+    progress = Progress(unit="rounds")
     tick = report or (lambda p: None)
     run_id = secrets.token_hex(4)
     fresh_owners = target.kind != "http"  # a service maps its own configured owners to tokens
