@@ -41,10 +41,11 @@ def timeout_unknown_blocks(items: list[Pair], found: Findings) -> None:
             found.violation(f"the timeout marked {attempt} {state!r}; a timeout is unknown, "
                             "never failed", timeout)
         start = timeout.completion.index if timeout.completion else timeout.invoke.index
-        # A close still in flight when the timeout completed (explore overlaps them) may have
-        # taken effect right after it: the attempt is surely unknown only until its invoke.
+        # A close that had not completed before the timeout was invoked may have taken effect
+        # after it (explore overlaps them; over HTTP the answers may arrive in either order):
+        # the attempt is surely unknown only until that close's invoke.
         resolved = [c for c in closes.get(attempt, [])
-                    if c.completion is not None and c.completion.index > start]
+                    if c.completion is not None and c.completion.index > timeout.invoke.index]
         end = min((c.invoke.index for c in resolved), default=sys.maxsize)
         job = attempt_to_job.get(attempt)
         if job is None:

@@ -28,6 +28,11 @@ def _reads(items: list[Pair], job: str) -> list[Pair]:
     return [p for p in of(items, "read") if ok(p) and p.invoke.value.get("job") == job]
 
 
+def _invoked_after(pair: Pair, earlier: Pair) -> bool:
+    """``pair`` began after ``earlier`` ended: an op overlapping it may be ordered before it."""
+    return earlier.completion is not None and pair.invoke.index > earlier.completion.index
+
+
 def _after(items: list[Pair], pair: Pair) -> list[Pair]:
     end = pair.completion.index if pair.completion else pair.invoke.index
     return [p for p in items if p.invoke.index > end]
@@ -138,7 +143,7 @@ def results_never_overwritten(items: list[Pair], found: Findings) -> None:
             if held is None:
                 if now[0] is not None:
                     established[job] = (now[0], now[1], pair)
-            elif now != held[:2]:
+            elif now != held[:2] and _invoked_after(pair, held[2]):
                 found.violation(
                     f"job {job}'s result changed: it was {held[1]}'s "
                     f"({str(held[0])[:12]}…), now {now[1]}'s ({str(now[0])[:12]}…)",
@@ -169,11 +174,13 @@ def versions_only_rise(items: list[Pair], found: Findings) -> None:
         if not isinstance(version, int):
             continue
         last = seen.get(job)
-        if last is not None and version < last[0]:
+        if last is not None and version < last[0] and _invoked_after(pair, last[1]):
             found.violation(f"job {job}'s version went down from {last[0]} to {version}",
                             [last[1], pair])
         low = floor.get(job)
-        if low is not None and pair.invoke.f == "read" and version <= low[0]:
+        if low is not None and pair.invoke.f == "read" and version <= low[0] \
+                and _invoked_after(pair, low[1]):
             found.violation(f"job {job} is at version {version} after a claim that read "
                             f"version {low[0]} won", [low[1], pair])
-        seen[job] = (version, pair)
+        if last is None or version >= last[0]:
+            seen[job] = (version, pair)
