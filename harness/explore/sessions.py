@@ -63,6 +63,9 @@ class SqliteSessions(Sessions):
 
         store.connection = routed
 
+    def close(self) -> None:
+        self.store.__dict__.pop("connection", None)  # the store's own method again
+
 
 class _RoutedPool:
     """Stands in for the store's pool: a worker gets its own session, anyone else the pool's."""
