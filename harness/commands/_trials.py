@@ -41,14 +41,14 @@ def run_trial_set(scenario: Scenario, target: Target, args: argparse.Namespace,
     ts = run_trials(scenario, target, seed=args.seed, trials=args.trials, patterns=args.arrival)
     replays: dict[str, str] = {}
     folders: dict[str, str] = {}
-    for checker, rates in ts.failures().items():
+    for failure, rates in ts.failures().items():
         first = max(rates.values(), key=lambda r: r.failed).first
         if first is None:
             continue
         if first.folder is None:
             write_run(first, args.report_dir, replay_extra=extra)
-        folders[checker] = str(first.folder)
-        replays[checker] = replay_command(first.folder, first.target, extra)
+        folders[failure] = str(first.folder)
+        replays[failure] = replay_command(first.folder, first.target, extra)
 
     def measure(pattern: str | None) -> str:
         return measure_command(ts, args, extra, pattern)

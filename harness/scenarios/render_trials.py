@@ -44,8 +44,9 @@ def render_trials(
         if grouped:
             line += f"; loser answers: {histogram_text(ts.histogram(pattern))}"
         lines.append(line)
-    for checker, rates in ts.failures().items():
-        lines.append(f"  FAILURE: {failure_title(checker)}  [{checker}]")
+    for failure, rates in ts.failures().items():
+        checker, _, kind = failure.partition(":")
+        lines.append(f"  FAILURE: {failure_title(failure)}  [{checker}]")
         lines.append(f"    promise: {PROMISES.get(checker, checker)}")
         for pattern, rate in rates.items():
             shown = "" if pattern == SEQUENTIAL else f"{pattern}: "
@@ -61,14 +62,16 @@ def render_trials(
             if check.checker != checker:
                 continue
             for violation in check.violations:
+                if kind and violation.kind != kind:
+                    continue
                 lines.append(f"      - {violation.message}")
                 shown_pairs = _pairs_of(violation.ops, all_pairs)
                 lines.extend(f"          {format_pair(p)}" for p in shown_pairs[:MAX_OPS_SHOWN])
                 if len(shown_pairs) > MAX_OPS_SHOWN:
                     lines.append(f"          … {len(shown_pairs) - MAX_OPS_SHOWN} more ops in the "
                                  "run folder")
-        if replays and checker in replays:
-            lines.append(f"    reproduce this trial: {replays[checker]}")
+        if replays and failure in replays:
+            lines.append(f"    reproduce this trial: {replays[failure]}")
         if measure is not None:
             lines.append(f"    measure the rate again: {measure(first.arrival)}")
     for reason, n in sorted(ts.unknowns().items()):
@@ -85,10 +88,13 @@ def trials_document(
 ) -> dict[str, Any]:
     """The trial set as JSON: rates, histograms, unknowns and reproduction commands."""
     failures: dict[str, Any] = {}
-    for checker, rates in ts.failures().items():
+    for failure, rates in ts.failures().items():
+        checker, _, kind = failure.partition(":")
         first = max(rates.values(), key=lambda r: r.failed).first
         entry: dict[str, Any] = {
-            "title": failure_title(checker),
+            "checker": checker,
+            "kind": kind or None,
+            "title": failure_title(failure),
             "promise": PROMISES.get(checker, checker),
             "rates": {p: {"failed": r.failed, "trials": r.trials, "text": r.text}
                       for p, r in rates.items()},
@@ -97,12 +103,12 @@ def trials_document(
             entry["first"] = {
                 "pattern": first.arrival, "trial": first.seed - ts.seed + 1, "seed": first.seed,
                 "violations": [v.to_json() for c in first.checks if c.checker == checker
-                               for v in c.violations],
-                "run_folder": (folders or {}).get(checker),
-                "replay": (replays or {}).get(checker),
+                               for v in c.violations if not kind or v.kind == kind],
+                "run_folder": (folders or {}).get(failure),
+                "replay": (replays or {}).get(failure),
                 "measure": measure(first.arrival) if measure else None,
             }
-        failures[checker] = entry
+        failures[failure] = entry
     return {
         "format": FORMAT,
         "scenario": ts.scenario.name,

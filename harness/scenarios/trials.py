@@ -22,8 +22,15 @@ from harness.scenarios.targets.base import Target
 
 SEQUENTIAL = "sequential"  # the pattern label of a scenario without concurrent groups
 
-#: how a trial that breaks a checker's promise is counted: "<k> of <n> trials <phrase>"
+#: how a trial that breaks a promise is counted: "<k> of <n> trials <phrase>", by failure
+#: (``checker`` or ``checker:kind`` when the checker says how it broke)
 RATE_PHRASES = {
+    "one_job_per_intent:second_job": "made a second job",
+    "one_job_per_intent:created_twice": "answered 201 created to more than one request",
+    "identical_retry_replayed:rejected": "rejected an identical retry as a different payload",
+    "identical_retry_replayed:another_job": "made a new job for an identical retry",
+    "identical_retry_replayed:unmarked": "replayed without saying it is a replay",
+    "identical_retry_replayed:refused": "refused an identical retry",
     "one_job_per_intent": "made a second job",
     "one_side_effect_per_click": "made a second side effect",
     "duplicates_get_same_job": "answered a duplicate with an error or another job",
@@ -38,6 +45,12 @@ RATE_PHRASES = {
 }
 #: what each failure is called in a report
 FAILURE_TITLES = {
+    "one_job_per_intent:second_job": "a second job for one click",
+    "one_job_per_intent:created_twice": "201 created answered more than once for one click",
+    "identical_retry_replayed:rejected": "an identical retry rejected as a different payload",
+    "identical_retry_replayed:another_job": "a new job for the same intent sent again",
+    "identical_retry_replayed:unmarked": "a replay not marked as a replay",
+    "identical_retry_replayed:refused": "an identical retry refused",
     "one_job_per_intent": "a second job for one click",
     "one_side_effect_per_click": "the handler ran again for a duplicate (a second side effect)",
     "duplicates_get_same_job": "a duplicate answered with an error or another job",
@@ -51,12 +64,28 @@ FAILURE_TITLES = {
 }
 
 
-def rate_phrase(checker: str) -> str:
-    return RATE_PHRASES.get(checker, f"broke {checker}")
+def failure_id(checker: str, kind: str = "") -> str:
+    """``checker``, or ``checker:kind`` for a checker that says how it broke."""
+    return f"{checker}:{kind}" if kind else checker
 
 
-def failure_title(checker: str) -> str:
-    return FAILURE_TITLES.get(checker, checker.replace("_", " "))
+def rate_phrase(failure: str) -> str:
+    checker, _, kind = failure.partition(":")
+    if failure in RATE_PHRASES:
+        return RATE_PHRASES[failure]
+    if checker == "loser_answers_allowed" and kind:
+        return f"answered a concurrent duplicate: {kind}"
+    return RATE_PHRASES.get(checker, f"broke {checker}") + (f" ({kind})" if kind else "")
+
+
+def failure_title(failure: str) -> str:
+    checker, _, kind = failure.partition(":")
+    if failure in FAILURE_TITLES:
+        return FAILURE_TITLES[failure]
+    if checker == "loser_answers_allowed" and kind:
+        return f"a concurrent duplicate answered '{kind}'"
+    title = FAILURE_TITLES.get(checker, checker.replace("_", " "))
+    return f"{title} ({kind})" if kind else title
 
 
 def trial_seed(seed: int, trial: int) -> int:
@@ -66,17 +95,22 @@ def trial_seed(seed: int, trial: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Rate:
-    """How many trials of one pattern broke one checker's promise, and the first that did."""
+    """How many trials of one pattern showed one failure (``checker`` or ``checker:kind``),
+    and the first that did."""
 
-    checker: str
+    failure: str
     pattern: str
     failed: int
     trials: int
     first: RunResult | None
 
     @property
+    def checker(self) -> str:
+        return self.failure.partition(":")[0]
+
+    @property
     def text(self) -> str:
-        return f"{self.failed} of {self.trials} trials {rate_phrase(self.checker)}"
+        return f"{self.failed} of {self.trials} trials {rate_phrase(self.failure)}"
 
 
 @dataclass
@@ -107,18 +141,22 @@ class TrialSet:
                 return status
         return "passed"
 
-    def rate(self, checker: str, pattern: str) -> Rate:
+    def rate(self, failure: str, pattern: str) -> Rate:
+        """The rate of ``failure``: a checker (any way it broke) or ``checker:kind``."""
         runs = self.runs.get(pattern, [])
-        failing = [r for r in runs if _broke(r, checker)]
-        return Rate(checker, pattern, len(failing), len(runs), failing[0] if failing else None)
+        failing = [r for r in runs if _broke(r, failure)]
+        return Rate(failure, pattern, len(failing), len(runs), failing[0] if failing else None)
 
     def failures(self) -> dict[str, dict[str, Rate]]:
-        """Checker → pattern → rate, for each checker some trial broke (in checker order)."""
-        broken: dict[str, dict[str, Rate]] = {}
+        """Failure → pattern → rate, for each failure some trial showed (in checker order, then
+        in the order the kinds first appeared)."""
+        found: dict[str, None] = {}
         for checker in self.scenario.checkers:
-            if any(_broke(r, checker) for r in self.all_runs):
-                broken[checker] = {p: self.rate(checker, p) for p in self.patterns}
-        return broken
+            for run in self.all_runs:
+                for check in run.checks:
+                    if check.checker == checker and check.verdict == "invalid":
+                        found.update({failure_id(checker, v.kind): None for v in check.violations})
+        return {f: {p: self.rate(f, p) for p in self.patterns} for f in found}
 
     def violated(self, pattern: str) -> int:
         return sum(r.status == "violated" for r in self.runs.get(pattern, []))
@@ -137,8 +175,11 @@ class TrialSet:
         return reasons
 
 
-def _broke(result: RunResult, checker: str) -> bool:
-    return any(c.checker == checker and c.verdict == "invalid" for c in result.checks)
+def _broke(result: RunResult, failure: str) -> bool:
+    checker, colon, kind = failure.partition(":")
+    return any(c.checker == checker and c.verdict == "invalid"
+               and (not colon or any(v.kind == kind for v in c.violations))
+               for c in result.checks)
 
 
 def trial_patterns(scenario: Scenario, patterns: Sequence[str] | None = None) -> tuple[str, ...]:

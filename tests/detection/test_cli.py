@@ -39,12 +39,15 @@ def test_the_report_names_each_failure_with_its_rate_and_how_to_reproduce_it(
             "[one_side_effect_per_click]",
             "a key stuck in progress after a handler failure  [retry_after_failure_served]",
             "a key held in progress past its lease  [in_progress_within_lease]",
-            "a retry after completion not answered as a replay  [identical_retry_replayed]",
-            "a second job for one click  [one_job_per_intent]"):
+            "a replay not marked as a replay  [identical_retry_replayed]",
+            "a new job for the same intent sent again  [identical_retry_replayed]",
+            "a second job for one click  [one_job_per_intent]",
+            "201 created answered more than once for one click  [one_job_per_intent]"):
         assert f"FAILURE: {failure}" in out
     for pattern in ("burst", "staggered", "straddle"):
         assert re.search(rf"    {pattern}: [12] of 2 trials made a second side effect", out)
     assert re.search(r"    2 of 2 trials kept a key in progress after the handler failed", out)
+    assert re.search(r"    2 of 2 trials replayed without saying it is a replay", out)
     assert "without saying it is a replay (no replay header)" in out
     assert re.search(r"still held in progress \d+(\.\d+)? ms later \(lease 500 ms\)", out)
     assert "3 scenarios: 0 passed, 3 violated" in out

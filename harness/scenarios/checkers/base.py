@@ -18,13 +18,18 @@ Verdict = Literal["valid", "invalid", "unknown"]
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """One broken promise: what happened, and the indices of the ops that show it."""
+    """One broken promise: what happened, and the indices of the ops that show it; ``kind``
+    names the way it broke when a checker has several (rates are counted per kind)."""
 
     message: str
     ops: tuple[int, ...]
+    kind: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"message": self.message, "ops": list(self.ops)}
+        data: dict[str, Any] = {"message": self.message, "ops": list(self.ops)}
+        if self.kind:
+            data["kind"] = self.kind
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +59,14 @@ class Findings:
     violations: list[Violation] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)
 
-    def violation(self, message: str, *groups: Pair | Op | Sequence[Pair | Op]) -> None:
+    def violation(self, message: str, *groups: Pair | Op | Sequence[Pair | Op],
+                  kind: str = "") -> None:
         indices: set[int] = set()
         for group in groups:
             items = group if isinstance(group, Sequence) else [group]
             for item in items:
                 indices.update(item.indices if isinstance(item, Pair) else [item.index])
-        self.violations.append(Violation(message, tuple(sorted(indices))))
+        self.violations.append(Violation(message, tuple(sorted(indices)), kind))
 
     def unknown(self, reason: str) -> None:
         self.unknowns.append(reason)

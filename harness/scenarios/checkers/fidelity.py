@@ -35,19 +35,21 @@ def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
         elif retry.type == "fail":
             if value.get("error") == "idempotency_key_reused":
                 found.violation(f"an identical retry of {who} after completion was rejected as a "
-                                f"different payload ({value.get('status')})", first, retry)
+                                f"different payload ({value.get('status')})", first, retry,
+                                kind="rejected")
             elif value.get("error") not in BUSY_ERRORS:
                 found.violation(f"an identical retry of {who} after completion was answered "
                                 f"{value.get('status')} {value.get('error')} instead of job {job}",
-                                first, retry)
+                                first, retry, kind="refused")
         elif value.get("job") != job:
             found.violation(f"an identical retry of {who} after completion made another job "
-                            f"({value.get('job')}, not {job})", first, retry)
+                            f"({value.get('job')}, not {job})", first, retry, kind="another_job")
         elif "replayed" not in value:
             found.unknown("the target does not say whether an answer is a replay")
         elif not value["replayed"]:
             found.violation(f"an identical retry of {who} after completion got job {job} without "
-                            "saying it is a replay (no replay header)", first, retry)
+                            "saying it is a replay (no replay header)", first, retry,
+                            kind="unmarked")
 
 
 @checker("a replayed server error follows the profile's error policy: 'retry' lets the retry "

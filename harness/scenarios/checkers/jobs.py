@@ -27,11 +27,11 @@ def one_job_per_intent(items: list[Pair], found: Findings) -> None:
         named = sorted({str(p.value.get("job")) for p in group})
         if len(named) > 1:
             found.violation(f"{owner}'s key {key!r} made {len(named)} jobs: {', '.join(named)}",
-                            group)
+                            group, kind="second_job")
         created = [p for p in group if p.value.get("created")]
         if len(created) > 1:
             found.violation(f"{len(created)} creates with {owner}'s key {key!r} answered 201 "
-                            "created; only the first may", created)
+                            "created; only the first may", created, kind="created_twice")
 
 
 @checker("a duplicate (same owner, key and intent) receives the same job, never an error — "

@@ -147,10 +147,10 @@ def loser_answers_allowed(items: list[Pair], found: Findings) -> None:
             elif observed[0] > len({(p.invoke.value["owner"], p.invoke.value["key"])
                                     for p in of(items, "create") if ok(p)}):
                 found.violation(f"{who} were answered 423/429 before the job, and the counter "
-                                "shows an extra side effect", members, observed[1])
+                                "shows an extra side effect", members, observed[1], kind=label)
         elif label not in ALLOWED:
             found.violation(f"{who} {'was' if n == 1 else 'were'} answered {_explain(label)}"
-                            f"{_body(members)}", members)
+                            f"{_body(members)}", members, kind=label)
 
 
 def _explain(label: str) -> str:
