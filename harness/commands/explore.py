@@ -139,8 +139,8 @@ def _clean(found: Found, settings: Settings) -> int:
         print(f"no violation: every interleaving of the smallest plan was explored "
               f"({progress.schedules} schedules, {progress.steps} steps)")
     else:
-        print(f"no violation in {progress.schedules} schedules ({progress.steps} steps); "
-              "budget spent")
+        spent = "time limit reached" if settings.time_limit is not None else "budget spent"
+        print(f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}")
     return 0
 
 

@@ -148,3 +148,25 @@ def test_a_damaged_repro_is_exit_2_naming_the_file(tmp_path: Path,
                         "schedule: []\n", encoding="utf-8")
     assert main(["replay", str(tmp_path)]) == 2
     assert "the plan is damaged" in capsys.readouterr().err
+
+
+def test_seed_and_schedule_rerun_exactly_the_failing_schedule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--target", "mutant:cancelled-can-win", "--workload", "claims", "--seed", "12",
+            "--no-shrink"]
+    code, out = explore(capsys, *args, "--report-dir", str(tmp_path / "a"))
+    assert code == 1
+    first = repro_of(out)
+    number = json.loads((first / "results.json").read_text(encoding="utf-8"))["found"]["schedule"]
+    code, out = explore(capsys, *args, "--schedule", str(number), "--budget", "1",
+                        "--report-dir", str(tmp_path / "b"))
+    assert code == 1 and "after 1 schedules" in out
+    again = repro_of(out)
+    assert (again / "history.jsonl").read_bytes() == (first / "history.jsonl").read_bytes()
+
+
+def test_a_time_limit_ends_a_clean_search(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = explore(capsys, "--time-limit", "0.3", "--seed", "1", "--report-dir",
+                        str(tmp_path))
+    assert code == 0 and "time limit reached" in out
