@@ -68,6 +68,9 @@ def test_commit_steps_are_recorded_and_replayed(
     assert "commit_steps: true" in (folder / "scenario.yaml").read_text(encoding="utf-8")
     assert main(["replay", str(folder), "--target", target]) == 1
     assert "schedule and history: identical" in capsys.readouterr().out
+    # The scenario file alone is a repro too (its folder's recordings are compared).
+    assert main(["replay", str(folder / "scenario.yaml"), "--target", target]) == 1
+    assert "schedule and history: identical" in capsys.readouterr().out
 
 
 def test_the_same_seed_writes_the_same_bytes_three_times(
