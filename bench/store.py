@@ -48,7 +48,7 @@ def raw_ops(store: SqlStore, tag: str) -> dict[str, Callable[[int], Any]]:
         }
 
     def create(i: int) -> None:
-        with store.transaction() as tx:
+        with store.statements() as tx:
             tx.execute(
                 "insert_job",
                 {**params(), "id": f"job_{tag}{i}", "idempotency_key": f"{tag}-{i}",
@@ -56,7 +56,7 @@ def raw_ops(store: SqlStore, tag: str) -> dict[str, Callable[[int], Any]]:
             )
 
     def replay(i: int) -> None:
-        with store.transaction() as tx:
+        with store.statements() as tx:
             tx.execute(
                 "insert_job",
                 {**params(), "id": f"job_x{tag}{i}", "idempotency_key": f"{tag}-{i}",

@@ -17,7 +17,7 @@ pytest_plugins = ["pytester"]
 
 PG_ENV = "HARNESS_PG_DSN"
 REQUIRE_PG = os.environ.get("HARNESS_REQUIRE_PG") == "1"
-TEMPLATE_DB = "harness_test_template"
+TEMPLATE_DB = f"harness_test_template_{os.getpid()}"  # per session: runs never share it
 
 
 def _replace_db(dsn: str, dbname: str) -> str:
@@ -52,6 +52,8 @@ def pg_template() -> Iterator[str]:
     template_dsn = _replace_db(dsn, TEMPLATE_DB)
     open_store(template_dsn, pool_size=1).close()
     yield dsn
+    with _admin(dsn) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE_DB} WITH (FORCE)")
 
 
 @pytest.fixture

@@ -40,10 +40,17 @@ def check_json_value(value: Any, path: str) -> None:
         raise InvalidIntent(
             f"{path} is {value!r}; JSON has no NaN or Infinity: send a finite number"
         )
-    if isinstance(value, dict):
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidIntent(
+                f"{path} contains a NUL character (U+0000), which no store keeps alike; remove it"
+            )
+    elif isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
                 raise InvalidIntent(f"{path} has a non-string key {k!r}")
+            if "\x00" in k:
+                raise InvalidIntent(f"{path} has a key with a NUL character (U+0000); remove it")
             check_json_value(v, f"{path}.{k}")
     elif isinstance(value, list):
         for i, v in enumerate(value):

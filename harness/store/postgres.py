@@ -64,7 +64,9 @@ class PostgresStore(SqlStore):
         try:
             self.pool = ConnectionPool(
                 dsn, min_size=1, max_size=pool_size, open=True, timeout=30,
-                kwargs={"row_factory": dict_row, "autocommit": False},
+                # autocommit: single statements are one round trip; transaction() opens
+                # BEGIN … COMMIT explicitly where several statements must be atomic.
+                kwargs={"row_factory": dict_row, "autocommit": True},
             )
             self.pool.wait(timeout=10)
         except Exception as exc:
@@ -77,14 +79,30 @@ class PostgresStore(SqlStore):
             with self.pool.connection() as conn, conn.transaction():
                 yield _PgTx(conn, self.queries)
         except psycopg.Error as exc:
-            if isinstance(exc, psycopg.DataError) and (
-                exc.sqlstate == "22P05" or "NUL (0x00)" in str(exc)
-            ):  # the input, not the database: PostgreSQL text and jsonb cannot hold U+0000
-                raise InvalidIntent(
-                    "a string contains a NUL character (U+0000), which PostgreSQL cannot "
-                    "store; remove it"
-                ) from None
-            raise StoreError(f"PostgreSQL error: {_safe(exc, self.dsn)}") from None
+            raise self._wrap(exc) from None
+
+    @contextmanager
+    def statements(self) -> Iterator[Tx]:
+        try:
+            with self.pool.connection() as conn:
+                if conn.autocommit:
+                    yield _PgTx(conn, self.queries)
+                else:  # a session someone else configured (explore's): keep it transactional
+                    with conn.transaction():
+                        yield _PgTx(conn, self.queries)
+        except psycopg.Error as exc:
+            raise self._wrap(exc) from None
+
+    def _wrap(self, exc: Exception) -> Exception:
+        """A driver error as ours: the caller's input, or the database failing."""
+        if isinstance(exc, psycopg.DataError) and (
+            exc.sqlstate == "22P05" or "NUL (0x00)" in str(exc)
+        ):  # the input, not the database: PostgreSQL text and jsonb cannot hold U+0000
+            return InvalidIntent(
+                "a string contains a NUL character (U+0000), which PostgreSQL cannot "
+                "store; remove it"
+            )
+        return StoreError(f"PostgreSQL error: {_safe(exc, self.dsn)}")
 
     @contextmanager
     def raw_connection(self) -> Iterator[Any]:

@@ -85,6 +85,12 @@ class SqlStore(ABC):
     def transaction(self, *, write: bool = True) -> AbstractContextManager[Tx]:
         """A transaction; commits on success, rolls back on error, wraps driver errors."""
 
+    def statements(self) -> AbstractContextManager[Tx]:
+        """Statements that need no transaction around them: each is atomic on its own, and
+        they only read, or write once. PostgreSQL runs them in autocommit (one round trip
+        each, instead of BEGIN … COMMIT); the default is a transaction."""
+        return self.transaction()
+
     @abstractmethod
     def _json_in(self, value: Any) -> Any:
         """A JSON value as the driver wants it."""
@@ -115,7 +121,7 @@ class SqlStore(ABC):
     def create_job(self, owner_id: str, idempotency_key: str, intent: Intent) -> CreateResult:
         validate_idempotency_key(idempotency_key)
         fp = intent.fingerprint
-        with self.transaction() as tx:
+        with self.statements() as tx:
             row = tx.one(
                 "insert_job",
                 id=self.ids("job"),
@@ -145,7 +151,7 @@ class SqlStore(ABC):
         return CreateResult(self._job(owner_id, row), created=False)
 
     def get_job(self, owner_id: str, job_id: str) -> Job:
-        with self.transaction(write=False) as tx:
+        with self.statements() as tx:
             return self._job(owner_id, self._job_row(tx, owner_id, job_id))
 
     def _job_row(self, tx: Tx, owner_id: str, job_id: str) -> Row:
@@ -183,11 +189,11 @@ class SqlStore(ABC):
         raise AttemptInFlight(blocking_attempt_id=blocking)
 
     def get_attempt(self, owner_id: str, attempt_id: str) -> Attempt:
-        with self.transaction(write=False) as tx:
+        with self.statements() as tx:
             return self._attempt(self._attempt_row(tx, owner_id, attempt_id))
 
     def list_attempts(self, owner_id: str, job_id: str) -> list[Attempt]:
-        with self.transaction(write=False) as tx:
+        with self.statements() as tx:
             self._job_row(tx, owner_id, job_id)
             return [self._attempt(r) for r in tx.all("attempts_of_job", job_id=job_id)]
 
@@ -324,7 +330,7 @@ class SqlStore(ABC):
         )
 
     def list_races(self, owner_id: str, job_id: str) -> list[Race]:
-        with self.transaction(write=False) as tx:
+        with self.statements() as tx:
             self._job_row(tx, owner_id, job_id)
             return [self._race(r) for r in tx.all("races_of_job", job_id=job_id)]
 

@@ -91,3 +91,9 @@ def test_migrations_are_applied_once_and_reopening_is_harmless(store_url: str) -
         assert (rows[0] if not isinstance(rows, dict) else next(iter(rows.values()))) == 1
     finally:
         again.close()
+
+
+@pytest.mark.parametrize("where", [{"a": "x\x00y"}, {"k\x00": 1}, {"deep": ["\x00"]}])
+def test_a_nul_character_is_refused_alike_on_every_backend(where: dict[str, object]) -> None:
+    with pytest.raises(InvalidIntent, match="NUL"):
+        Intent(contract="c", input=where)
