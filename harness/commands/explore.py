@@ -91,20 +91,36 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
 
 
 class _Ticker:
-    """Prints a progress line now and then (every couple of seconds), and at the end."""
+    """Progress: a rich bar on a terminal (stderr), else a plain line every couple of seconds;
+    the final counters are always printed."""
 
-    def __init__(self) -> None:
+    def __init__(self, total: int | None = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
+
         self.last = time.perf_counter()
         self.progress: Progress | None = None
+        console = Console(stderr=True)
+        self.bar = Bar(TextColumn("exploring"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TextColumn("{task.description}"),
+                       console=console, transient=True, disable=not console.is_terminal)
+        self.task = self.bar.add_task("", total=total)
+        self.bar.start()
 
     def __call__(self, progress: Progress) -> None:
         self.progress = progress
+        if not self.bar.disable:
+            self.bar.update(self.task, completed=progress.schedules,
+                            description=f"{progress.violations} violations")
+            return
         now = time.perf_counter()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
             print(f"  {progress.line()}", flush=True)
 
     def final(self) -> None:
+        self.bar.stop()
         if self.progress is not None:
             print(f"  {self.progress.line()}", flush=True)
 
@@ -125,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"target {target}; workload {settings.workload}; clients ≤ {settings.clients}; "
               f"budget {limit}; {settings.choices} choices", flush=True)
         with Controller(store, commit_steps=args.commit_steps) as controller:
-            ticker = _Ticker()
+            ticker = _Ticker(settings.budget)
             found = search(controller, settings, ticker)
             ticker.final()
             if found.outcome is None:
