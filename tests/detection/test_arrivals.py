@@ -60,10 +60,14 @@ def test_copies_are_really_spaced_as_planned() -> None:
             started.append((time.perf_counter(), threading.current_thread().name))
         return threading.current_thread().name
 
+    before = time.perf_counter()
     results, sent = arrivals.send_spaced(call, offsets)
     assert results == [f"group-{i}" for i in range(4)]
     assert all(s >= o for s, o in zip(sent, offsets, strict=True))  # never early
-    assert [name for _, name in sorted(started)] == results  # 30 ms apart: in plan order
+    calls = {name: t for t, name in started}
+    # measured here, not by send_spaced: no copy reached the service before its offset (their
+    # order is not asserted: a loaded machine may wake a sleeping thread late)
+    assert all(calls[f"group-{i}"] - before >= offsets[i] for i in range(4))
 
 
 def test_the_scenario_chooses_patterns_and_trials(
