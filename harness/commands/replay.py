@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"history: identical to the recorded run ({len(result.history)} ops)")
     elif outcome.identical is False:
         print(f"history: DIVERGED from the recorded run: {outcome.divergence}")
+        if target.kind == "http":
+            print("  (expected against a live service: its counters and retry timings differ "
+                  "from run to run; compare the verdicts, which replay judges afresh)")
         if args.expect_identical:
             return 1
     if result.folder is not None:
