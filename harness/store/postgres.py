@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from harness.domain import InvalidIntent, StoreError
 from harness.store.queries import migrations
-from harness.store.sqlstore import IdFactory, Row, SqlStore, Tx, random_ids
+from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, random_ids
 
 try:  # the `postgres` extra
     import psycopg
@@ -27,17 +27,6 @@ _MIGRATION_LOCK = 0x66_68_61_72  # "fhar": serialises concurrent migrators (repl
 def to_pyformat(sql: str) -> str:
     """``:name`` placeholders → psycopg's ``%(name)s``."""
     return _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
-
-
-class _PgTx(Tx):
-    def __init__(self, conn: Any, queries: Mapping[str, str]) -> None:
-        self.conn = conn
-        self.queries = queries
-
-    def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
-        cursor = self.conn.execute(self.queries[name], params)
-        rows = cursor.fetchall() if cursor.description else []
-        return rows, cursor.rowcount
 
 
 class PostgresStore(SqlStore):
@@ -77,7 +66,7 @@ class PostgresStore(SqlStore):
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         try:
             with self.pool.connection() as conn, conn.transaction():
-                yield _PgTx(conn, self.queries)
+                yield CursorTx(conn, self.queries)
         except psycopg.Error as exc:
             raise self._wrap(exc) from None
 
@@ -86,10 +75,10 @@ class PostgresStore(SqlStore):
         try:
             with self.pool.connection() as conn:
                 if conn.autocommit:
-                    yield _PgTx(conn, self.queries)
+                    yield CursorTx(conn, self.queries)
                 else:  # a session someone else configured (explore's): keep it transactional
                     with conn.transaction():
-                        yield _PgTx(conn, self.queries)
+                        yield CursorTx(conn, self.queries)
         except psycopg.Error as exc:
             raise self._wrap(exc) from None
 

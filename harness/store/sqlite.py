@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -14,20 +14,9 @@ from typing import Any
 from harness.domain import Intent, StoreError, UnsupportedTarget
 from harness.domain.clock import parse_rfc3339, rfc3339
 from harness.store.queries import migrations
-from harness.store.sqlstore import IdFactory, Row, SqlStore, Tx, dumps_json, random_ids
+from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, dumps_json, random_ids
 
 MIN_SQLITE = (3, 35, 0)  # RETURNING and INSERT … ON CONFLICT DO NOTHING
-
-
-class _SqliteTx(Tx):
-    def __init__(self, conn: sqlite3.Connection, queries: Mapping[str, str]) -> None:
-        self.conn = conn
-        self.queries = queries
-
-    def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
-        cursor = self.conn.execute(self.queries[name], params)
-        rows = cursor.fetchall() if cursor.description else []
-        return rows, cursor.rowcount
 
 
 class SqliteStore(SqlStore):
@@ -89,7 +78,7 @@ class SqliteStore(SqlStore):
         except sqlite3.Error as exc:
             raise _wrap(exc) from None
         try:
-            yield _SqliteTx(conn, self.queries)
+            yield CursorTx(conn, self.queries)
         except sqlite3.Error as exc:
             conn.execute("ROLLBACK")
             raise _wrap(exc) from None

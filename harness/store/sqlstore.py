@@ -69,6 +69,19 @@ class Tx(ABC):
         return self.execute(name, params)[1]
 
 
+class CursorTx(Tx):
+    """A transaction on a DB-API connection whose execute() returns a cursor (sqlite3, psycopg)."""
+
+    def __init__(self, conn: Any, queries: Mapping[str, str]) -> None:
+        self.conn = conn
+        self.queries = queries
+
+    def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
+        cursor = self.conn.execute(self.queries[name], params)
+        rows = cursor.fetchall() if cursor.description else []
+        return rows, cursor.rowcount
+
+
 class SqlStore(ABC):
     """The reference store. Every public method is one transaction."""
 
