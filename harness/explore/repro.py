@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,21 +25,10 @@ from harness.explore.controller import Outcome
 from harness.explore.explain import explanation
 from harness.explore.plan import Plan
 from harness.scenarios.history import write_jsonl
+from harness.scenarios.runfolder import replay_command, unique_folder
 
 FORMAT = "failover-harness/explore-v1"
 SCENARIO = "scenario.yaml"
-
-
-def replay_command(folder: Path | str, target: str) -> str:
-    words = ["failover-harness", "replay", str(folder), "--target", target]
-    return " ".join(shlex.quote(w) for w in words)
-
-
-def _unique(parent: Path, name: str) -> Path:
-    candidate, n = parent / name, 2
-    while candidate.exists():
-        candidate, n = parent / f"{name}-{n}", n + 1
-    return candidate
 
 
 def write_repro(
@@ -62,7 +50,7 @@ def write_repro(
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
     repro = report_dir / "repro"
     repro.mkdir(parents=True, exist_ok=True)
-    folder = _unique(repro, f"{stamp}-{outcome.plan.workload}-{checker}")
+    folder = unique_folder(repro, f"{stamp}-{outcome.plan.workload}-{checker}")
     folder.mkdir()
     replay = replay_command(folder, target) if replayable else None
     write_jsonl(folder / "history.jsonl", outcome.history_lines())

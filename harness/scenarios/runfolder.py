@@ -28,7 +28,8 @@ def replay_command(path: Path | str, target: str, extra: list[str] | None = None
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _unique(parent: Path, name: str) -> Path:
+def unique_folder(parent: Path, name: str) -> Path:
+    """``parent/name``, or ``name-2``, ``name-3``… if it is taken."""
     candidate, n = parent / name, 2
     while candidate.exists():
         candidate, n = parent / f"{name}-{n}", n + 1
@@ -47,7 +48,7 @@ def write_run(
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
     runs = report_dir / "runs"
     runs.mkdir(parents=True, exist_ok=True)
-    folder = _unique(runs, f"{stamp}-{result.scenario.name}")
+    folder = unique_folder(runs, f"{stamp}-{result.scenario.name}")
     folder.mkdir()
     write_jsonl(folder / "history.jsonl", (op.to_line() for op in result.history))
     write_jsonl(folder / "schedule.jsonl",
