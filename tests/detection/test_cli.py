@@ -31,7 +31,7 @@ def _scenarios_run(url: str, report: Path, *extra: str) -> list[str]:
 
 def test_the_report_names_each_failure_with_its_rate_and_how_to_reproduce_it(
         start_service: Start, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    gap = start_service("gap", "--flaws", GAP_FLAWS, process=True)
+    gap = start_service("gap", "--flaws", GAP_FLAWS, "--store-ms", "60", process=True)
     code, out = _run(_scenarios_run(gap.url, tmp_path, "--trials", "2"), capsys)
     assert code == 1, out
     for failure in (
