@@ -48,7 +48,8 @@ def test_straddle_catches_a_lock_released_before_the_response_is_stored(
         detection: dict[str, Scenario]) -> None:
     # a wide gap (60 ms to store the response) so scheduling jitter on a loaded machine does
     # not move the copies out of it
-    target = profiled(start_service("gap", "--flaws", "store-gap", "--store-ms", "60").url)
+    target = profiled(start_service("gap", "--flaws", "store-gap", "--store-ms", "60",
+                                    process=True).url)
     ts = run_trials(detection["duplicate_arrivals"], target, trials=6, patterns=["straddle"])
     _report(ts)
     rate = ts.rate("one_side_effect_per_click", "straddle")
@@ -170,8 +171,8 @@ def test_side_effects_by_sql_and_a_fault_by_command(
     flag = tmp_path / "fail-next"
     fault = {"handler_error": {"command": ["touch", str(flag)]}}
     for kind, flaws in (("correct", []), ("gap", ["--flaws", "store-gap", "--store-ms", "60"])):
-        service = start_service(kind, "--fail-file", str(flag), *flaws)
-        db = f"sqlite:///{service.args.db}"
+        service = start_service(kind, "--fail-file", str(flag), *flaws, process=True)
+        db = f"sqlite:///{service.db}"
         target = profiled(service.url, SQL_PROFILE, env={"JOBS_DB": db}, faults=fault)
         failure = run_trials(detection["handler_failure"], target)
         assert failure.status == "passed", (kind, _rates(failure), failure.unknowns())
