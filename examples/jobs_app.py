@@ -210,7 +210,9 @@ def serve(build: Callable[[argparse.Namespace], ASGIApp], parser: argparse.Argum
     """Parse the command line, bind the socket, print ``listening on <url>``, serve."""
     args = parser.parse_args()
     app = build(args)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
+    # without it a keep-alive response waits 40 ms for a delayed ACK (Nagle)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     sock.listen(128)

@@ -66,7 +66,8 @@ class ThreadService:
         parser = example("jobs_app").build_parser(kind, module.options)
         self.args = parser.parse_args(["--db", str(db), *args])
         app = module.build(self.args)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP so asyncio sets TCP_NODELAY (else 40 ms delayed-ACK stalls)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(128)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"

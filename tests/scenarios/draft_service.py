@@ -69,7 +69,8 @@ class LoopbackServer:
     """uvicorn on a socket bound and listening before the thread starts (no readiness wait)."""
 
     def __init__(self, app: FastAPI) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP so asyncio sets TCP_NODELAY (else 40 ms delayed-ACK stalls)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(128)
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
