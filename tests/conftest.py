@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -94,3 +94,15 @@ def store(store_url: str) -> Iterator[SqlStore]:
     )
     yield s
     s.close()
+
+
+@pytest.fixture
+def write_scenario(tmp_path: Path) -> Callable[[str, str], Path]:
+    """Write YAML text to tmp_path/<name>.yaml and return the path."""
+
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import os
 import selectors
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ import httpx
 import pytest
 import uvicorn
 
+from harness.providers.fake_server import bind_socket
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.model import Scenario
 from harness.scenarios.targets import Target, open_target
@@ -66,10 +66,7 @@ class ThreadService:
         parser = example("jobs_app").build_parser(kind, module.options)
         self.args = parser.parse_args(["--db", str(db), *args])
         app = module.build(self.args)
-        # proto IPPROTO_TCP so asyncio sets TCP_NODELAY (else 40 ms delayed-ACK stalls)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(128)
+        self.sock = bind_socket("127.0.0.1", 0)  # IPPROTO_TCP: asyncio then sets TCP_NODELAY
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         self.server = uvicorn.Server(config)
@@ -174,15 +171,3 @@ def profiled(tmp_path: Path) -> Iterator[Callable[..., Target]]:
 def detection() -> dict[str, Scenario]:
     """The scenarios of scenarios/detection/, by name."""
     return {p.stem: load_scenario(p) for p in sorted(DETECTION.glob("*.yaml"))}
-
-
-@pytest.fixture
-def write_scenario(tmp_path: Path) -> Callable[[str, str], Path]:
-    """Write YAML text to tmp_path/<name>.yaml and return the path."""
-
-    def write(name: str, text: str) -> Path:
-        path = tmp_path / f"{name}.yaml"
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    return write

@@ -25,18 +25,6 @@ def shipped() -> dict[str, Scenario]:
     return {s.name: s for s in (load_scenario(p) for p in scenario_files([SCENARIOS_DIR]))}
 
 
-@pytest.fixture
-def write_scenario(tmp_path: Path) -> Callable[[str, str], Path]:
-    """Write YAML text to tmp_path/<name>.yaml and return the path."""
-
-    def write(name: str, text: str) -> Path:
-        path = tmp_path / f"{name}.yaml"
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    return write
-
-
 class HistoryBuilder:
     """Hand-written histories for checker tests: ``op(process, f, invoke, type, value)``."""
 

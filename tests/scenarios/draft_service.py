@@ -6,7 +6,6 @@ mutant) on a real loopback socket."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections import Counter
 from typing import Any
@@ -16,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from harness.domain import HarnessError, IdempotencyKeyReused, Intent
+from harness.providers.fake_server import bind_socket
 from harness.store import SqlStore
 
 IN_FLIGHT_ANSWERS = 2  # duplicates of a new key told "still in progress" before the answer
@@ -69,10 +69,7 @@ class LoopbackServer:
     """uvicorn on a socket bound and listening before the thread starts (no readiness wait)."""
 
     def __init__(self, app: FastAPI) -> None:
-        # proto IPPROTO_TCP so asyncio sets TCP_NODELAY (else 40 ms delayed-ACK stalls)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(128)
+        self.sock = bind_socket("127.0.0.1", 0)  # IPPROTO_TCP: asyncio then sets TCP_NODELAY
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
         self.server = uvicorn.Server(config)
