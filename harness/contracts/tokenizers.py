@@ -1,9 +1,10 @@
 """Offline tokenizers for the tokenization check: tiktoken encodings, HF tokenizer.json files.
 
-``tiktoken:cl100k_base`` is shipped with the package (``tokenizer_data/``) and checked against
-tiktoken's pinned sha256 on every load; other tiktoken encodings come from
-``TIKTOKEN_CACHE_DIR``, checked the same way. We look for the file ourselves before tiktoken is asked, so a missing
-encoding is an immediate error saying how to provide it, never a network wait.
+``tiktoken:cl100k_base`` is shipped with the package (``tokenizer_data/``) and checked
+against tiktoken's pinned sha256 on every load; other tiktoken encodings come from
+``TIKTOKEN_CACHE_DIR``, checked the same way. We look for the file ourselves before tiktoken
+is asked, so a missing encoding is an immediate error saying how to provide it, never a
+network wait.
 ``hf:/path/tokenizer.json`` loads a Hugging Face ``tokenizers`` file from disk.
 """
 
@@ -21,6 +22,7 @@ from typing import NamedTuple, Protocol
 import tiktoken
 
 from harness.domain.errors import ConfigError
+from harness.extras import require
 
 _BLOB = "https://openaipublic.blob.core.windows.net/encodings/"
 # name -> (file tiktoken downloads, its sha256), as in tiktoken_ext/openai_public.py.
@@ -108,7 +110,7 @@ class HuggingFaceTokenizer:
     """A Hugging Face ``tokenizers`` tokenizer from a tokenizer.json file."""
 
     def __init__(self, spec: str, path: Path) -> None:
-        from tokenizers import Tokenizer as HFTokenizer
+        HFTokenizer = require("tokenizers").Tokenizer  # the `hf` extra
 
         self.spec = spec
         self.tokenizer = HFTokenizer.from_file(str(path))
