@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.yamlsrc import load_yaml
 from harness.contracts.eligibility import LockFileEligibility
 from harness.contracts.loader import load_contracts
 from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
@@ -14,6 +13,7 @@ from harness.contracts.standing import Standing
 from harness.domain.clock import Clock
 from harness.domain.errors import ConfigError
 from harness.providers.config import ProvidersFile, load_providers
+from harness.yamlsrc import load_yaml
 
 
 @dataclass
