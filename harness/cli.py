@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from harness import __version__
+from harness.console import clean
 from harness.domain.errors import HarnessError
 from harness.extras import missing_extra
 
@@ -47,9 +48,10 @@ class _Parser(argparse.ArgumentParser):
 def _print_error(message: str, *, fix: str | None = None) -> None:
     color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
     red, reset = ("\033[31m", "\033[0m") if color else ("", "")
-    print(f"{red}error:{reset} {message}", file=sys.stderr)
+    # A message may quote a file or a service: printed as text (harness.console).
+    print(f"{red}error:{reset} {clean(message)}", file=sys.stderr)
     if fix:
-        print(f"  fix: {fix}", file=sys.stderr)
+        print(f"  fix: {clean(fix)}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
