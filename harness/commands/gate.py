@@ -27,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.console import echo  # the reasons quote records and files: printed as text
     from harness.contracts.standing import State  # lazily: keep `--help` fast
     from harness.contracts.workspace import open_workspace
 
@@ -34,13 +35,13 @@ def run(args: argparse.Namespace) -> int:
     standings = ws.gate()
     problems = [s for s in standings if s.state is not State.CERTIFIED]
     for s in problems:
-        print(f"{s.state.upper()}: provider {s.provider!r}, contract {s.contract!r}: {s.why}")
-        print(f"  fix: {s.fix}")
+        echo(f"{s.state.upper()}: provider {s.provider!r}, contract {s.contract!r}: {s.why}")
+        echo(f"  fix: {s.fix}")
     if not standings:
-        print(f"gate: no auto failover links in {args.providers}; nothing to certify")
+        echo(f"gate: no auto failover links in {args.providers}; nothing to certify")
         return 0
     if not problems:
-        print(f"gate: ok — {len(standings)} auto link(s) certified at their current config and "
+        echo(f"gate: ok — {len(standings)} auto link(s) certified at their current config and "
               f"contract ({ws.lock.path})")
         return 0
     code = 1 if any(s.state is State.FAILED for s in problems) else 3
