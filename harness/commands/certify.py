@@ -7,6 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from harness.gateways.options import add_gateway_options, gateway_options
+
 DEFAULT_CONCURRENCY = 64  # harness.contracts.certifier.DEFAULT_CONCURRENCY (imported lazily)
 HELP = "certify fallback providers against their contracts and write providers.lock.json"
 
@@ -32,11 +34,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", type=Path, default=Path("reports/certification.md"),
                         metavar="FILE", help="Markdown report (and .json beside it)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
 
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: `failover-harness --help` should not load tokenizers, httpx and the store.
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -46,13 +48,14 @@ def run(args: argparse.Namespace) -> int:
     )
     from rich.table import Table
 
+    from harness.console import console, markup, text
     from harness.contracts.certifier import certify, plan
     from harness.contracts.exchange import Mode
     from harness.contracts.report import write_reports
     from harness.contracts.standing import certify_command
     from harness.contracts.workspace import open_workspace
 
-    ws = open_workspace(args.providers, args.contracts, args.lock)
+    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     targets = plan(
         ws.providers, ws.contracts, only_provider=args.provider, only_contract=args.contract,
         providers_path=str(args.providers),
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     mode: Mode = "record" if args.record else "replay" if args.replay else "live"
     cassettes = args.cassettes or ws.cassettes_dir
     total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
-    err = Console(stderr=True)
+    err = console(stderr=True)
     with Progress(
         TextColumn("certifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err, transient=True, disable=args.no_progress or not err.is_terminal,
@@ -75,27 +78,28 @@ def run(args: argparse.Namespace) -> int:
     failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
     reports = write_reports(result.records, args.report, failover=failover)
 
-    out = Console(file=sys.stdout, highlight=False, width=None if sys.stdout.isatty() else 160)
+    # Reasons quote model answers and contract text: printed as text, never markup.
+    out = console(file=sys.stdout, width=None if sys.stdout.isatty() else 160)
     table = Table(title=f"certification ({'replayed from cassettes' if args.replay else mode})")
     for column in ("contract", "provider", "link", "verdict", "why"):
         table.add_column(column)
     for r in result.records:
         style = "green" if r.verdict == "eligible" else "red"
-        table.add_row(r.contract, r.provider, failover.get(r.key, "?"),
-                      f"[{style}]{r.verdict}[/]", r.why())
+        table.add_row(text(r.contract), text(r.provider), failover.get(r.key, "?"),
+                      text(r.verdict, style), text(r.why(), one_line=True))
     out.print(table)
-    out.print(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
-              f"{result.sequential_s:.2f} s); lock file {ws.lock.path}; report {reports[0]}",
+    out.print(text(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
+              f"{result.sequential_s:.2f} s); lock file {ws.lock.path}; report {reports[0]}"),
               soft_wrap=True)
     for path in result.cassettes_written:
-        out.print(f"cassette {path}")
+        out.print(text(f"cassette {path}"))
     bad = result.ineligible_auto()
     for target, record in bad:
-        out.print(
-            f"[red]ineligible[/] provider {target.provider.id!r} in an auto link for contract "
-            f"{target.contract.id!r}: {record.why()}\n  fix: make it meet the contract or set "
-            f"'failover: manual' on the link, then run: "
-            f"{certify_command(target.provider.id, target.contract.id, str(args.providers))}",
-            soft_wrap=True,
-        )
+        out.print(markup(
+            "[red]ineligible[/] provider {provider!r} in an auto link for contract {contract!r}: "
+            "{why}\n  fix: make it meet the contract or set 'failover: manual' on the link, then "
+            "run: {command}", provider=target.provider.id, contract=target.contract.id,
+            why=record.why(), command=certify_command(
+                target.provider.id, target.contract.id, str(args.providers)),
+        ), soft_wrap=True)
     return 1 if bad else 0

@@ -18,7 +18,6 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.yamlsrc import YamlSource, load_yaml
 from harness.contracts.model import (
     Business,
     BusinessRejection,
@@ -30,6 +29,7 @@ from harness.contracts.model import (
 )
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
+from harness.yamlsrc import YamlSource, load_yaml
 
 CONTRACT_FILE = "contract.yaml"
 _ID_RE = r"^[a-z][a-z0-9_\-]{0,63}$"
