@@ -34,10 +34,10 @@ from harness.scenarios.checkers.base import TOKENS_FIX
 from harness.scenarios.history import History, Op, OpType
 from harness.scenarios.model import (
     Cancel,
-    IntentSpec,
     Crash,
     Create,
     Fault,
+    IntentSpec,
     ListAttempts,
     ListRaces,
     Read,

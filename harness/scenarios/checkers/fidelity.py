@@ -11,7 +11,7 @@ so in its profile — and then a re-serialised body with the same key must be *r
 from __future__ import annotations
 
 from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
-from harness.scenarios.checkers.liveness import BUSY_ERRORS, retries_answered, after_failures
+from harness.scenarios.checkers.liveness import BUSY_ERRORS, after_failures, retries_answered
 from harness.scenarios.history import Pair
 
 

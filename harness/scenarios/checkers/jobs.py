@@ -140,12 +140,12 @@ def mismatch_rejected_unchanged(items: list[Pair], found: Findings) -> None:
                 f"{pair.value.get('status')} {pair.value.get('error')}, not {conflict}",
                 [job.created_by, pair], kind="refused_otherwise")
     for pair in of(items, "read"):
-        job = known.get(str(pair.invoke.value.get("job")))
-        if job is None or not ok(pair) or job.reported_fingerprint is None:
+        held = known.get(str(pair.invoke.value.get("job")))
+        if held is None or not ok(pair) or held.reported_fingerprint is None:
             continue
-        if pair.value.get("fingerprint") != job.reported_fingerprint:
-            found.violation(f"job {job.alias}'s fingerprint changed after it was created",
-                            [job.created_by, pair], kind="changed")
+        if pair.value.get("fingerprint") != held.reported_fingerprint:
+            found.violation(f"job {held.alias}'s fingerprint changed after it was created",
+                            [held.created_by, pair], kind="changed")
 
 
 @checker("owners are isolated: another owner's job is 404 (never readable, never 403), and a "

@@ -49,9 +49,9 @@ from harness.scenarios.targets.profile_model import (
     load_profile,
     pick,
 )
-from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
+from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 
 __all__ = ["Answer", "Auth", "Fault", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]
