@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
     "explore": "harness.commands.explore",
+    "export": "harness.commands.export",
     "fake-provider": "harness.commands.fake_provider",
     "gate": "harness.commands.gate",
     "replay": "harness.commands.replay",

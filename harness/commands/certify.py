@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.gateways.options import add_gateway_options, gateway_options
+
 DEFAULT_CONCURRENCY = 64  # harness.contracts.certifier.DEFAULT_CONCURRENCY (imported lazily)
 HELP = "certify fallback providers against their contracts and write providers.lock.json"
 
@@ -45,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the results document (docs/results.md) on stdout, no table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.contracts.workspace import open_workspace
 
     started = datetime.now(UTC)
-    ws = open_workspace(args.providers, args.contracts, args.lock)
+    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     targets = plan(
         ws.providers, ws.contracts, only_provider=args.provider, only_contract=args.contract,
         providers_path=str(args.providers),
