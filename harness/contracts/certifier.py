@@ -201,6 +201,10 @@ async def certify(
             target, channels[key], samples[key], judged[key], reference,
             tokenizer=tokenizers[target.provider.id], redact=redact, mode=mode, now=now,
         ))
+    if any(getattr(t.provider, "via", None) for t in targets):  # certified through a gateway
+        from harness.gateways.audit import audit_through_gateway
+
+        run.records = await audit_through_gateway(run.records, targets)
     if mode == "record":
         for channel in channels.values():
             if channel.cassette is not None:
