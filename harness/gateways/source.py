@@ -276,7 +276,9 @@ def _deployment_provider(
     loc = _loc(d)
     if via:  # the wire is the gateway's OpenAI-compatible API, whatever the upstream speaks
         prefix, sep, name = d.model.partition("/")
-        upstream_kind = UPSTREAMS.get(prefix, ("openai-chat", ""))[0] if sep else "openai-chat"
+        # an upstream we do not speak keeps LiteLLM's provider name (its wire is the gateway's)
+        upstream_kind = UPSTREAMS.get(prefix, (prefix, ""))[0] if sep else (
+            "anthropic-messages" if d.model.startswith("claude") else "openai-chat")
         upstream = {"kind": upstream_kind, "base_url": d.api_base or "", "model": d.model}
     else:
         prefix, upstream_kind, base, name = _upstream(config, d)

@@ -3,6 +3,7 @@ real LiteLLM proxy (one per session: it takes seconds to start) in front of them
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Iterator
@@ -116,7 +117,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     ``drill-primary`` (timeout 1 s) falling back to ``drill-fallback``, whose fakes the drill
     command itself starts on the reserved ports.
     """
-    pytest.importorskip("litellm", reason="the gateway tests need the test extra (litellm)")
+    # Not imported here: importing litellm fetches a model-cost map from the network.
+    if importlib.util.find_spec("litellm") is None:
+        pytest.skip("the gateway tests need the test extra (litellm[proxy])")
     from harness.gateways.fakes import RecordingFake
     from tests.gateways.litellm_proxy import LiteLLMProxy, free_port
 
