@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from harness.domain import InvalidIntent, StoreError
+from harness.domain import Intent, InvalidIntent, StoreError
 from harness.domain.errors import MissingExtra
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, random_ids
@@ -16,7 +16,7 @@ from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, random_ids
 try:  # the `postgres` extra
     import psycopg
     from psycopg.rows import dict_row
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Json, Jsonb
     from psycopg_pool import ConnectionPool
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
@@ -121,6 +121,12 @@ class PostgresStore(SqlStore):
     def _json_in(self, value: Any) -> Any:
         return Jsonb(value)
 
+    def _intent_in(self, intent: Intent) -> dict[str, Any]:
+        # json columns hold the canonical JSON already computed for the fingerprint, as on SQLite.
+        return {name: Json(text, dumps=_as_is)
+                for name, text in zip(("input", "params", "policy"), intent.canonical_parts,
+                                      strict=True)}
+
     def _json_out(self, value: Any) -> Any:
         return value
 
@@ -129,6 +135,11 @@ class PostgresStore(SqlStore):
 
     def _time_out(self, value: Any) -> datetime:
         return value
+
+
+def _as_is(text: str) -> str:
+    """A ``dumps`` for JSON that is already text."""
+    return text
 
 
 def _safe(exc: BaseException, dsn: str) -> str:
