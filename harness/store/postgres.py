@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.domain import Intent, InvalidIntent, StoreError
 from harness.domain.errors import MissingExtra
+from harness.domain.redaction import dsn_secrets, redact, register_dsn
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, random_ids
 
@@ -49,6 +50,7 @@ class PostgresStore(SqlStore):
         super().__init__(clock=clock, ids=ids)
         self.queries = {k: to_pyformat(v) for k, v in self.queries.items()}
         self.dsn = dsn
+        register_dsn(dsn)  # the pool's own log lines may quote it: the log filter removes it
         try:
             self.pool = ConnectionPool(
                 dsn, min_size=1, max_size=pool_size, open=True, timeout=30,
@@ -143,9 +145,6 @@ def _as_is(text: str) -> str:
 
 
 def _safe(exc: BaseException, dsn: str) -> str:
-    """The driver's message with any password from the DSN removed."""
+    """The driver's first line with the DSN's password(s) removed (URL or key=value form)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    match = re.search(r"://[^:/@]+:([^@]+)@", dsn)
-    if match:
-        text = text.replace(match.group(1), "***")
-    return text
+    return redact(text, extra=dsn_secrets(dsn))
