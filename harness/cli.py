@@ -26,7 +26,9 @@ from harness.providers.secrets import install_log_redaction
 COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
+    "drill": "harness.commands.drill",
     "explore": "harness.commands.explore",
+    "export": "harness.commands.export",
     "fake-provider": "harness.commands.fake_provider",
     "gate": "harness.commands.gate",
     "replay": "harness.commands.replay",

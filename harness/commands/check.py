@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.gateways.options import add_gateway_options, gateway_options
 
 HELP = "the main job: scenarios + detection matrix, certification and gate, with a report"
 
@@ -47,6 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="where the run folder goes (default: reports)")
     parser.add_argument("--json", action="store_true", help="print results.json on stdout")
     parser.add_argument("--quiet", action="store_true", help="print only problems and the verdict")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,7 +105,7 @@ def _open_workspace(args: argparse.Namespace) -> Any:
         return None
     from harness.contracts.workspace import open_workspace
 
-    return open_workspace(args.providers, args.contracts, args.lock)
+    return open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
 
 
 def _progress(err: Any, label: str, total: int, enabled: bool) -> Any:

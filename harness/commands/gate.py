@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.gateways.options import add_gateway_options, gateway_options
+
 HELP = "check that every auto failover link has a valid certification (for CI)"
 
 
@@ -21,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the contracts folder (default: contracts/ beside the providers file)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file (default: <providers>.lock.json beside it)")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.contracts.standing import State  # lazily: keep `--help` fast
     from harness.contracts.workspace import open_workspace
 
-    ws = open_workspace(args.providers, args.contracts, args.lock)
+    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     standings = ws.gate()
     problems = [s for s in standings if s.state is not State.CERTIFIED]
     for s in problems:

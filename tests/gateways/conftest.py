@@ -1,0 +1,163 @@
+"""Fixtures for the gateway tests: a project around a LiteLLM config, fakes on loopback, and a
+real LiteLLM proxy (one per session: it takes seconds to start) in front of them."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.contracts.fakes import golden_answer
+from harness.contracts.loader import load_contracts
+from harness.providers.fake import FakeProvider
+from harness.providers.fake_server import FakeServer
+
+SHIPPED = Path(__file__).resolve().parents[2] / "contracts" / "ticket_triage"
+KEY_ENV = "GATEWAY_TEST_KEY"  # the fakes accept any key; the variable must exist
+
+
+def copy_contract(root: Path, samples: int = 2) -> Path:
+    """The shipped contract, with fewer samples per golden input (the verdicts do not change:
+    40 passing samples still prove 90 % at 95 % confidence; 20 would leave it undecided)."""
+    target = root / "contracts" / "ticket_triage"
+    shutil.copytree(SHIPPED, target, ignore=shutil.ignore_patterns("__pycache__"))
+    contract = target / "contract.yaml"
+    contract.write_text(contract.read_text().replace("samples: 3", f"samples: {samples}"))
+    return target
+
+
+def deployment(group: str, model: str, api_base: str, **params: Any) -> dict[str, Any]:
+    return {"model_name": group, "litellm_params": {
+        "model": model, "api_base": api_base, "api_key": f"os.environ/{KEY_ENV}",
+        "temperature": 0, **params}}
+
+
+class LiteLLMProject:
+    """A folder with config.yaml (LiteLLM), failover-harness.yaml and contracts/."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.config = root / "config.yaml"
+        self.lock = root / "config.lock.json"
+        copy_contract(root)
+
+    def write(self, deployments: list[dict[str, Any]], fallbacks: dict[str, list[str]],
+              *, contracts: dict[str, str] | None = None, **extra: Any) -> Path:
+        doc: dict[str, Any] = {"model_list": deployments}
+        if fallbacks:
+            doc["router_settings"] = {"fallbacks": [{g: f} for g, f in fallbacks.items()]}
+        doc.update(extra)
+        self.config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        if contracts is not None:
+            (self.root / "failover-harness.yaml").write_text(
+                yaml.safe_dump({"contracts": contracts}), encoding="utf-8")
+        return self.config
+
+    def cli(self, *args: str) -> int:
+        return main([*args])
+
+    def line_of(self, text: str) -> int:
+        """1-based line of the first line of config.yaml containing ``text``."""
+        for n, line in enumerate(self.config.read_text().splitlines(), start=1):
+            if text in line:
+                return n
+        raise AssertionError(f"{text!r} not in config.yaml")
+
+
+@pytest.fixture
+def litellm_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LiteLLMProject:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, "fake-key-for-tests")
+    return LiteLLMProject(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def golden_fakes() -> Iterator[dict[str, FakeServer]]:
+    """Loopback fake providers answering the shipped contract: conformant and broken ones."""
+    contract = load_contracts(SHIPPED.parent)["ticket_triage"]
+    answer = golden_answer(contract)
+    servers = {
+        "openai": FakeServer(FakeProvider("openai-chat", answer=answer)),
+        "anthropic": FakeServer(FakeProvider("anthropic-messages", answer=answer)),
+        "hallucinating": FakeServer(FakeProvider("openai-chat", "hallucinated-key",
+                                                 answer=answer)),
+    }
+    for server in servers.values():
+        server.start()
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+class Gateway:
+    """A real LiteLLM proxy running ``config`` in front of recording fakes (see gateway())."""
+
+    def __init__(self, root: Path, proxy: Any, fakes: dict[str, Any], drill_ports: dict[str, int]):
+        self.root, self.proxy, self.fakes, self.drill_ports = root, proxy, fakes, drill_ports
+        self.config = root / "config.yaml"
+
+    @property
+    def url(self) -> str:
+        return str(self.proxy.url)
+
+
+@pytest.fixture(scope="session")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One LiteLLM proxy for the session (it takes seconds to start), offline, on loopback.
+
+    Groups: ``triage`` (OpenAI fake) falling back to ``triage-fallback`` (Anthropic fake, so
+    LiteLLM translates); ``droppy`` (OpenAI fake; the gateway drops ``response_format``);
+    ``drill-primary`` (timeout 1 s) falling back to ``drill-fallback``, whose fakes the drill
+    command itself starts on the reserved ports.
+    """
+    # Not imported here: importing litellm fetches a model-cost map from the network.
+    if importlib.util.find_spec("litellm") is None:
+        pytest.skip("the gateway tests need the test extra (litellm[proxy])")
+    from harness.gateways.fakes import RecordingFake
+    from tests.gateways.litellm_proxy import LiteLLMProxy, free_port
+
+    root = tmp_path_factory.mktemp("gateway")
+    copy_contract(root)
+    contract = load_contracts(root / "contracts")["ticket_triage"]
+    answer = golden_answer(contract)
+    fakes = {
+        "triage": FakeServer(RecordingFake("openai-chat", answer=answer)),
+        "triage-fallback": FakeServer(RecordingFake("anthropic-messages", answer=answer)),
+        "droppy": FakeServer(RecordingFake("openai-chat", answer=answer)),
+    }
+    for server in fakes.values():
+        server.start()
+    ports = {"drill-primary": free_port(), "drill-fallback": free_port()}
+    doc = {
+        "model_list": [
+            deployment("triage", "openai/gpt-4o-mini", f"{fakes['triage'].url}/v1"),
+            deployment("triage-fallback", "anthropic/claude-3-5-haiku-20241022",
+                       fakes["triage-fallback"].url, max_tokens=512),
+            deployment("droppy", "openai/gpt-4o-mini", f"{fakes['droppy'].url}/v1",
+                       additional_drop_params=["response_format"]),
+            deployment("drill-primary", "openai/gpt-4o-mini",
+                       f"http://127.0.0.1:{ports['drill-primary']}/v1", timeout=1),
+            deployment("drill-fallback", "openai/gpt-4o-mini",
+                       f"http://127.0.0.1:{ports['drill-fallback']}/v1"),
+        ],
+        "router_settings": {"fallbacks": [{"triage": ["triage-fallback"]},
+                                          {"drill-primary": ["drill-fallback"]}]},
+    }
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    os.environ.setdefault(KEY_ENV, "fake-key-for-tests")  # the proxy reads it at start
+    proxy = LiteLLMProxy(config, root / "litellm.log")
+    try:
+        proxy.start()
+        yield Gateway(root, proxy, fakes, ports)
+    finally:
+        proxy.stop()
+        for server in fakes.values():
+            server.stop()
