@@ -90,7 +90,7 @@ class Executor:
         if op.f == "races":
             return session.list_races(owner, raw["job"])
         if op.f == "fault":
-            return session.inject_fault(op.reason or "handler_error")  # type: ignore[attr-defined, no-any-return]
+            return session.inject_fault(op.reason or "handler_error")  # type: ignore[attr-defined]
         if op.f == "start":
             return session.start_attempt(owner, raw["job"], op.provider or "primary")
         body: dict[str, Any] = {"type": op.f}

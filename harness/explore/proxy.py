@@ -17,11 +17,12 @@ stop with exit 2 and say what it saw instead of reporting "no race found".
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import socket
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -138,6 +139,7 @@ class Link:
         self.server = server
         self.number = number
         self.pid: int | None = None  # PostgreSQL backend pid (BackendKeyData)
+        self.in_tx = False  # PostgreSQL: the last ReadyForQuery said "in a transaction"
         self.waiting: deque[Step] = deque()  # forwarded steps whose answers are still due
         self.lock = threading.Lock()
         self.closed = False
@@ -164,10 +166,8 @@ class Link:
                 return
             self.closed = True
         for sock in (self.client, self.server):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
         self.proxy.gate.gone(self)
         self.proxy.forget(self)
@@ -226,7 +226,6 @@ class Link:
     def _redis_down(self) -> None:
         buf = bytearray()
         while data := self.server.recv(RECV):
-            self.client.sendall(data)
             buf += data
             at = 0
             while (found := redis_wire.reply_end(buf, at)) is not None:
@@ -234,6 +233,7 @@ class Link:
                 if not push:
                     self._answer()
             del buf[:at]
+            self.client.sendall(data)  # after the accounting: the client acts on it at once
 
     # -- PostgreSQL -----------------------------------------------------------------------------
     def _pg_up(self) -> None:
@@ -277,15 +277,16 @@ class Link:
     def _pg_down(self) -> None:
         buf = bytearray()
         while data := self.server.recv(RECV):
-            self.client.sendall(data)
             buf += data
             found, used = pg_wire.messages(buf)
             del buf[:used]
             for kind, payload in found:
                 if kind == ord("Z"):
+                    self.in_tx = payload[:1] in (b"T", b"E")
                     self._answer()
                 elif self.pid is None:
                     self.pid = pg_wire.backend_pid(kind, payload)
+            self.client.sendall(data)  # after the accounting: the client acts on it at once
 
 
 class Proxy:
@@ -375,14 +376,10 @@ class Proxy:
 
     def close(self) -> None:
         self.running = False
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked on it
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
         for link in list(self.links):
             link.close()
 

@@ -73,7 +73,7 @@ class Command:
         name = self.name
         words = [name]
         if name in ("EVAL", "EVAL_RO") and len(self.args) > 1:
-            words.append(hashlib.sha1(self.args[1]).hexdigest()[:8])  # noqa: S324 - a name
+            words.append(hashlib.sha1(self.args[1]).hexdigest()[:8])
         elif name in ("EVALSHA", "EVALSHA_RO", "FCALL", "FCALL_RO") and len(self.args) > 1:
             words.append(self.args[1].decode("utf-8", "replace")[:12])
         words += self.keys()

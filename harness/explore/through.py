@@ -102,11 +102,7 @@ class ThroughController:
             if not moving:
                 self.counts["background"] += 1
                 return
-            same_link = [w for w in moving if self.links.get(w) is step.link]
-            if len(same_link) == 1:  # a pooled connection a request still holds (PostgreSQL)
-                moving = same_link
-            worker = min(moving, key=lambda w: self.moved.get(w, 0))
-            step.guessed = len(moving) > 1
+            worker, step.guessed = self._owner(step, moving)
             self.counts["guessed"] += step.guessed
             step.client = worker.client
             label = f"{worker.client}: {elide(step.shape, self.tag)}"
@@ -116,12 +112,26 @@ class ThroughController:
             self.cv.notify_all()
             self.grants.wait_for(lambda: step.granted or self.opened)
 
+    def _owner(self, step: Step, moving: list[Worker]) -> tuple[Worker, bool]:
+        """Whose step it is when several requests move (after an expired settle, or when a
+        commit released a statement that waited): the one whose last step used this very
+        connection; never one whose connection is inside a transaction (its next statement comes
+        on that connection); else the one that began to move first — a guess."""
+        if len(moving) > 1:
+            same = [w for w in moving if self.links.get(w) is step.link]
+            free = [w for w in moving if not ((link := self.links.get(w)) is not None
+                                              and link.in_tx and link is not step.link)]
+            moving = same if len(same) == 1 else free or moving
+        return min(moving, key=lambda w: self.moved.get(w, 0)), len(moving) > 1
+
     def answered(self, step: Step) -> None:
         with self.cv:
             for worker, steps in self.inflight.items():
                 if step in steps:
                     steps.remove(step)
-                    self.waiting.pop(worker, None)
+                    if self.waiting.pop(worker, None) is not None:
+                        self.ticks += 1
+                        self.moved[worker] = self.ticks  # released: it moves from now on
             self.cv.notify_all()
 
     def gone(self, link: Link) -> None:
@@ -360,6 +370,8 @@ class ThroughController:
                     self.waiting[worker] = found
                 elif self.waiting.pop(worker, None) is not None:
                     released = True
+                    self.ticks += 1
+                    self.moved[worker] = self.ticks
             self.cv.notify_all()
         return released
 
