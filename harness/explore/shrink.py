@@ -54,8 +54,10 @@ def _events(outcome: Outcome) -> list[str]:
 
 
 def _smaller(a: Outcome, b: Outcome) -> bool:
-    """``a`` is a better repro than ``b``: fewer steps, then fewer ops, then fewer events."""
-    return (a.steps, a.plan.size(), len(a.schedule)) < (b.steps, b.plan.size(), len(b.schedule))
+    """``a`` is a better repro than ``b``: fewer steps, then fewer ops, then fewer preemptions,
+    then fewer events."""
+    return ((a.steps, a.plan.size(), preemptions(a.schedule), len(a.schedule))
+            < (b.steps, b.plan.size(), preemptions(b.schedule), len(b.schedule)))
 
 
 def shrink(
@@ -105,7 +107,7 @@ def shrink(
     if hypothesis_examples > 0:
         found_by_hypothesis, runs["hypothesis"], note = _interleaving(
             controller, best.plan, keep, hypothesis_examples)
-        if found_by_hypothesis is not None and not _smaller(best, found_by_hypothesis):
+        if found_by_hypothesis is not None and _smaller(found_by_hypothesis, best):
             best = found_by_hypothesis
         if progress:
             progress(f"interleaving: {best.steps} steps, {len(best.schedule)} events "
@@ -133,7 +135,8 @@ def preemptions(schedule: Sequence[dict[str, object]]) -> int:
 
 
 class _Sticky(GuidedChoices):
-    """The failing run's order, except that at decision ``at`` the previous client goes on."""
+    """The failing run's order up to decision ``at``; from there on, whoever ran last goes on
+    as long as it can (the others follow the failing order)."""
 
     def __init__(self, events: Sequence[str], at: int) -> None:
         super().__init__(events)
@@ -143,7 +146,7 @@ class _Sticky(GuidedChoices):
 
     def choose(self, enabled: Sequence[str]) -> int:
         self.decision += 1
-        if self.decision - 1 == self.at and self.previous is not None:
+        if self.decision - 1 >= self.at and self.previous is not None:
             for i, label in enumerate(enabled):
                 if client_of(label) == self.previous:
                     return i

@@ -85,6 +85,7 @@ class ThroughController:
         self.run_id = secrets.token_hex(4)
         self.runs = 0
         self.counts = {"background": 0, "guessed": 0}
+        self.baseline = 0  # the side-effect counter when the schedule began
         self.stack = ExitStack()
         self.session = ControlledSession(
             self.stack.enter_context(target.session(ManualClock(EPOCH), self.run_id, 16)), self)
@@ -392,11 +393,16 @@ class ThroughController:
         self._check_errors()
 
     def _observe(self, history: History, moment: str) -> None:
-        """Read the service's side-effect counter (when its profile names one)."""
+        """Read the service's side-effect counter (when its profile names one), relative to the
+        schedule's start: the counter runs on over thousands of schedules, and a replay must
+        write the same bytes."""
         if "side_effects" not in self.target.capabilities:
             return
+        count = int(self.session.count_side_effects())
+        if moment == "start":
+            self.baseline = count
         invoke = history.invoke("observer", "side_effects", {"at": moment})
-        history.complete(invoke, "ok", {"count": self.session.count_side_effects()})
+        history.complete(invoke, "ok", {"count": count - self.baseline})
 
     def _abort(self, workers: list[Worker]) -> None:
         """Let every held step through and every request finish; forget the schedule."""
