@@ -14,6 +14,7 @@ import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.console import echo
 from harness.scenarios.model import Scenario
 from harness.scenarios.render_trials import render_trials, trials_document
 from harness.scenarios.runfolder import replay_command, write_run
@@ -54,7 +55,7 @@ def run_trial_set(scenario: Scenario, target: Target, args: argparse.Namespace,
         return measure_command(ts, args, extra, pattern)
 
     for line in render_trials(ts, replays=replays, measure=measure):
-        print(line)
+        echo(line)  # service text: printed as text (harness.console)
     if ts.status != "not_applicable":
         summary = _summary_path(args.report_dir, scenario.name, started)
         document = trials_document(ts, replays=replays, folders=folders, measure=measure)

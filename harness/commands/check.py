@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.gateways.options import add_gateway_options, gateway_options
 
 HELP = "the main job: scenarios + detection matrix, certification and gate, with a report"
 
@@ -47,18 +48,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="where the run folder goes (default: reports)")
     parser.add_argument("--json", action="store_true", help="print results.json on stdout")
     parser.add_argument("--quiet", action="store_true", help="print only problems and the verdict")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
+    from harness.console import console
     from harness.reports import RunReport, write_report
 
     started = datetime.now(UTC)
-    # Progress on stderr; results on stdout. NO_COLOR is honoured by rich itself.
-    err = Console(stderr=True)
-    out = Console(file=sys.stdout, highlight=False,
-                  width=None if sys.stdout.isatty() else 120, quiet=args.json)
+    # Progress on stderr; results on stdout. NO_COLOR is honoured by rich itself. Foreign text
+    # (answers, reasons, service errors) is printed as text, never markup (harness.console).
+    err = console(stderr=True)
+    out = console(file=sys.stdout, width=None if sys.stdout.isatty() else 120, quiet=args.json)
     show_progress = err.is_terminal and not args.quiet and not args.json
 
     workspace = _open_workspace(args)  # bad config fails here, before any work
@@ -104,7 +105,7 @@ def _open_workspace(args: argparse.Namespace) -> Any:
         return None
     from harness.contracts.workspace import open_workspace
 
-    return open_workspace(args.providers, args.contracts, args.lock)
+    return open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
 
 
 def _progress(err: Any, label: str, total: int, enabled: bool) -> Any:
@@ -175,6 +176,8 @@ def _certification(
 def _print_summary(out: Any, report: Any, folder: Path, *, quiet: bool) -> None:
     from rich.table import Table
 
+    from harness.console import markup, text
+
     colour = {"pass": "green", "fail": "red", "unknown": "yellow"}
     style = {"passed": "green", "failed": "red", "unknown": "yellow", "not_applicable": "dim",
              "eligible": "green", "ineligible": "red"}
@@ -185,13 +188,13 @@ def _print_summary(out: Any, report: Any, folder: Path, *, quiet: bool) -> None:
         if quiet and s.verdict in ("passed", "not_applicable"):
             continue
         broke = "; ".join(v for c in s.checks for v in c.violations[:1]) or s.reason
-        table.add_row(s.name, f"[{style[s.verdict]}]{s.verdict}[/]", f"{s.virtual_s:g} s",
-                      f"{s.wall_s * 1000:.0f} ms", broke)
+        table.add_row(text(s.name), text(s.verdict, style[s.verdict]), f"{s.virtual_s:g} s",
+                      f"{s.wall_s * 1000:.0f} ms", text(broke))
     if table.rows:
         out.print(table)
     for s in report.scenarios:
         if s.replay_command:
-            out.print(f"  reproduce {s.name}: {s.replay_command}", soft_wrap=True)
+            out.print(text(f"  reproduce {s.name}: {s.replay_command}"), soft_wrap=True)
     if report.matrix:
         m = report.matrix
         mutants = [t for t in m.targets if t != m.reference]
@@ -199,7 +202,7 @@ def _print_summary(out: Any, report: Any, folder: Path, *, quiet: bool) -> None:
         line = f"detection matrix: {len(mutants) - len(missed)} of {len(mutants)} mutants caught"
         line += f"; missed: {', '.join(missed)}" if missed else ""
         line += "; reference flagged!" if m.caught(m.reference) else "; reference clean"
-        out.print(f"[{'red' if missed or m.caught(m.reference) else 'green'}]{line}[/]")
+        out.print(text(line, "red" if missed or m.caught(m.reference) else "green"))
     if report.certifications:
         certs = Table(title="certification", title_justify="left")
         for column in ("contract", "provider", "link", "verdict", "failed checks"):
@@ -208,19 +211,20 @@ def _print_summary(out: Any, report: Any, folder: Path, *, quiet: bool) -> None:
             if quiet and c.verdict == "eligible":
                 continue
             failed = "; ".join(f"{k.name}: {k.summary}" for k in c.checks if k.verdict == "fail")
-            certs.add_row(c.contract, c.provider, c.failover,
-                          f"[{style[c.verdict]}]{c.verdict}[/]", failed)
+            certs.add_row(text(c.contract), text(c.provider), c.failover,
+                          text(c.verdict, style.get(c.verdict, "yellow")), text(failed))
         if certs.rows:
             out.print(certs)
     if report.gate:
         g = report.gate
-        out.print(f"gate: [{colour[g.verdict]}]{g.verdict}[/] ({g.links_checked} auto link(s))")
+        out.print(markup(f"gate: [{colour[g.verdict]}]{{}}[/] ({{}} auto link(s))", g.verdict,
+                         g.links_checked))
         for p in g.problems:
-            out.print(f"  {p.state.upper()}: {p.provider} / {p.contract}: {p.why}\n"
-                      f"    fix: {p.fix}",
+            out.print(text(f"  {p.state.upper()}: {p.provider} / {p.contract}: {p.why}\n"
+                           f"    fix: {p.fix}"),
                       soft_wrap=True)
-    out.print(f"report: {folder / 'index.html'} (also results.json, junit.xml, summary.md)",
+    out.print(text(f"report: {folder / 'index.html'} (also results.json, junit.xml, summary.md)"),
               soft_wrap=True)
-    out.print(f"[bold {colour[report.verdict]}]check: {report.verdict.upper()}[/] "
-              f"(exit {report.exit_code})")
+    out.print(markup(f"[bold {colour[report.verdict]}]check: {{}}[/] (exit {{}})",
+                     report.verdict.upper(), report.exit_code))
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.console import echo
 from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ def _violation(controller: Any, found: Found, settings: Settings, target: str,
     print(f"VIOLATED  {', '.join(outcome.broken)} after {found.progress.schedules} schedules "
           f"({where}; {outcome.steps} steps)")
     for line in _headline(outcome):
-        print(line)
+        echo(line)  # service text: printed as text (harness.console)
     shrink_figures = None
     if not args.no_shrink and not found.shrunk_by_hypothesis:
         print("shrinking:", flush=True)
@@ -263,7 +264,7 @@ def _violation(controller: Any, found: Found, settings: Settings, target: str,
         print(line)
     again = replay_repro(controller, read_repro(folder))
     verdict = "identical" if again.identical else f"DIVERGED: {again.divergence}"
-    print(f"replayed once: {verdict}")
+    echo(f"replayed once: {verdict}")
     print(f"repro: {folder}  (scenario.yaml, schedule.jsonl, history.jsonl, explanation.txt)")
     command = f"failover-harness replay {folder}"
     if through is None:
@@ -299,7 +300,7 @@ def _stress(args: argparse.Namespace, settings: Settings) -> int:
     print(f"VIOLATED  {', '.join(outcome.broken)} in round #{found.schedule} of seed "
           f"{settings.seed} (free-running: not replayable)")
     for line in _headline(outcome):
-        print(line)
+        echo(line)  # service text: printed as text (harness.console)
     folder = write_repro(outcome, args.report_dir, target=target.description,
                          found={"workload": settings.workload, "seed": settings.seed,
                                 "schedule": found.schedule, "choices": "stress",
@@ -338,9 +339,9 @@ def _replayed(replayed: Replayed) -> int:
     label = {"violated": "VIOLATED", "passed": "PASS", "unknown": "UNKNOWN"}[outcome.status]
     print(f"{label:<9} {outcome.plan.workload}: {outcome.steps} steps, {len(outcome.history)} ops")
     for line in _headline(outcome):
-        print(line)
+        echo(line)  # service text: printed as text (harness.console)
     if replayed.divergence is not None:
-        print(f"DIVERGED  {replayed.divergence}")
+        echo(f"DIVERGED  {replayed.divergence}")
         print(f"  (following the recording where it still could, the verdict is now "
               f"{outcome.status})")
         return 1

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.gateways.options import add_gateway_options, gateway_options
+
 HELP = "check that every auto failover link has a valid certification (for CI)"
 
 
@@ -21,23 +23,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the contracts folder (default: contracts/ beside the providers file)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file (default: <providers>.lock.json beside it)")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.console import echo  # the reasons quote records and files: printed as text
     from harness.contracts.standing import State  # lazily: keep `--help` fast
     from harness.contracts.workspace import open_workspace
 
-    ws = open_workspace(args.providers, args.contracts, args.lock)
+    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     standings = ws.gate()
     problems = [s for s in standings if s.state is not State.CERTIFIED]
     for s in problems:
-        print(f"{s.state.upper()}: provider {s.provider!r}, contract {s.contract!r}: {s.why}")
-        print(f"  fix: {s.fix}")
+        echo(f"{s.state.upper()}: provider {s.provider!r}, contract {s.contract!r}: {s.why}")
+        echo(f"  fix: {s.fix}")
     if not standings:
-        print(f"gate: no auto failover links in {args.providers}; nothing to certify")
+        echo(f"gate: no auto failover links in {args.providers}; nothing to certify")
         return 0
     if not problems:
-        print(f"gate: ok — {len(standings)} auto link(s) certified at their current config and "
+        echo(f"gate: ok — {len(standings)} auto link(s) certified at their current config and "
               f"contract ({ws.lock.path})")
         return 0
     code = 1 if any(s.state is State.FAILED for s in problems) else 3

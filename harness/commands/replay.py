@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from harness.commands.scenarios import add_target_options, target_extra
+from harness.console import echo
 from harness.domain.errors import ConfigError
 
 HELP = "Replay a run folder or scenario file; check the history is reproduced exactly."
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         target.close()
     if outcome.result is None:
-        print(f"DIVERGED  {outcome.divergence}")
+        echo(f"DIVERGED  {outcome.divergence}")
         return 1
     result = outcome.result
     replayed = None
@@ -61,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
         folder = write_run(result, args.report_dir, replay_extra=target_extra(args))
         replayed = replay_command(folder, result.target, target_extra(args))
     for line in render_run(result, replay=replayed):
-        print(line)
+        echo(line)  # service text: printed as text (harness.console)
     if outcome.identical is True:
         print(f"history: identical to the recorded run ({len(result.history)} ops)")
     elif outcome.identical is False:
-        print(f"history: DIVERGED from the recorded run: {outcome.divergence}")
+        echo(f"history: DIVERGED from the recorded run: {outcome.divergence}")
         if target.kind == "http":
             print("  (expected against a live service: its counters and retry timings differ "
                   "from run to run; compare the verdicts, which replay judges afresh)")

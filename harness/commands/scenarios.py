@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.console import echo
 from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
@@ -152,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
 
                 replay = replay_command(folder, result.target, target_extra(args))
             for line in render_run(result, replay=replay):
-                print(line)
+                echo(line)  # service text: printed as text (harness.console)
             results.append(result)
     finally:
         target.close()

@@ -7,7 +7,7 @@ from harness.reports.model import RunReport
 _ICON = {
     "pass": "✅", "passed": "✅", "eligible": "✅", "valid": "✅",
     "fail": "❌", "failed": "❌", "ineligible": "❌", "invalid": "❌",
-    "unknown": "❔", "not_applicable": "➖", "skipped": "➖",
+    "unknown": "❔", "undecided": "❔", "not_applicable": "➖", "skipped": "➖",
 }
 
 

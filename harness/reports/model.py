@@ -118,7 +118,7 @@ class CertReport:
 
     provider: str
     contract: str
-    verdict: Literal["eligible", "ineligible"]
+    verdict: Literal["eligible", "ineligible", "undecided"]
     model: str = ""
     kind: str = ""
     mode: str = "live"

@@ -1,0 +1,57 @@
+"""Which services the precision suite runs, and how (see conftest.Spec).
+
+Conformant services (written from API.md alone) must pass every shipped scenario and the
+detection suite; middleware services (real idempotency middlewares from PyPI, jobs only) are
+judged by profiles written from their own documentation; refusers must pass nothing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tests.precision.conftest import Spec
+
+REFUSER_STATUSES = (401, 403, 404, 500)
+
+
+def _empty_jobs_db(folder: Path) -> None:
+    """A database with an empty jobs table: the refusers' side-effect counter (always 0)."""
+    with sqlite3.connect(folder / "empty.db") as db:
+        db.execute("CREATE TABLE IF NOT EXISTS jobs (id TEXT)")
+
+
+CONFORMANT: dict[str, Spec] = {
+    "stdlib-sqlite": Spec(
+        module="stdlib_sqlite", args=lambda d: ["--db", str(d / "jobs.db")],
+        profile="api-md-sql.profile.yaml", replicas=2,
+        env=lambda d: {"PRECISION_JOBS_DB": f"sqlite:///{d / 'jobs.db'}"}),
+}
+
+
+def _middleware(middleware: str, server: str, fault: str) -> Spec:
+    """A FastAPI order handler behind ``middleware`` on ``server``; its profile's fault makes
+    the handler raise (the server then closes, 100 ms after its 500) or return a JSON 500."""
+    report = ["--report-ms", "100"] if fault == "raise" else []
+    return Spec(module="middleware_service",
+                args=lambda d: ["--middleware", middleware, "--server", server, *report],
+                profile=f"{middleware}-{fault}.profile.yaml")
+
+
+# middleware → the server it runs on (each a different stack)
+MIDDLEWARE_SERVERS = {"idempotency-key": "uvicorn", "fastapi-idempotency": "uvicorn-h11",
+                      "idempotency-header": "uvicorn-h11"}
+MIDDLEWARES: dict[str, Spec] = {
+    f"{middleware}-{fault}": _middleware(middleware, server, fault)
+    for middleware, server in MIDDLEWARE_SERVERS.items() for fault in ("raise", "500")
+}
+
+REFUSERS: dict[str, Spec] = {
+    f"refuses-{status}": Spec(
+        module="refuser", args=lambda d, s=status: ["--status", str(s)],
+        profile="refuser.profile.yaml", setup=_empty_jobs_db,
+        env=lambda d: {"PRECISION_JOBS_DB": f"sqlite:///{d / 'empty.db'}"})
+    for status in REFUSER_STATUSES
+}
+
+SPECS: dict[str, Spec] = {**CONFORMANT, **MIDDLEWARES, **REFUSERS}
