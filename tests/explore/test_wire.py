@@ -105,7 +105,8 @@ def test_a_prepared_statement_is_named_by_its_text_when_it_runs_again() -> None:
 
 
 @pytest.mark.parametrize(("sql", "shape"), [
-    ("SELECT * FROM t WHERE k = 'alice''s key' AND n = 42;", "SELECT * FROM t WHERE k = ? AND n = ?"),
+    ("SELECT * FROM t WHERE k = 'alice''s key' AND n = 42;",
+     "SELECT * FROM t WHERE k = ? AND n = ?"),
     ("insert  into t1\n values (E'x', -3.5e2)", "insert into t1 values (?, ?)"),
 ])
 def test_statement_shapes_elide_literals(sql: str, shape: str) -> None:
