@@ -49,6 +49,9 @@ Outside the hierarchy, deliberately (the same test holds this list complete):
                                               output: a verdict, not a failure
     WireError           providers.fake_wire   a fake provider's refusal, answered as that
                                               provider's own HTTP error body
+    NotPostgres         explore.pg_wire       a wire parser's signal that the peer speaks
+    NotRedis            explore.redis_wire    another protocol; the explore proxy catches it
+                                              and reports what it saw
 """
 
 from __future__ import annotations
