@@ -90,4 +90,4 @@ def test_a_password_in_a_counter_url_never_reaches_the_report(
     with pytest.raises(ConfigError) as caught:
         run_scenario(detection["replay_fidelity"], target)
     assert "s3cret-canary" not in str(caught.value)
-    assert "postgresql://harness:***@127.0.0.1:9/jobs" in caught.value.message
+    assert "postgresql://harness:[REDACTED]@127.0.0.1:9/jobs" in caught.value.message
