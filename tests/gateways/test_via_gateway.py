@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.gateways.conftest import Gateway
+from tests.gateways.conftest import QUIET, Gateway
 from tests.gateways.litellm_proxy import MASTER_KEY
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def test_a_conformant_provider_certifies_through_the_gateway(
 ) -> None:
     code = main(["certify", "--providers", f"litellm:{gateway.config}", "--via", gateway.url,
                  "--contract-map", "triage=ticket_triage", "--lock", str(via_env),
-                 "--no-progress"])
+                 *QUIET])
     out = capsys.readouterr().out
     assert code == 0, out
     records = {r["provider"]: r for r in json.loads(via_env.read_text())["certifications"]}
@@ -45,7 +45,7 @@ def test_a_gateway_that_drops_the_schema_is_named(
 ) -> None:
     code = main(["certify", "--providers", str(gateway.config), "--via", gateway.url,
                  "--contract-map", "droppy=ticket_triage", "--lock", str(via_env),
-                 "--no-progress"])
+                 *QUIET])
     out = capsys.readouterr().out
     assert code == 1, out
     record = json.loads(via_env.read_text())["certifications"][0]
@@ -81,6 +81,6 @@ def test_a_providers_yaml_whose_base_url_is_the_gateway(
         "providers": {"primary": through("triage"), "fallback": through("triage-fallback")},
         "chains": {"ticket_triage": [{"provider": "primary"}, {"provider": "fallback"}]},
     }))
-    code = main(["certify", "--providers", str(providers), "--no-progress"])
+    code = main(["certify", "--providers", str(providers), *QUIET])
     assert code == 0, capsys.readouterr().out  # OpenAI → Anthropic translation included
     assert main(["gate", "--providers", str(providers)]) == 0
