@@ -59,7 +59,8 @@ def serving(*, target_text: str | None, profile: str | None, tokens_file: str | 
             service = ServiceProcess(service_cmd, proxy.url, log)
             stack.callback(service.stop)
             print(f"service: {service.shown}  (output: {log})", flush=True)
-        wait_healthy(target.urls[0], health_path, service)  # type: ignore[attr-defined]
+        wait_healthy(target.urls[0], health_path, service,  # type: ignore[attr-defined]
+                     check=lambda: _problems(proxy))
         controller = stack.enter_context(ThroughController(target, proxy, settle_ms=settle_ms))
         yield controller, proxy, target.description
 

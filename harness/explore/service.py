@@ -11,6 +11,7 @@ import shlex
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -111,11 +112,14 @@ class ServiceProcess:
 
 
 def wait_healthy(url: str, path: str, service: ServiceProcess | None,
-                 timeout_s: float = HEALTH_TIMEOUT_S) -> None:
-    """Until ``GET url+path`` answers below 500; exit 2 with the service's output otherwise."""
+                 timeout_s: float = HEALTH_TIMEOUT_S,
+                 check: Callable[[], None] = lambda: None) -> None:
+    """Until ``GET url+path`` answers below 500; exit 2 with the service's output otherwise.
+    ``check`` raises as soon as the proxy has seen something wrong."""
     deadline = time.monotonic() + timeout_s
     last = "no answer"
     while True:
+        check()
         if service is not None and (code := service.exited()) is not None:
             raise ConfigError(
                 f"the service exited with status {code} before it was healthy:\n"
