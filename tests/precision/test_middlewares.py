@@ -73,17 +73,7 @@ def expected(service: str, scenario: Scenario) -> Expect:
     return PASSED
 
 
-TRANSPORT = ("harness: a request written to the keep-alive connection the server closes after "
-             "its 500 is recorded as 'no answer' instead of being re-sent on a new connection")
-BYTES = "harness: reordered_json_same_intent ignores the profile's fingerprint: bytes"
-REPLICAS = "harness: a single-URL profile target claims replicas (the scenario passes vacuously)"
-KNOWN: dict[tuple[str, str], str] = {
-    ("idempotency-key-raise", "handler_failure"): TRANSPORT,
-    ("fastapi-idempotency-raise", "handler_failure"): TRANSPORT,
-    **{(f"{m}-{f}", "reordered_json_same_intent"): BYTES
-       for m in ("idempotency-key", "fastapi-idempotency") for f in ("raise", "500")},
-    **{(service, "triple_click_across_replicas"): REPLICAS for service in MIDDLEWARES},
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def verdict_matches(result: TrialSet, want: Expect) -> bool:
@@ -113,8 +103,6 @@ def test_middleware_gets_the_right_verdict(service: str, scenario: str, fleet: F
     assert right, f"expected {want}\n{evidence(result)}"
 
 
-@pytest.mark.xfail(strict=True, reason="harness: promise and violation texts name API.md's 409 "
-                   "where the profile declares the middleware's 422")
 def test_reports_name_the_status_the_profile_declares(fleet: Fleet,
                                                       scenarios: dict[str, Scenario],
                                                       judge: Judge) -> None:
