@@ -8,9 +8,9 @@ PostgreSQL through psycopg 3's async pool.
 - Concurrency: ``INSERT … ON CONFLICT (owner, idem_key) DO NOTHING`` for creates; every attempt
   start and event locks the job row (``SELECT … FOR UPDATE``) in one transaction; the claim is
   one guarded ``UPDATE``.
-- Times: RFC 3339, milliseconds, ``Z``.
+- Times: RFC 3339, milliseconds, ``Z``. Responses are chunked (no ``Content-Length``).
 - Test hooks (outside API.md, no auth): ``POST /_test/fail-next`` (the next create's handler
-  fails: 500, nothing stored), ``GET /_test/stats`` → ``{"jobs": <rows>}``.
+  raises: hypercorn's empty 500, nothing stored), ``GET /_test/stats`` → ``{"jobs": <rows>}``.
 
 Run: ``PRECISION_PG_DSN=postgresql://… python -m tests.precision.services.asgi_postgres``.
 """
@@ -243,7 +243,9 @@ class Jobs:
 
 
 class App:
-    """The ASGI callable: routing, authentication, problem details."""
+    """The ASGI callable: routing, authentication, problem details. Any other exception (the
+    injected failure included) reaches hypercorn, which answers an empty 500 and closes the
+    connection (saying ``Connection: close``)."""
 
     def __init__(self, jobs: Jobs, tokens: dict[str, str]) -> None:
         self.jobs = jobs
@@ -270,15 +272,14 @@ class App:
             payload = {"type": f"https://precision.test/problems/{err.code}",
                        "title": err.code, "status": err.status, "detail": err.detail,
                        "code": err.code, **err.extra}
-        except Exception:
-            status, extra, kind = 500, {}, "application/problem+json"
-            payload = {"type": "https://precision.test/problems/internal", "title": "internal",
-                       "status": 500, "detail": "the handler failed", "code": "internal"}
         data = json.dumps(payload, separators=(",", ":")).encode()
+        # No Content-Length: the server sends the body chunked, in two pieces.
         await send({"type": "http.response.start", "status": status, "headers": [
-            (b"content-type", kind.encode()), (b"content-length", str(len(data)).encode()),
+            (b"content-type", kind.encode()),
             *((k.encode(), v.encode()) for k, v in extra.items())]})
-        await send({"type": "http.response.body", "body": data})
+        half = len(data) // 2
+        await send({"type": "http.response.body", "body": data[:half], "more_body": True})
+        await send({"type": "http.response.body", "body": data[half:]})
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:

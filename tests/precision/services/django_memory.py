@@ -9,7 +9,8 @@ HTTP/1.1 keep-alive), one thread per connection.
   change. Ids: ``job-<n>`` and ``job-<n>.<m>`` (attempt *m* of job *n*).
 - Race digest: SHA-256 of the RFC 8785 JSON of ``{"attempt": <id>, "result": <result>}``.
 - A failing handler really raises: Django turns it into its HTML ``500``.
-- Times: RFC 3339 to the second, ``Z``.
+- Times: RFC 3339 to the second, ``Z``. Django's ``GZipMiddleware`` compresses every answer of
+  200 bytes or more that the client accepts gzip for.
 - Test hooks (outside API.md, no auth): ``POST /_test/fail-next``, ``GET /_test/stats``.
 
 Run: ``python -m tests.precision.services.django_memory [--listeners 2]``.
@@ -308,7 +309,8 @@ def main() -> None:
     TOKENS.update(common.load_tokens(args.tokens_file))
     settings.configure(
         DEBUG=False, ALLOWED_HOSTS=["127.0.0.1", "localhost"], ROOT_URLCONF=__name__,
-        SECRET_KEY="precision-suite-not-secret", MIDDLEWARE=[], INSTALLED_APPS=[],
+        SECRET_KEY="precision-suite-not-secret", INSTALLED_APPS=[],
+        MIDDLEWARE=["django.middleware.gzip.GZipMiddleware"],
         DATABASES={}, USE_TZ=True, APPEND_SLASH=False,
         LOGGING={"version": 1, "disable_existing_loggers": True,
                  "loggers": {"django": {"handlers": [], "level": "CRITICAL",
