@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(argv) if argv is not None else sys.argv[1:]  # for the reports' header
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT

@@ -1,11 +1,17 @@
-"""`failover-harness certify`: certify the chains' providers against their contracts."""
+"""`failover-harness certify`: certify the chains' providers against their contracts.
+
+Writes ``providers.lock.json`` and the report folder (a certification record per provider and
+contract, with the evidence). Exit 0 when every auto link is eligible, 1 when one is not, 3 when
+a verdict is undecided, 2 for bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
+
+from harness.commands._report import add_report_options
 
 DEFAULT_CONCURRENCY = 64  # harness.contracts.certifier.DEFAULT_CONCURRENCY (imported lazily)
 HELP = "certify fallback providers against their contracts and write providers.lock.json"
@@ -29,9 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"calls in flight at most (default: {DEFAULT_CONCURRENCY})")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file to update (default: <providers>.lock.json beside it)")
-    parser.add_argument("--report", type=Path, default=Path("reports/certification.md"),
-                        metavar="FILE", help="Markdown report (and .json beside it)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_report_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,11 +49,11 @@ def run(args: argparse.Namespace) -> int:
         TextColumn,
         TimeElapsedColumn,
     )
-    from rich.table import Table
 
+    from harness.commands._collect import certification
+    from harness.commands._report import open_session
     from harness.contracts.certifier import certify, plan
     from harness.contracts.exchange import Mode
-    from harness.contracts.report import write_reports
     from harness.contracts.standing import certify_command
     from harness.contracts.workspace import open_workspace
 
@@ -73,29 +78,16 @@ def run(args: argparse.Namespace) -> int:
     ws.lock.merge(result.records)
     ws.lock.write()
     failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
-    reports = write_reports(result.records, args.report, failover=failover)
-
-    out = Console(file=sys.stdout, highlight=False, width=None if sys.stdout.isatty() else 160)
-    table = Table(title=f"certification ({'replayed from cassettes' if args.replay else mode})")
-    for column in ("contract", "provider", "link", "verdict", "why"):
-        table.add_column(column)
-    for r in result.records:
-        style = "green" if r.verdict == "eligible" else "red"
-        table.add_row(r.contract, r.provider, failover.get(r.key, "?"),
-                      f"[{style}]{r.verdict}[/]", r.why())
-    out.print(table)
-    out.print(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
-              f"{result.sequential_s:.2f} s); lock file {ws.lock.path}; report {reports[0]}",
-              soft_wrap=True)
+    session = open_session(args, "certify")
+    session.say(f"certification ({'replayed from cassettes' if args.replay else mode})")
+    for record in result.records:
+        link = failover.get(record.key, "")
+        command = certify_command(record.provider, record.contract, str(args.providers))
+        fix = (f"make it meet the contract or set 'failover: manual' on the link, then run: "
+               f"{command}" if record.verdict == "ineligible" else f"run: {command}")
+        session.emit(certification(record, link, fix=fix, gated=link == "auto"))
+    session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
+                f"{result.sequential_s:.2f} s); lock file {ws.lock.path}")
     for path in result.cassettes_written:
-        out.print(f"cassette {path}")
-    bad = result.ineligible_auto()
-    for target, record in bad:
-        out.print(
-            f"[red]ineligible[/] provider {target.provider.id!r} in an auto link for contract "
-            f"{target.contract.id!r}: {record.why()}\n  fix: make it meet the contract or set "
-            f"'failover: manual' on the link, then run: "
-            f"{certify_command(target.provider.id, target.contract.id, str(args.providers))}",
-            soft_wrap=True,
-        )
-    return 1 if bad else 0
+        session.say(f"cassette {path}")
+    return session.finish()

@@ -1,0 +1,65 @@
+"""No secret reaches a report or a printed line: every event is scrubbed before any handler sees it.
+
+Two kinds of secret: values the run registered with :mod:`harness.providers.secrets` (API keys,
+bearer tokens, DSN passwords: :func:`register_target_secrets` registers the ones a target URL or
+DSN carries), replaced by ``[REDACTED]``; and credentials inside a URL or a ``key=value`` DSN,
+*removed* (:func:`without_credentials`), so that a printed command still runs — the password
+then comes from ``PGPASSWORD`` or ``~/.pgpass``, never from the command line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields, is_dataclass, replace
+from typing import TypeVar
+
+from harness.providers.secrets import redact, register_secret
+
+# scheme://user:password@host → scheme://user@host (the user stays: it says who connects)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*):[^@\s]*@")
+# password=… in a key=value DSN (quoted or not)
+_DSN_PASSWORD = re.compile(r"(?i)\s*\bpassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S+)")
+_URL_PASSWORD_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:(?P<pw>[^@\s]+)@")
+_DSN_PASSWORD_VALUE = re.compile(r"(?i)\bpassword\s*=\s*(?:'(?P<q>(?:[^'\\]|\\.)*)'|(?P<p>\S+))")
+
+T = TypeVar("T")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with URL passwords and ``password=`` DSN fields removed."""
+    text = _URL_PASSWORD.sub(lambda m: m.group("head") + "@", text)
+    return _DSN_PASSWORD.sub("", text)
+
+
+def register_target_secrets(text: str | None) -> None:
+    """Register every password a target URL or DSN holds, so it is redacted wherever it shows."""
+    if not text:
+        return
+    for match in _URL_PASSWORD_VALUE.finditer(text):
+        register_secret(match.group("pw"))
+        from urllib.parse import unquote
+
+        register_secret(unquote(match.group("pw")))
+    for match in _DSN_PASSWORD_VALUE.finditer(text):
+        register_secret(match.group("q") if match.group("q") is not None else match.group("p"))
+
+
+def clean(text: str) -> str:
+    """A text as it may be shown: credentials removed, registered secrets redacted."""
+    return redact(without_credentials(text))
+
+
+def scrub(value: T) -> T:
+    """A copy of an event (any dataclass, tuple, dict or string) with every text cleaned."""
+    if isinstance(value, str):
+        return clean(value)  # type: ignore[return-value]
+    if is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: scrub(getattr(value, f.name)) for f in fields(value)}
+        return replace(value, **changes)
+    if isinstance(value, tuple):
+        return tuple(scrub(v) for v in value)  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [scrub(v) for v in value]  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}  # type: ignore[return-value]
+    return value
