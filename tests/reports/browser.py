@@ -8,6 +8,7 @@ the test asks the browser what it laid out.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -97,10 +98,8 @@ class _Pipe:
         raise TimeoutError("Chromium did not answer within the deadline")
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, OSError, TimeoutError):
             self.send("Browser.close")
-        except (RuntimeError, OSError, TimeoutError):
-            pass
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
