@@ -1,6 +1,7 @@
 """Provider layer benchmark: our client's overhead, and the fake provider server on loopback.
 
     python -m bench.providers [--n 3000] [--concurrency 16] [--rounds 5] [--procs 2]
+    python -m bench.providers --smoke    (tiny sizes: CI checks that it runs; no ratio judged)
 
 1. Client overhead, per wire format: requests/s through ``ProviderClient.complete`` (build the
    body, send, classify, parse the reply) beside plain ``httpx.AsyncClient.post(json=body)`` of
@@ -94,8 +95,8 @@ async def overhead(kind: str, transport: httpx.AsyncBaseTransport, n: int, concu
             response = await raw.post(client.url, json=body, headers=headers)
             return response.json()
 
-        await rate(200, concurrency, ours)  # warm up both paths
-        await rate(200, concurrency, plain)
+        await rate(min(200, n), concurrency, ours)  # warm up both paths
+        await rate(min(200, n), concurrency, plain)
         a, b = [], []
         for i in range(rounds):
             if i % 2:
@@ -150,7 +151,7 @@ async def loopback(kind: str, n: int, concurrency: int, procs: int) -> tuple[flo
         base = f"http://127.0.0.1:{port}" + ("/v1" if kind == "openai-chat" else "")
         client = client_for(config(kind, base), env={"BENCH_KEY": "sk-bench-0000"})
         async with client:
-            await rate(200, concurrency, lambda: client.complete(REQUEST))
+            await rate(min(200, n), concurrency, lambda: client.complete(REQUEST))
             ours = await rate(n, concurrency, lambda: client.complete(REQUEST))
         body = json.dumps(client.build_request_body(REQUEST)).encode()
         path = client.url.removeprefix(f"http://127.0.0.1:{port}")
@@ -161,7 +162,7 @@ async def loopback(kind: str, n: int, concurrency: int, procs: int) -> tuple[flo
                     [client._headers] * procs, [count] * procs]
 
         with ProcessPoolExecutor(procs) as pool:
-            list(pool.map(_hammer, *each(50)))  # start the processes and connections
+            list(pool.map(_hammer, *each(min(50, per))))  # start the processes and connections
             spans = list(pool.map(_hammer, *each(per)))
         raw = per * procs / (max(e for _, e in spans) - min(s for s, _ in spans))
         with httpx.Client() as http_client:
@@ -179,7 +180,11 @@ async def main() -> None:
                         help="concurrent requests (httpx keeps 20 connections alive)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--procs", type=int, default=2, help="load processes for the server")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, to check that the benchmark runs (figures meaningless)")
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.concurrency, args.rounds, args.procs = 20, 4, 1, 1
     print(f"n={args.n} concurrency={args.concurrency} rounds={args.rounds} "
           f"python={sys.version.split()[0]} httpx={httpx.__version__}\n")
     print("1. client overhead (requests/s: median of rounds; ratio: median of per-round ratios)")

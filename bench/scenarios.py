@@ -2,6 +2,7 @@
 
     python -m bench.scenarios [--runs 30] [--pg postgresql://…]   (PostgreSQL also from
                                                                    HARNESS_PG_DSN)
+    python -m bench.scenarios --smoke    (tiny sizes: CI checks that it runs; no goal judged)
 
 Prints, measured in the same run:
 - out_of_order_completion on SQLite (virtual mode): median wall time
@@ -62,7 +63,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--pg", default=os.environ.get("HARNESS_PG_DSN"))
+    parser.add_argument("--smoke", action="store_true",
+                        help="few runs, to check that the benchmark runs (figures meaningless)")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 2
 
     scenario = load_scenario(SCENARIOS / "out_of_order_completion.yaml")
     target = open_target("sqlite")

@@ -2,6 +2,7 @@
 
     python -m bench.service [--requests 1000] [--rounds 5] [--clients 16 64] [--pg …]
                             (PostgreSQL also from HARNESS_PG_DSN; skipped without one)
+    python -m bench.service --smoke      (tiny sizes: CI checks that it runs; no ratio judged)
 
 Starts real processes on 127.0.0.1 — ``failover-harness serve`` over SQLite and over PostgreSQL,
 and a bare uvicorn + FastAPI app whose route returns 201 and does nothing — all single-worker,
@@ -270,7 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per row")
     parser.add_argument("--clients", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--pg", default=os.environ.get("HARNESS_PG_DSN"))
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, to check that the benchmark runs (figures meaningless)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        global WARMUP
+        args.requests, args.rounds, args.clients, WARMUP = 40, 1, [4], 10
     with suppress(ImportError):
         import uvloop
 

@@ -1,6 +1,7 @@
 """Store benchmark: the store layer against raw SQL running the same statements, same run.
 
     python -m bench.store [--n 2000] [--pg postgresql://…]   (PostgreSQL also from HARNESS_PG_DSN)
+    python -m bench.store --smoke                             (tiny sizes: CI checks it runs)
 
 Prints, per backend, creates/s, replays/s and claims/s through the store and through bare
 driver calls of the same statements (no validation, no entities), their ratio (goal >= 0.8),
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -143,18 +145,24 @@ def storm(store: SqlStore, rounds: int = 20, n: int = 32) -> tuple[float, float]
     return q[49], q[98]
 
 
-def bench_backend(name: str, url: str, n: int) -> None:
+ROUNDS = 9
+
+
+def bench_backend(name: str, url: str, n: int, storm_rounds: int = 20) -> None:
     store = open_store(url, pool_size=40) if url.startswith("postgres") else open_store(url)
     tag = uuid.uuid4().hex[:8]
     raw, layer = raw_ops(store, tag), layer_ops(store, tag)
     results = {}
     # Alternate baseline and layer in rounds; the ratio is the median of the paired per-round
     # ratios, so load from anything else on the machine falls on both sides of each pair alike.
-    rounds, per = 9, n // 9
+    # Every round measures ``per`` operations: ``total`` jobs exist, not ``n`` (which need not be
+    # a multiple of the rounds), and the claims are prepared for exactly those jobs.
+    rounds, per = ROUNDS, max(1, n // ROUNDS)
+    total = rounds * per
     for op in ("create", "replay", "claim"):
         if op == "claim":
-            raw["prepare_claims"](n)
-            layer["prepare_claims"](n)
+            raw["prepare_claims"](total)
+            layer["prepare_claims"](total)
         raw_rates, layer_rates = [], []
         for r in range(rounds):
             offset = r * per
@@ -162,27 +170,32 @@ def bench_backend(name: str, url: str, n: int) -> None:
             layer_rates.append(rate(per, lambda i, f=layer[op], o=offset: f(o + i)))
         ratio = statistics.median(s / r for r, s in zip(raw_rates, layer_rates, strict=True))
         results[op] = (statistics.median(raw_rates), statistics.median(layer_rates), ratio)
-    p50, p99 = storm(store)
+    p50, p99 = storm(store, rounds=storm_rounds)
     store.close()
-    print(f"\n{name}  (n={n} per operation, one thread)")
+    print(f"\n{name}  (n={total} per operation, one thread)")
     print(f"  {'operation':<8} {'raw SQL/s':>10} {'store/s':>10} {'ratio':>6}")
     for op, (r, s, ratio) in results.items():
         print(f"  {op:<8} {r:>10.0f} {s:>10.0f} {ratio:>6.2f}")
-    print(f"  32-thread double-click storm: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    print(f"  32-thread double-click storm ({storm_rounds} rounds): p50 {p50:.1f} ms, "
+          f"p99 {p99:.1f} ms")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--pg", default=os.environ.get("HARNESS_PG_DSN"))
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, to check that the benchmark runs (figures meaningless)")
+    args = parser.parse_args(argv)
+    n, storm_rounds = (2 * ROUNDS + 1, 2) if args.smoke else (args.n, 20)
     with tempfile.TemporaryDirectory() as tmp:
-        bench_backend("SQLite (WAL, file)", f"sqlite:///{tmp}/bench.db", args.n)
+        bench_backend("SQLite (WAL, file)", f"sqlite:///{tmp}/bench.db", n, storm_rounds)
     if args.pg:
-        bench_backend("PostgreSQL", args.pg, args.n)
+        bench_backend("PostgreSQL", args.pg, n, storm_rounds)
     else:
         print("\nPostgreSQL: skipped (set HARNESS_PG_DSN or --pg)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

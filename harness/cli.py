@@ -17,13 +17,16 @@ import sys
 from collections.abc import Sequence
 
 from harness import __version__
+from harness.console import clean
 from harness.domain.errors import HarnessError
+from harness.extras import missing_extra
 
 # name -> module; keep sorted. Each module: HELP, configure(parser), run(args) -> int.
 COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
     "explore": "harness.commands.explore",
+    "export": "harness.commands.export",
     "fake-provider": "harness.commands.fake_provider",
     "gate": "harness.commands.gate",
     "replay": "harness.commands.replay",
@@ -46,9 +49,10 @@ class _Parser(argparse.ArgumentParser):
 def _print_error(message: str, *, fix: str | None = None) -> None:
     color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
     red, reset = ("\033[31m", "\033[0m") if color else ("", "")
-    print(f"{red}error:{reset} {message}", file=sys.stderr)
+    # A message may quote a file or a service: printed as text (harness.console).
+    print(f"{red}error:{reset} {clean(message)}", file=sys.stderr)
     if fix:
-        print(f"  fix: {fix}", file=sys.stderr)
+        print(f"  fix: {clean(fix)}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,17 +82,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         _print_error(exc.message)
         return exc.exit_code
+    except ImportError as exc:  # an optional part that is not installed: name the extra
+        missing = missing_extra(exc)
+        if missing is None:
+            return _internal_error(exc)
+        _print_error(missing.message)
+        return missing.exit_code
     except KeyboardInterrupt:
         _print_error("interrupted")
         return 130
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
-        _print_error(
-            f"internal error ({type(exc).__name__}): {exc}",
-            fix="this is a bug in failover-harness; rerun with HARNESS_DEBUG=1 for the traceback",
-        )
-        if os.environ.get("HARNESS_DEBUG"):
-            raise
-        return 70
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    _print_error(
+        f"internal error ({type(exc).__name__}): {exc}",
+        fix="this is a bug in failover-harness; rerun with HARNESS_DEBUG=1 for the traceback",
+    )
+    if os.environ.get("HARNESS_DEBUG"):
+        raise exc
+    return 70
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,10 @@ are relative to the file's folder. Every error names the file, the line and the 
     scenarios: [scenarios, scenarios/detection]
     seed: 0
     report_dir: reports
+    # a LiteLLM config as the providers source (docs/providers.md):
+    contracts: {triage-fallback: ticket_triage}   # model group -> contract id
+    via: http://127.0.0.1:4000                    # certify through the running gateway
+    via_api_key_env: LITELLM_MASTER_KEY
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from harness.yamlsrc import YamlSource, load_yaml
 
 FILENAME = "failover-harness.yaml"
 KEYS = ("version", "target", "target_profile", "tokens_file", "trials", "scenarios", "seed",
-        "report_dir")
+        "report_dir", "contracts", "via", "via_api_key_env")
 MAX_TRIALS = 1000
 
 
@@ -42,6 +46,9 @@ class Project:
     scenarios: tuple[Path, ...] = field(default=())
     seed: int | None = None
     report_dir: Path | None = None
+    contracts: dict[str, str] = field(default_factory=dict)  # LiteLLM model group -> contract
+    via: str | None = None  # certify through the running gateway at this URL
+    via_api_key_env: str | None = None
 
 
 def find_project(explicit: Path | None, providers: Path) -> Path | None:
@@ -80,6 +87,9 @@ def load_project(path: Path | None) -> Project:
         scenarios=_paths(src, "scenarios", base),
         seed=_int(src, "seed", 0, 2**63 - 1),
         report_dir=_path(src, "report_dir", base),
+        contracts=_contracts(src),
+        via=_via(src),
+        via_api_key_env=_str(src, "via_api_key_env"),
     )
 
 
@@ -118,6 +128,32 @@ def _paths(src: YamlSource, key: str, base: Path) -> tuple[Path, ...]:
         raise src.error(f"{key} must be a path or a list of paths", (key,),
                         fix=f"write {key}: [scenarios, scenarios/detection]")
     return tuple(base / v for v in items)
+
+
+def _contracts(src: YamlSource) -> dict[str, str]:
+    value = src.data.get("contracts")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise src.error("`contracts` maps each model group to a contract id", ("contracts",),
+                        fix="write contracts: {my-model-group: my_contract}")
+    return {str(k): v for k, v in value.items()}
+
+
+def _via(src: YamlSource) -> str | None:
+    value = src.data.get("via")
+    if value is not None and (not isinstance(value, str)
+                              or not value.startswith(("http://", "https://"))):
+        raise src.error("`via` is the gateway's URL", ("via",),
+                        fix="write via: http://127.0.0.1:4000 (where the LiteLLM proxy listens)")
+    return value
+
+
+def _str(src: YamlSource, key: str) -> str | None:
+    value = src.data.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise src.error(f"{key} must be a name", (key,), fix=f"write {key}: MY_VARIABLE")
+    return value
 
 
 def _int(src: YamlSource, key: str, low: int, high: int) -> int | None:

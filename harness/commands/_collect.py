@@ -27,6 +27,7 @@ from harness.reports import (
     MatrixCell,
     PatternSummary,
     Rate,
+    Sampling,
     ScenarioRun,
     Statistic,
     Timeline,
@@ -278,16 +279,31 @@ def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
 
 
 # -- certification and the gate -----------------------------------------------------------------
-def _statistics(items: Iterable[Any]) -> tuple[Statistic, ...]:
-    out = []
-    for s in items or ():
-        if isinstance(s, Statistic):
-            out.append(s)
-        elif isinstance(s, Mapping):
-            out.append(Statistic(str(s.get("name", "")), float(s.get("value", 0.0)),
-                                 s.get("lower"), s.get("upper"), s.get("confidence"),
-                                 s.get("n"), str(s.get("text", ""))))
-    return tuple(out)
+def _rate(name: str, stats: Any) -> Statistic:
+    """A check's rate verdict (harness.contracts.stats.RateVerdict) as a statistic."""
+    return Statistic(name, float(stats.rate), float(stats.lower), float(stats.upper),
+                     float(stats.confidence), int(stats.samples), float(stats.threshold),
+                     str(stats.rule), str(stats.decision), str(stats.describe()))
+
+
+def _pass_k(name: str, figure: Any) -> Statistic | None:
+    if not isinstance(figure, Mapping) or "rate" not in figure:
+        return None
+    k, inputs, all_pass = figure.get("k"), figure.get("inputs"), figure.get("all_pass")
+    return Statistic(f"{name} pass^{k}", float(figure["rate"]), n=inputs,
+                     text=f"pass^{k}: {all_pass} of {inputs} inputs passed all {k} samples")
+
+
+def _drift(record: Any) -> tuple[Drift, ...]:
+    from harness.contracts.drift import describe_change
+
+    drift = getattr(record, "drift", None) or {}
+    return tuple(
+        Drift(str(c.get("input", "")), "/".join(map(str, c.get("before") or ())) or "—",
+              "/".join(map(str, c.get("after") or ())) or "—", str(c.get("change", "")),
+              describe_change(c))
+        for c in drift.get("inputs", [])
+    )
 
 
 def certification(record: CertificationRecord, failover: str = "", *, fix: str = "",
@@ -296,6 +312,7 @@ def certification(record: CertificationRecord, failover: str = "", *, fix: str =
     (``certify`` and ``check``: an auto link)? Default: it does unless the link is manual."""
     p50 = p95 = None
     checks = []
+    statistics = []
     for check in record.checks:
         figure = check.figures.get("latency_p50_s")
         if figure is not None and p50 is None:
@@ -303,28 +320,34 @@ def certification(record: CertificationRecord, failover: str = "", *, fix: str =
         figure = check.figures.get("latency_p95_s")
         if figure is not None and p95 is None:
             p95 = float(figure) * 1000
-        state: Any = getattr(check, "verdict", None) or ("pass" if check.passed else "fail")
+        stats = [_rate(check.name, check.stats)] if getattr(check, "stats", None) else []
+        pass_k = _pass_k(check.name, check.figures.get("pass_k"))
+        stats += [pass_k] if pass_k else []
+        statistics += stats
+        decision: Any = getattr(check, "decision", None) or ("pass" if check.passed else "fail")
         checks.append(CertCheck(
-            check.name, state, check.summary,
+            check.name, decision, check.summary,
             tuple(Evidence(e.input_id, e.reason, e.excerpt, e.sample) for e in check.evidence),
-            check.evidence_total, _statistics(getattr(check, "statistics", ())),
+            check.evidence_total, tuple(stats),
             {k: v for k, v in check.figures.items() if isinstance(v, int | float | str | bool)},
         ))
     gated = failover != "manual" if gated is None else gated
-    outcome = {"eligible": "pass", "ineligible": "fail" if gated else "skip"}.get(
-        record.verdict, "unknown")
-    drift = tuple(Drift(str(getattr(d, "field", "")), str(getattr(d, "previous", "")),
-                        str(getattr(d, "current", "")), str(getattr(d, "text", "")))
-                  for d in getattr(record, "drift", ()) or ())
+    outcome: Any = {"eligible": "pass", "ineligible": "fail" if gated else "skip",
+                    "undecided": "unknown" if gated else "skip"}[record.verdict]
+    sampling = getattr(record, "sampling", None)
+    drift = getattr(record, "drift", None) or {}
     return Certification(
-        provider=record.provider, contract=record.contract,
-        verdict=record.verdict,
-        outcome=outcome,  # type: ignore[arg-type]
-        model=record.model, kind=record.kind, mode=record.mode, failover=failover,
+        provider=record.provider, contract=record.contract, verdict=record.verdict,
+        outcome=outcome, model=record.model, kind=record.kind, mode=record.mode,
+        provenance=str(getattr(record, "provenance", "") or ""), failover=failover,
         contract_version=record.contract_version, config_hash=record.config_hash,
         contract_hash=record.contract_hash, certified_at=_time(record.certified_at),
         expires_at=_time(record.expires_at), checks=tuple(checks),
-        statistics=_statistics(getattr(record, "statistics", ())), drift=drift,
+        statistics=tuple(statistics),
+        sampling=Sampling(sampling.rule, sampling.confidence, sampling.k, sampling.calls,
+                          sampling.rounds, sampling.adaptive) if sampling else None,
+        drift=_drift(record), drift_since=str(drift.get("since", "")),
+        previous_verdict=str(drift.get("previous_verdict", "") or ""),
         why=record.why(), fix=fix if outcome in ("fail", "unknown") else "",
         latency_ms_p50=p50, latency_ms_p95=p95,
     )

@@ -1,8 +1,10 @@
 """`failover-harness certify`: certify the chains' providers against their contracts.
 
 Writes ``providers.lock.json`` and the report folder (a certification record per provider and
-contract, with the evidence). Exit 0 when every auto link is eligible, 1 when one is not, 3 when
-a verdict is undecided, 2 for bad input.
+contract, with the evidence, the bounds and the drift since the last lock). Exit 0 when every
+``auto`` link's provider is eligible, 1 when one is ineligible, 3 when none is ineligible but one
+is undecided (its confidence bounds straddle the threshold: sample more, e.g. with
+``--adaptive``), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 from pathlib import Path
 
 from harness.commands._report import add_report_options
+from harness.gateways.options import add_gateway_options, gateway_options
 
 DEFAULT_CONCURRENCY = 64  # harness.contracts.certifier.DEFAULT_CONCURRENCY (imported lazily)
 HELP = "certify fallback providers against their contracts and write providers.lock.json"
@@ -27,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       help="save every exchange as a cassette (to --cassettes)")
     mode.add_argument("--replay", action="store_true",
                       help="certify offline from cassettes; the records say 'replayed'")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="sample in rounds until every provider is decided or the contract's "
+                        "budget is spent (anytime-valid mixture SPRT; see docs/contracts.md)")
     parser.add_argument("--cassettes", type=Path, default=None, metavar="DIR",
                         help="cassette folder (default: cassettes/ beside the providers file)")
     parser.add_argument("--provider", default=None, metavar="ID", help="only this provider")
@@ -36,12 +42,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file to update (default: <providers>.lock.json beside it)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
     add_report_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: `failover-harness --help` should not load tokenizers, httpx and the store.
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -52,39 +58,49 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.commands._collect import certification
     from harness.commands._report import open_session
+    from harness.console import console
     from harness.contracts.certifier import certify, plan
     from harness.contracts.exchange import Mode
     from harness.contracts.standing import certify_command
     from harness.contracts.workspace import open_workspace
 
-    ws = open_workspace(args.providers, args.contracts, args.lock)
+    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     targets = plan(
         ws.providers, ws.contracts, only_provider=args.provider, only_contract=args.contract,
         providers_path=str(args.providers),
     )
     mode: Mode = "record" if args.record else "replay" if args.replay else "live"
     cassettes = args.cassettes or ws.cassettes_dir
-    total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
-    err = Console(stderr=True)
+    if args.adaptive:  # the most it may spend; a decided provider stops early
+        total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) for t in targets)
+    else:
+        total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
+    err = console(stderr=True)
+    previous = dict(ws.lock.records)  # drift: what changed since the last certification
     with Progress(
-        TextColumn("certifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("certifying" + (" (adaptive: at most)" if args.adaptive else "")),
+        BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err, transient=True, disable=args.no_progress or not err.is_terminal,
     ) as progress:
         task = progress.add_task("exchanges", total=total)
         result = asyncio.run(certify(
             targets, mode=mode, cassettes=cassettes, concurrency=args.concurrency,
-            on_progress=lambda n: progress.advance(task, n),
+            on_progress=lambda n: progress.advance(task, n), adaptive=args.adaptive,
+            previous=previous,
         ))
     ws.lock.merge(result.records)
     ws.lock.write()
     failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
     session = open_session(args, "certify")
-    session.say(f"certification ({'replayed from cassettes' if args.replay else mode})")
+    how = "replayed from cassettes" if args.replay else mode
+    rule = "adaptive, mixture SPRT" if args.adaptive else "fixed, Clopper–Pearson"
+    session.say(f"certification ({how}; {rule})")
     for record in result.records:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers))
-        fix = (f"make it meet the contract or set 'failover: manual' on the link, then run: "
-               f"{command}" if record.verdict == "ineligible" else f"run: {command}")
+        fix = (f"sample until decided: {command} --adaptive" if record.verdict == "undecided"
+               else f"make it meet the contract or set 'failover: manual' on the link, then "
+               f"run: {command}")
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
                 f"{result.sequential_s:.2f} s); lock file {ws.lock.path}")

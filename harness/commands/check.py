@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands._report import add_report_options
+from harness.gateways.options import add_gateway_options, gateway_options
 
 HELP = ("the main job: scenarios on your service (--target) or the reference store and its "
         "mutants, certification and gate, with a report")
@@ -68,6 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="scenario seed override")
     parser.add_argument("--no-certify", action="store_true",
                         help="do not certify: gate on the lock file as it is")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
     add_report_options(parser)
 
 
@@ -180,7 +182,7 @@ def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
         return None
     from harness.contracts.workspace import open_workspace
 
-    return open_workspace(s.providers, args.contracts, args.lock)
+    return open_workspace(s.providers, args.contracts, args.lock, **gateway_options(args))
 
 
 def _progress(label: str, total: int) -> Any:
@@ -258,7 +260,7 @@ def _certification(session: Any, args: argparse.Namespace, s: Settings, workspac
         for record in result.records:
             link = failover.get(record.key, "")
             command = certify_command(record.provider, record.contract, str(s.providers))
-            session.emit(certification(record, link, fix=f"run: {command}",
-                                       gated=link == "auto"))
+            fix = f"run: {command}" + (" --adaptive" if record.verdict == "undecided" else "")
+            session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.emit(gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),
                               providers_file=str(s.providers)))

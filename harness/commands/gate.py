@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from harness.commands._report import add_report_options
+from harness.gateways.options import add_gateway_options, gateway_options
 
 HELP = "check that every auto failover link has a valid certification (for CI)"
 
@@ -22,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the contracts folder (default: contracts/ beside the providers file)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file (default: <providers>.lock.json beside it)")
+    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
     add_report_options(parser)
 
 
@@ -30,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
     from harness.contracts.workspace import open_workspace
 
-    ws = open_workspace(args.providers, args.contracts, args.lock)
+    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     session = open_session(args, "gate")
     session.emit(gate_verdict(ws.gate(), lock_file=str(ws.lock.path),
                               providers_file=str(args.providers)))

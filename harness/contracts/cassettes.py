@@ -50,6 +50,7 @@ class Cassette:
     contract_hash: str
     recorded_at: str = ""
     exchanges: dict[str, dict[str, Any]] = field(default_factory=dict)
+    salt: str = ""  # the run's seed salt: a replay sends the seeds the recording sent
 
     def write(self, now: datetime) -> None:
         data = {
@@ -59,6 +60,7 @@ class Cassette:
             "config_hash": self.config_hash,
             "contract_hash": self.contract_hash,
             "recorded_at": rfc3339(now),
+            "salt": self.salt,
             "exchanges": {k: self.exchanges[k] for k in sorted(self.exchanges)},
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,7 @@ class Cassette:
         return cls(
             path, data["provider"], data["contract"], data["config_hash"], data["contract_hash"],
             data.get("recorded_at", ""), dict(data.get("exchanges", {})),
+            str(data.get("salt", "")),
         )
 
 

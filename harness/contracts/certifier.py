@@ -1,8 +1,8 @@
 """Certify providers against contracts: plan, exchange concurrently with a bound, check, record.
 
-The exchanges (golden inputs × samples × providers) all run at once under one semaphore; the
-checks run afterwards on what was observed, so a fallback can be compared with its chain's
-primary on the same inputs.
+The exchanges (golden inputs × samples × providers) run at once under one semaphore — all of
+them in a fixed run, one balanced round at a time with ``adaptive`` — and the checks run on
+what was observed, so a fallback can be compared with its chain's primary on the same inputs.
 """
 
 from __future__ import annotations
@@ -21,14 +21,23 @@ from harness.contracts.checks import (
     Sample,
     expected_outcome,
     round_trip_check,
+    round_trip_outcomes,
     schema_check,
     stored_outcome,
     tokenization_check,
 )
+from harness.contracts.drift import drift, tally
 from harness.contracts.exchange import Channel, Mode, open_channel
 from harness.contracts.model import Contract, Golden
-from harness.contracts.outputs import Judgement, differences
-from harness.contracts.records import CertificationRecord, Redactor
+from harness.contracts.outputs import differences
+from harness.contracts.records import (
+    FAKE_PROVENANCE,
+    CertificationRecord,
+    Redactor,
+    Sampling,
+    Verdict,
+)
+from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import Tokenizer, load_tokenizer
 from harness.domain.clock import Clock, SystemClock
 from harness.domain.errors import ConfigError
@@ -60,14 +69,26 @@ class CertificationRun:
     sequential_s: float = 0.0  # the sum of every call's latency: the cost without concurrency
     cassettes_written: list[Path] = field(default_factory=list)
 
-    def ineligible_auto(self) -> list[tuple[Target, CertificationRecord]]:
+    def auto_with(self, verdict: str) -> list[tuple[Target, CertificationRecord]]:
+        """The ``auto`` links whose new record has ``verdict``."""
         by_key = {r.key: r for r in self.records}
         out = []
         for t in self.targets:
             rec = by_key.get((t.provider.id, t.contract.id))
-            if rec is not None and t.failover == "auto" and rec.verdict != "eligible":
+            if rec is not None and t.failover == "auto" and rec.verdict == verdict:
                 out.append((t, rec))
         return out
+
+    def ineligible_auto(self) -> list[tuple[Target, CertificationRecord]]:
+        return self.auto_with("ineligible")
+
+    def undecided_auto(self) -> list[tuple[Target, CertificationRecord]]:
+        return self.auto_with("undecided")
+
+    @property
+    def exit_code(self) -> int:
+        """1 an auto link ineligible; 3 none, but one undecided (unknown); else 0."""
+        return 1 if self.ineligible_auto() else 3 if self.undecided_auto() else 0
 
 
 def plan(
@@ -126,11 +147,17 @@ async def certify(
     clock: Clock | None = None,
     on_progress: Callable[[int], None] | None = None,
     virtual_time: bool = True,
+    adaptive: bool = False,
+    previous: Mapping[tuple[str, str], CertificationRecord] | None = None,
 ) -> CertificationRun:
-    """Run every exchange of ``targets`` (bounded), then the checks; one record per target.
+    """Sample every target (bounded concurrency), judge, and return one record per target.
 
-    ``virtual_time`` applies to ``fake://`` providers: their delays cost nothing (the default)
-    or are really waited (benchmarks).
+    Fixed (the default): K samples of every golden input at once, judged by exact
+    Clopper–Pearson bounds. ``adaptive``: rounds of one sample per input for every provider
+    still undecided, judged after each round by the mixture SPRT (anytime-valid), until every
+    provider is decided or its budget is spent. ``previous`` (the lock's records) gives each
+    record its drift. ``virtual_time`` applies to ``fake://`` providers: their delays cost
+    nothing (the default) or are really waited (benchmarks).
     """
     clock = clock or SystemClock()
     # Fail fast on configuration: tokenizers and cassettes, before a single call is made.
@@ -142,12 +169,17 @@ async def certify(
     }
     channels = {
         (t.provider.id, t.contract.id): open_channel(
-            t.provider, t.contract, mode=mode, cassettes=cassettes, virtual_time=virtual_time
+            t.provider, t.contract, mode=mode, cassettes=cassettes, virtual_time=virtual_time,
+            adaptive=adaptive,
         )
         for t in targets
     }
     redact = Redactor.from_env(t.provider.api_key_env for t in targets if t.provider.api_key_env)
     semaphore = asyncio.Semaphore(max(1, concurrency))
+    rule: Rule = "mixture-sprt" if adaptive else "clopper-pearson"
+    samples: dict[tuple[str, str], list[Sample]] = {key: [] for key in channels}
+    rounds: dict[tuple[str, str], int] = dict.fromkeys(channels, 0)
+    run = CertificationRun([], targets)
 
     async def one(channel: Channel, golden: Golden, index: int) -> Sample:
         async with semaphore:
@@ -156,57 +188,97 @@ async def certify(
             on_progress(1)
         return sample
 
+    async def sample_round(per_input: Mapping[tuple[str, str], int]) -> None:
+        """``per_input[key]`` more samples of every golden input, for every key, at once."""
+        jobs = {
+            key: [
+                one(channels[key], g, rounds[key] + i)
+                for i in range(n)
+                for g in channels[key].contract.goldens
+            ]
+            for key, n in per_input.items()
+        }
+        flat = [job for group in jobs.values() for job in group]
+        results = await asyncio.gather(*flat)
+        at = 0
+        for key, group in jobs.items():
+            samples[key].extend(results[at : at + len(group)])
+            at += len(group)
+            rounds[key] += per_input[key]
+        run.calls += len(results)
+        run.sequential_s += sum(s.latency_s for s in results)
+
     run_id = uuid.uuid4().hex[:12]
     workdir = tempfile.TemporaryDirectory(prefix="harness-certify-")
     store = open_store(f"sqlite:///{Path(workdir.name) / 'certification.db'}")
     started = time.perf_counter()
+    by_key = {(t.provider.id, t.contract.id): t for t in targets}
+    now = clock.now()
+    records: dict[tuple[str, str], CertificationRecord] = {}
+
+    def judge_all(keys: list[tuple[str, str]]) -> None:
+        for key in keys:
+            target = by_key[key]
+            if target.record:
+                records[key] = _record(
+                    target, channels[key], samples[key], _reference(target, samples),
+                    tokenizer=tokenizers[target.provider.id], redact=redact, mode=mode,
+                    now=now, rule=rule, rounds=rounds[key], adaptive=adaptive,
+                    previous=(previous or {}).get(key),
+                )
+
     try:
-        jobs = {
-            key: [
-                one(channel, g, i)
-                for g in channel.contract.goldens
-                for i in range(channel.contract.thresholds.samples)
-            ]
-            for key, channel in channels.items()
-        }
-        flat = [job for group in jobs.values() for job in group]
-        results = await asyncio.gather(*flat)
+        if not adaptive:
+            await sample_round({
+                key: channel.contract.thresholds.samples for key, channel in channels.items()
+            })
+        else:
+            active = list(channels)
+            while active:
+                await sample_round(dict.fromkeys(active, 1))
+                judge_all(active)
+                active = [key for key in active if _continue(by_key[key], channels[key],
+                                                               records.get(key), rounds[key])]
     finally:
         for channel in channels.values():
             await channel.aclose()
         store.close()
         workdir.cleanup()
-    wall = time.perf_counter() - started
-    samples: dict[tuple[str, str], list[Sample]] = {}
-    at = 0
-    for key, group in jobs.items():
-        samples[key] = list(results[at : at + len(group)])
-        at += len(group)
-
-    judged = {
-        key: [s.judge(channels[key].contract) for s in group] for key, group in samples.items()
-    }
-    now = clock.now()
-    run = CertificationRun([], targets, calls=len(results), wall_s=wall,
-                           sequential_s=sum(s.latency_s for s in results))
-    for target in targets:
-        if not target.record:
-            continue
-        key = (target.provider.id, target.contract.id)
-        reference: dict[str, dict] = {}
-        primary_key = (target.primary, target.contract.id)
-        if target.primary != target.provider.id and primary_key in judged:
-            reference = _primary_reference(target.contract, samples[primary_key])
-        run.records.append(_record(
-            target, channels[key], samples[key], judged[key], reference,
-            tokenizer=tokenizers[target.provider.id], redact=redact, mode=mode, now=now,
-        ))
+    run.wall_s = time.perf_counter() - started
+    # Fallbacks judged before the primary's last round are judged again: same verdict logic,
+    # the primary's full evidence as reference.
+    judge_all([k for k in channels if by_key[k].record])
+    run.records = [records[(t.provider.id, t.contract.id)] for t in targets if t.record]
     if mode == "record":
         for channel in channels.values():
             if channel.cassette is not None:
                 channel.cassette.write(now)
                 run.cassettes_written.append(channel.cassette.path)
     return run
+
+
+def _continue(
+    target: Target, channel: Channel, record: CertificationRecord | None, rounds: int
+) -> bool:
+    """Adaptive: sample another round? While undecided, within budget, and (replay) recorded."""
+    contract = target.contract
+    if record is not None and record.verdict != "undecided":
+        return False
+    if record is None and rounds >= 1:  # a reference-only primary: one round is enough
+        return False
+    inputs = len(contract.goldens)
+    if (rounds + 1) * inputs > contract.thresholds.budget_for(inputs):
+        return False
+    return all(channel.available(g, rounds) for g in contract.goldens)
+
+
+def _reference(
+    target: Target, samples: Mapping[tuple[str, str], list[Sample]]
+) -> dict[str, dict]:
+    primary_key = (target.primary, target.contract.id)
+    if target.primary == target.provider.id or primary_key not in samples:
+        return {}
+    return _primary_reference(target.contract, samples[primary_key])
 
 
 def _primary_reference(contract: Contract, samples: list[Sample]) -> dict[str, dict]:
@@ -226,30 +298,49 @@ def _record(
     target: Target,
     channel: Channel,
     samples: list[Sample],
-    judgements: list[Judgement],
     reference: dict[str, dict],
     *,
     tokenizer: Tokenizer,
     redact: Redactor,
     mode: Mode,
     now: datetime,
+    rule: Rule,
+    rounds: int,
+    adaptive: bool,
+    previous: CertificationRecord | None,
 ) -> CertificationRecord:
     cfg, contract = target.provider, target.contract
+    judgements = [s.judge(contract) for s in samples]
+    primary = target.primary if target.primary != cfg.id else None
+    trips = round_trip_outcomes(
+        contract, samples=samples, primary=primary, primary_outcomes=reference
+    )
     checks = (
         schema_check(
             contract, temperature=cfg.temperature, samples=samples, judgements=judgements,
-            redact=redact, measured=mode != "replay",  # a replayed latency measures nothing
+            redact=redact, measured=mode != "replay", rule=rule,  # a replayed latency: nothing
         ),
         tokenization_check(
             contract, tokenizer=tokenizer, context_window=cfg.context_window,
-            max_output_tokens=cfg.max_output_tokens, kind=cfg.kind,
-            build_body=channel.build_body, redact=redact,
+            max_output_tokens=cfg.max_output_tokens, kind=cfg.kind, model=cfg.model,
+            redact=redact,
         ),
         round_trip_check(
-            contract, samples=samples,
-            primary=target.primary if target.primary != cfg.id else None,
-            primary_outcomes=reference, redact=redact,
+            contract, samples=samples, primary=primary, primary_outcomes=reference,
+            redact=redact, rule=rule, outcomes=trips,
         ),
+    )
+    inputs = tally(
+        [s.golden_id for s in samples],
+        {
+            "schema": [(j.ok, j.reason or "") for j in judgements],
+            "round_trip": [(ok, why) for ok, why, _ in trips],
+        },
+    )
+    decisions = {c.decision for c in checks}
+    verdict: Verdict = (
+        "ineligible" if "fail" in decisions else "undecided" if "undecided" in decisions
+        else "eligible"
     )
     return CertificationRecord(
         provider=cfg.id,
@@ -259,11 +350,20 @@ def _record(
         kind=cfg.kind,
         config_hash=cfg.config_hash(),
         contract_hash=contract.hash,
-        verdict="eligible" if all(c.passed for c in checks) else "ineligible",
+        verdict=verdict,
         mode="replayed" if mode == "replay" else "live",
         harness_version=__version__,
         certified_at=now,
         expires_at=now + timedelta(days=contract.thresholds.valid_days),
         checks=checks,
         config=cfg.hashed_fields(),
+        sampling=Sampling(
+            rule=rule, confidence=contract.thresholds.confidence, k=rounds, rounds=rounds,
+            calls=len(samples), adaptive=adaptive,
+            budget=contract.thresholds.budget_for(len(contract.goldens)) if adaptive else None,
+            seeded=channel.seeded,
+        ),
+        inputs=inputs,
+        drift=drift(previous, inputs),
+        provenance=FAKE_PROVENANCE if cfg.is_fake else "",
     )

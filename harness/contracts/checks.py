@@ -1,14 +1,17 @@
 """The three checks behind a certification: schema adherence, tokenization, round trip.
 
-Each takes what was observed (samples, rendered prompts, a request body) and returns a
-:class:`CheckResult` with figures and evidence. No I/O: the exchanges were made before.
+Each takes what was observed (samples, rendered prompts) and returns a :class:`CheckResult`
+with figures and evidence. Schema and round trip are statistical (a pass rate judged with
+confidence bounds, :mod:`harness.contracts.stats`); tokenization is deterministic. No I/O: the
+exchanges were made before.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +19,7 @@ from harness.contracts.model import BusinessRejection, Contract, Golden
 from harness.contracts.outputs import Judgement, differences, judge
 from harness.contracts.records import CheckResult, Evidence, Redactor
 from harness.contracts.render import leftover_placeholders, render_golden
+from harness.contracts.stats import Decision, RateVerdict, Rule
 from harness.contracts.tokenizers import Tokenizer
 from harness.domain.fingerprint import canonical_json
 
@@ -63,8 +67,13 @@ def schema_check(
     judgements: Sequence[Judgement],
     redact: Redactor,
     measured: bool = True,
+    rule: Rule = "clopper-pearson",
 ) -> CheckResult:
-    """Temperature ≤ max_temperature; every sample strict JSON, no extra keys, schema, business."""
+    """Temperature ≤ max_temperature; every sample strict JSON, no extra keys, schema, business.
+
+    The pass rate is judged by ``rule`` at the contract's confidence: pass when its lower
+    bound meets the threshold, fail when its upper bound is below it, else undecided.
+    """
     limit = contract.thresholds
     evidence: list[Evidence] = []
     temperature_ok = temperature <= limit.max_temperature
@@ -82,24 +91,67 @@ def schema_check(
             ))
     total = len(samples)
     passed_n = total - sum(failures.values())
-    rate = passed_n / total if total else 0.0
-    passed = temperature_ok and total > 0 and rate >= limit.pass_threshold
+    stats = RateVerdict.judge(passed_n, total, limit.pass_threshold, limit.confidence, rule)
+    decision: Decision = stats.decision if temperature_ok else "fail"
     latencies = [s.latency_s for s in samples if s.error is None] if measured else []
     figures = {
         "samples": total,
         "passed": passed_n,
-        "pass_rate": round(rate, 4),
+        "pass_rate": round(stats.rate, 4),
         "pass_threshold": limit.pass_threshold,
         "temperature": temperature,
         "max_temperature": limit.max_temperature,
         "failures": dict(sorted(failures.items())),
+        "pass_k": pass_k(samples, [j.ok for j in judgements]),
         "latency_p50_s": round(statistics.median(latencies), 4) if latencies else None,
     }
-    summary = (
-        f"{passed_n}/{total} samples adhere ({rate:.0%}, threshold {limit.pass_threshold:.0%})"
-        + ("" if temperature_ok else f"; temperature {temperature:g} > {limit.max_temperature:g}")
+    summary = f"adherence {stats.describe()}" + (
+        "" if temperature_ok else f"; temperature {temperature:g} > {limit.max_temperature:g}"
     )
-    return CheckResult.build("schema", passed, summary, figures, evidence)
+    return CheckResult.build("schema", decision, summary, figures, evidence, stats)
+
+
+def pass_k(samples: Sequence[Sample], ok: Sequence[bool]) -> dict[str, Any]:
+    """pass^k: the share of golden inputs whose every one of their k samples passed."""
+    by_input: dict[str, list[bool]] = {}
+    for sample, good in zip(samples, ok, strict=True):
+        by_input.setdefault(sample.golden_id, []).append(good)
+    k = min((len(v) for v in by_input.values()), default=0)
+    all_pass = sum(1 for v in by_input.values() if all(v))
+    inputs = len(by_input)
+    return {
+        "k": k, "inputs": inputs, "all_pass": all_pass,
+        "rate": round(all_pass / inputs, 4) if inputs else 0.0,
+    }
+
+
+def tokenizer_fidelity(kind: str, model: str, spec: str) -> tuple[bool, str]:
+    """``(exact, wording)``: whether ``spec`` is the provider's own tokenizer, said honestly."""
+    scheme, _, name = spec.partition(":")
+    if scheme == "hf":
+        return False, (
+            f"{spec} (a local tokenizer.json as configured; whether it is the provider's own "
+            "cannot be verified offline)"
+        )
+    if kind == "anthropic-messages":
+        return False, f"{name}, an approximation (Anthropic's tokenizer is not public)"
+    if kind == "openai-chat" and scheme == "tiktoken":
+        import tiktoken.model
+
+        try:
+            own = tiktoken.model.encoding_name_for_model(model)
+        except KeyError:
+            return False, f"{name}, an approximation (tiktoken does not know model {model!r})"
+        if own == name:
+            return True, f"{name}, the model's own encoding"
+        return False, f"{name}, an approximation ({model!r} uses {own})"
+    return False, f"{spec}, an approximation"
+
+
+# Approximate token counts are inflated by this factor before the context-window fit, so an
+# approximation errs towards "does not fit" (Claude's tokenizer, for one, yields more tokens
+# than cl100k_base for the same text).
+APPROXIMATION_MARGIN = 1.25
 
 
 def tokenization_check(
@@ -109,27 +161,28 @@ def tokenization_check(
     context_window: int,
     max_output_tokens: int,
     kind: str,
-    build_body: Callable[[str, str], Mapping[str, Any]],
+    model: str,
     redact: Redactor,
 ) -> CheckResult:
-    """Render every golden input; lossless, no special-token text, fits, system prompt placed right.
+    """Render every golden input; lossless, no special-token text, and it fits the window.
 
-    ``build_body(system, user)`` returns the request body the provider's client would send.
+    Deterministic: pass or fail, no sampling. Where the tokenizer is only an approximation of
+    the provider's (see :func:`tokenizer_fidelity`), the counts are inflated by
+    :data:`APPROXIMATION_MARGIN` before the fit, and the summary says so.
     """
     evidence: list[Evidence] = []
+    exact, wording = tokenizer_fidelity(kind, model, tokenizer.spec)
+    margin = 1.0 if exact else APPROXIMATION_MARGIN
     # Each distinct text is inspected once (the system prompt is usually shared by all inputs):
     # text -> (tokens, problems as (reason, excerpt) with _PART where "system"/"user" goes).
     seen: dict[str, tuple[int, list[tuple[str, str]]]] = {}
     base = tokenizer.count(_schema_text(contract)) + MESSAGE_OVERHEAD_TOKENS
     prompt_tokens: list[int] = []
-    first_rendered: tuple[str, str] | None = None
     for golden in contract.goldens:
         rendered = render_golden(contract, golden)
         if rendered.error:
             evidence.append(Evidence(golden.id, rendered.error))
             continue
-        if first_rendered is None:
-            first_rendered = (rendered.system, rendered.user)
         total = base
         for part, text in (("system", rendered.system), ("user", rendered.user)):
             known = seen.get(text)
@@ -139,18 +192,20 @@ def tokenization_check(
             for reason, excerpt in known[1]:
                 evidence.append(Evidence(golden.id, reason.replace(_PART, part), excerpt))
         prompt_tokens.append(total)
-        if total + max_output_tokens > context_window:
+        budgeted = math.ceil(total * margin)
+        if budgeted + max_output_tokens > context_window:
+            counted = f"prompt {total} tokens" + (
+                "" if exact else f" (×{margin:g} for an approximate count: {budgeted})"
+            )
             evidence.append(Evidence(
-                golden.id, f"prompt {total} tokens + max_output_tokens {max_output_tokens} > "
+                golden.id, f"{counted} + max_output_tokens {max_output_tokens} > "
                 f"context_window {context_window}",
             ))
-    placement = None
-    if first_rendered is not None:
-        placement = system_placement_problem(kind, build_body(*first_rendered), *first_rendered)
-        if placement:
-            evidence.append(Evidence(contract.goldens[0].id, placement))
     figures = {
         "tokenizer": tokenizer.spec,
+        "tokenizer_exact": exact,
+        "tokenizer_note": wording,
+        "count_margin": margin,
         "inputs": len(contract.goldens),
         "max_prompt_tokens": max(prompt_tokens, default=0),
         "mean_prompt_tokens": (
@@ -158,14 +213,15 @@ def tokenization_check(
         ),
         "max_output_tokens": max_output_tokens,
         "context_window": context_window,
-        "system_prompt_placement": "ok" if placement is None else "wrong",
     }
     passed = not evidence
+    fit = math.ceil(max(prompt_tokens, default=0) * margin)
     summary = (
-        f"{len(contract.goldens)} inputs render, round-trip losslessly through {tokenizer.spec} "
-        f"and fit (max {figures['max_prompt_tokens']} + {max_output_tokens} ≤ {context_window})"
+        f"{len(contract.goldens)} inputs render, round-trip losslessly and fit through "
+        f"{wording} (max {fit}{'' if exact else ' with the margin'} + {max_output_tokens} "
+        f"≤ {context_window})"
         if passed
-        else f"{len(evidence)} problem(s): {evidence[0].reason}"
+        else f"{len(evidence)} problem(s): {evidence[0].reason} (tokenizer: {wording})"
     )
     return CheckResult.build("tokenization", passed, summary, figures, evidence)
 
@@ -193,30 +249,6 @@ def _inspect(
     return report.tokens, problems
 
 
-def system_placement_problem(
-    kind: str, body: Mapping[str, Any], system: str, user: str
-) -> str | None:
-    """``None`` when the body carries the system prompt where ``kind`` expects it, else why not."""
-    messages = body.get("messages") or []
-    if kind == "openai-chat":
-        first = messages[0] if messages else {}
-        placed = first.get("role") in ("system", "developer")
-        if not placed or _text(first.get("content")) != system:
-            return "openai-chat request: the system prompt is not the first message (role system)"
-        if any(m.get("role") == "user" and system in _text(m.get("content")) for m in messages):
-            return "openai-chat request: the system prompt was sent inside a user message"
-    elif kind == "anthropic-messages":
-        if _text(body.get("system")) != system:
-            return "anthropic-messages request: the system prompt is not in the top-level 'system'"
-        if any(m.get("role") == "system" for m in messages):
-            return "anthropic-messages request: a message has role 'system', which the API rejects"
-    else:
-        return f"unknown provider kind {kind!r}"
-    if not any(m.get("role") == "user" and user in _text(m.get("content")) for m in messages):
-        return f"{kind} request: the user prompt is not in a user message"
-    return None
-
-
 def stored_outcome(contract: Contract, sample: Sample) -> tuple[dict[str, Any] | None, str]:
     """The business outcome of the result the failover runner stored, or why there is none."""
     if sample.stored is None:
@@ -227,6 +259,36 @@ def stored_outcome(contract: Contract, sample: Sample) -> tuple[dict[str, Any] |
         return None, f"the business code rejects the stored result: {exc}"
 
 
+def round_trip_outcomes(
+    contract: Contract,
+    *,
+    samples: Sequence[Sample],
+    primary: str | None,
+    primary_outcomes: Mapping[str, dict[str, Any]],
+) -> list[tuple[bool, str, bool | None]]:
+    """Per sample: ``(agrees, why not, agrees with the primary or None when not compared)``."""
+    expected = {g.id: expected_outcome(contract, g) for g in contract.goldens}
+    out: list[tuple[bool, str, bool | None]] = []
+    for sample in samples:
+        outcome, why_not = stored_outcome(contract, sample)
+        if outcome is None:
+            out.append((False, why_not, None))
+            continue
+        problems = []
+        diffs = differences(contract, outcome, expected[sample.golden_id])
+        if diffs:
+            problems.append("differs from the golden expectation: " + "; ".join(diffs))
+        reference = primary_outcomes.get(sample.golden_id)
+        with_primary: bool | None = None
+        if reference is not None:
+            pdiffs = differences(contract, outcome, reference)
+            with_primary = not pdiffs
+            if pdiffs:
+                problems.append(f"differs from the primary {primary!r}: " + "; ".join(pdiffs))
+        out.append((not problems, " | ".join(problems), with_primary))
+    return out
+
+
 def round_trip_check(
     contract: Contract,
     *,
@@ -234,60 +296,47 @@ def round_trip_check(
     primary: str | None,
     primary_outcomes: Mapping[str, dict[str, Any]],
     redact: Redactor,
+    rule: Rule = "clopper-pearson",
+    outcomes: Sequence[tuple[bool, str, bool | None]] | None = None,
 ) -> CheckResult:
     """The runner's stored result → business function → vs golden expectation and primary.
 
     ``primary_outcomes`` maps golden id → the primary's outcome, only for inputs where the
     primary itself agreed with the golden expectation (a wrong primary is not a reference).
+    The agreement rate is judged by ``rule`` like the schema check's.
     """
-    expected = {g.id: expected_outcome(contract, g) for g in contract.goldens}
-    evidence: list[Evidence] = []
-    agree_golden = agree_primary = compared_primary = stored_n = 0
-    for sample in samples:
-        stored_n += sample.stored is not None
-        outcome, why_not = stored_outcome(contract, sample)
-        if outcome is None:
-            evidence.append(Evidence(
-                sample.golden_id, why_not, redact.excerpt(sample.shown), sample.index
-            ))
-            continue
-        problems = []
-        diffs = differences(contract, outcome, expected[sample.golden_id])
-        if diffs:
-            problems.append("differs from the golden expectation: " + "; ".join(diffs))
-        reference = primary_outcomes.get(sample.golden_id)
-        if reference is not None:
-            compared_primary += 1
-            pdiffs = differences(contract, outcome, reference)
-            if pdiffs:
-                problems.append(f"differs from the primary {primary!r}: " + "; ".join(pdiffs))
-            else:
-                agree_primary += 1
-        if problems:
-            evidence.append(Evidence(
-                sample.golden_id, " | ".join(problems), redact.excerpt(sample.shown), sample.index
-            ))
-        else:
-            agree_golden += 1
+    if outcomes is None:
+        outcomes = round_trip_outcomes(
+            contract, samples=samples, primary=primary, primary_outcomes=primary_outcomes
+        )
+    evidence = [
+        Evidence(sample.golden_id, why, redact.excerpt(sample.shown), sample.index)
+        for sample, (ok, why, _) in zip(samples, outcomes, strict=True)
+        if not ok
+    ]
+    agree_golden = sum(1 for ok, _, _ in outcomes if ok)
+    compared_primary = sum(1 for _, _, p in outcomes if p is not None)
+    agree_primary = sum(1 for _, _, p in outcomes if p)
     total = len(samples)
-    rate = agree_golden / total if total else 0.0
-    passed = total > 0 and rate >= contract.thresholds.pass_threshold
+    limit = contract.thresholds
+    stats = RateVerdict.judge(agree_golden, total, limit.pass_threshold, limit.confidence, rule)
     figures = {
         "samples": total,
-        "stored_by_runner": stored_n,
+        "stored_by_runner": sum(1 for s in samples if s.stored is not None),
         "agree": agree_golden,
-        "agree_rate": round(rate, 4),
-        "pass_threshold": contract.thresholds.pass_threshold,
+        "agree_rate": round(stats.rate, 4),
+        "pass_threshold": limit.pass_threshold,
         "primary": primary,
         "compared_with_primary": compared_primary,
         "agree_with_primary": agree_primary,
+        "pass_k": pass_k(samples, [ok for ok, _, _ in outcomes]),
     }
     against = f" and the primary {primary!r}" if primary else ""
     summary = (
-        f"{agree_golden}/{total} results stored by the failover runner match the golden "
-        f"expectation{against} ({rate:.0%})"
+        f"results stored by the failover runner that match the golden expectation{against}: "
+        f"{stats.describe()}"
     )
-    return CheckResult.build("round_trip", passed, summary, figures, evidence)
+    return CheckResult.build("round_trip", stats.decision, summary, figures, evidence, stats)
 
 
 _schema_texts: dict[str, tuple[Mapping[str, Any], str]] = {}
@@ -309,16 +358,6 @@ def expected_outcome(contract: Contract, golden: Golden) -> dict[str, Any]:
         return contract.business.outcome(golden.expected)
     except BusinessRejection as exc:  # the loader checks this; keep the reason if it slips
         raise ValueError(f"golden {golden.id}: expected output rejected: {exc}") from None
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
 
 
 def _around(text: str, needle: str, width: int = 60) -> str:

@@ -12,9 +12,11 @@ what failover would have claimed as the job's result. A tap on the client keeps 
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import httpx
 
@@ -43,34 +45,53 @@ Mode = Literal["live", "record", "replay"]
 OWNER = "failover-harness-certification"
 
 
+SEEDED_KINDS = frozenset({"openai-chat"})  # wire formats whose API takes a sampling seed
+
+
+def sample_seed(salt: str, golden_id: str, index: int) -> int:
+    """The per-sample seed: different for every sample and run, the same on replay."""
+    digest = hashlib.sha256(f"{salt}\x00{golden_id}\x00{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 @dataclass
 class Channel:
-    """The way to one provider for one contract, and the cassette being written, if any."""
+    """The way to one provider for one contract, and the cassette being written, if any.
+
+    Every sample is a separate call (no response cache anywhere on the way) and, where the
+    API takes one, carries its own seed, so samples are independent draws.
+    """
 
     provider: ProviderConfig
     contract: Contract
     client: ProviderClient
     cassette: Cassette | None = None
+    salt: str = ""
+    replaying: Cassette | None = None  # replay: what the cassette holds
 
-    def request_for(self, golden: Golden) -> ProviderRequest | str:
-        """The provider request for one golden case, or why it cannot be rendered."""
+    @property
+    def seeded(self) -> bool:
+        return self.provider.kind in SEEDED_KINDS
+
+    def request_for(self, golden: Golden, index: int = 0) -> ProviderRequest | str:
+        """The provider request for one sample of a golden case, or why it cannot be rendered."""
         rendered = render_golden(self.contract, golden)
         if rendered.error:
             return rendered.error
         return ProviderRequest(
             system=rendered.system, user=rendered.user, schema=dict(self.contract.schema),
             schema_name=self.contract.schema_name,
+            seed=sample_seed(self.salt, golden.id, index) if self.seeded else None,
         )
 
-    def build_body(self, system: str, user: str) -> dict[str, Any]:
-        """The exact request body this provider's client sends (for the placement check)."""
-        req = ProviderRequest(system, user, dict(self.contract.schema), self.contract.schema_name)
-        return self.client.build_request_body(req)
+    def available(self, golden: Golden, index: int) -> bool:
+        """Whether this sample can be taken (a replay has only what was recorded)."""
+        return self.replaying is None or f"{golden.id}#{index}" in self.replaying.exchanges
 
     async def exchange(self, golden: Golden, index: int, store: Store, run_id: str) -> Sample:
         """Run one sample as a job through the failover runner; never raises for a bad call."""
         golden_id = golden.id
-        req = self.request_for(golden)
+        req = self.request_for(golden, index)
         if isinstance(req, str):
             return Sample(golden_id, index, error=f"not sent: {req}", runner="not run")
         key = f"{golden_id}#{index}"
@@ -149,6 +170,7 @@ def open_channel(
     mode: Mode,
     cassettes: Path | None,
     virtual_time: bool = True,
+    adaptive: bool = False,
 ) -> Channel:
     """The channel for ``mode``; replay checks the cassette was made at today's hashes."""
     inner: httpx.AsyncBaseTransport | None = None
@@ -157,26 +179,34 @@ def open_channel(
         assert cassettes is not None
         path = cassette_path(cassettes, provider.id, contract.id)
         cassette = Cassette.read(path, provider=provider.id, contract=contract.id)
-        _check_cassette(cassette, provider, contract)
+        _check_cassette(cassette, provider, contract, adaptive=adaptive)
         transport: httpx.AsyncBaseTransport | None = ReplayTransport(cassette)
-        return Channel(provider, contract, client_for(provider, transport=transport), None)
+        return Channel(
+            provider, contract, client_for(provider, transport=transport), None,
+            salt=cassette.salt, replaying=cassette,
+        )
     if provider.is_fake:
         inner = fake_transport(
             provider.kind, str(provider.fake_behaviour), answer=golden_answer(contract),
             virtual_time=virtual_time,
         )
     transport = inner
+    salt = secrets.token_hex(8)
     if mode == "record":
         assert cassettes is not None
         cassette = Cassette(
             cassette_path(cassettes, provider.id, contract.id), provider.id, contract.id,
-            provider.config_hash(), contract.hash,
+            provider.config_hash(), contract.hash, salt=salt,
         )
         transport = RecordingTransport(inner or httpx.AsyncHTTPTransport(retries=0), cassette)
-    return Channel(provider, contract, client_for(provider, transport=transport), cassette)
+    return Channel(
+        provider, contract, client_for(provider, transport=transport), cassette, salt=salt
+    )
 
 
-def _check_cassette(cassette: Cassette, provider: ProviderConfig, contract: Contract) -> None:
+def _check_cassette(
+    cassette: Cassette, provider: ProviderConfig, contract: Contract, *, adaptive: bool = False
+) -> None:
     fix = (
         f"record again: failover-harness certify --record --provider {provider.id} "
         f"--contract {contract.id}"
@@ -192,9 +222,9 @@ def _check_cassette(cassette: Cassette, provider: ProviderConfig, contract: Cont
             f"the cassette was recorded against another version of contract {contract.id!r}",
             file=str(cassette.path), field="contract_hash", fix=fix,
         )
-    wanted = {
-        f"{g.id}#{i}" for g in contract.goldens for i in range(contract.thresholds.samples)
-    }
+    # A fixed run needs K samples of every input; an adaptive one at least its first round.
+    per_input = 1 if adaptive else contract.thresholds.samples
+    wanted = {f"{g.id}#{i}" for g in contract.goldens for i in range(per_input)}
     missing = sorted(wanted - set(cassette.exchanges))
     if missing:
         raise ConfigError(

@@ -18,7 +18,6 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.yamlsrc import YamlSource, load_yaml
 from harness.contracts.model import (
     Business,
     BusinessRejection,
@@ -30,6 +29,7 @@ from harness.contracts.model import (
 )
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
+from harness.yamlsrc import YamlSource, load_yaml
 
 CONTRACT_FILE = "contract.yaml"
 _ID_RE = r"^[a-z][a-z0-9_\-]{0,63}$"
@@ -76,8 +76,20 @@ class _NumericSpec(_Strict):
 class _CertSpec(_Strict):
     max_temperature: float = Field(ge=0, le=2)
     samples: int = Field(default=3, ge=1, le=50)
-    pass_threshold: float = Field(default=1.0, gt=0, le=1)
+    pass_threshold: float = Field(default=0.9, gt=0, le=1)
+    confidence: float = Field(default=0.95, ge=0.5, lt=1)
+    budget: int | None = Field(default=None, ge=1, le=1_000_000)
     valid_days: int = Field(default=30, ge=1, le=366)
+
+    @field_validator("pass_threshold")
+    @classmethod
+    def _provable(cls, value: float) -> float:
+        if value >= 1:
+            raise ValueError(
+                "a pass rate of 1 cannot be proven by sampling (no number of samples gives a "
+                "lower confidence bound of 1): use e.g. 0.99"
+            )
+        return value
 
 
 class _ContractSpec(_Strict):
@@ -109,6 +121,8 @@ def _pydantic_error(src: YamlSource, exc: ValidationError) -> ConfigError:
     first = exc.errors()[0]
     loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
     loc = tuple("schema" if p == "schema_" else p for p in loc)
+    if first["type"] == "value_error":  # our own validators say what is wrong and what to do
+        return src.error(first["msg"].removeprefix("Value error, "), loc, fix="change the value")
     fix = _FIXES.get(first["type"], f"set it to a valid value ({first['msg'].lower()})")
     return src.error(first["msg"], loc, fix=fix)
 
@@ -174,6 +188,8 @@ def load_contract(directory: Path) -> Contract:
             samples=cert.samples,
             pass_threshold=cert.pass_threshold,
             valid_days=cert.valid_days,
+            confidence=cert.confidence,
+            budget=cert.budget,
         ),
         hash=_contract_hash(spec, schema, goldens, business, directory),
     )

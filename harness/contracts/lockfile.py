@@ -14,7 +14,8 @@ from harness import __version__
 from harness.contracts.records import CertificationRecord
 from harness.domain.errors import ConfigError
 
-LOCK_VERSION = 1
+LOCK_VERSION = 2  # 2: three-state verdicts with bounds, rule, k, per-input tallies, drift
+READABLE_VERSIONS = (1, 2)  # a version-1 record is read, and judged stale (point-estimate rule)
 
 
 def lock_path_for(providers_path: Path) -> Path:
@@ -77,7 +78,7 @@ def read_lock(path: Path) -> LockFile:
         raise ConfigError(
             "not a failover-harness lock file (no 'certifications' list)", file=str(path), fix=fix
         )
-    if data.get("lock_version") != LOCK_VERSION:
+    if data.get("lock_version") not in READABLE_VERSIONS:
         raise ConfigError(
             f"lock_version {data.get('lock_version')!r} is not supported (this harness writes "
             f"{LOCK_VERSION})", file=str(path), field="lock_version",

@@ -106,12 +106,19 @@ class BusinessRejection(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """Certification settings: temperature ceiling, samples per input, pass rate, validity."""
+    """Certification settings: temperature ceiling, samples per input, pass rate and the
+    confidence it is proven at, the sampling budget of ``--adaptive``, validity."""
 
     max_temperature: float = 0.0
     samples: int = 3
-    pass_threshold: float = 1.0
+    pass_threshold: float = 0.9
     valid_days: int = 30
+    confidence: float = 0.95
+    budget: int | None = None  # samples --adaptive may spend per provider (None: 20 per input)
+
+    def budget_for(self, inputs: int) -> int:
+        """The most samples ``--adaptive`` spends on one provider (whole rounds of ``inputs``)."""
+        return self.budget if self.budget is not None else 20 * inputs
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,10 @@
 """Certification records: evidence, check results and the verdict for one (provider, contract).
 
 Records are plain data with ``to_json`` / ``from_json``; the lock file stores a list of them.
+A verdict has three states: ``eligible`` (every check passed: the statistical ones with their
+lower confidence bound at or above the threshold), ``ineligible`` (a check failed: a
+deterministic one, or a rate whose upper bound is below the threshold) and ``undecided`` (no
+check failed but a rate's bounds straddle the threshold: unknown, exit 3).
 """
 
 from __future__ import annotations
@@ -12,11 +16,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from harness.console import clean
+from harness.contracts.stats import Decision, RateVerdict
 from harness.domain.clock import rfc3339
 from harness.providers.secrets import redact
 
-Verdict = Literal["eligible", "ineligible"]
+Verdict = Literal["eligible", "ineligible", "undecided"]
+VERDICTS: tuple[Verdict, ...] = ("eligible", "ineligible", "undecided")
 Mode = Literal["live", "replayed"]
+FAKE_PROVENANCE = "fake provider (answers from the golden file)"
 
 EXCERPT_CHARS = 160
 MAX_EVIDENCE = 12  # per check, so the committed lock file stays readable
@@ -52,7 +60,8 @@ class Redactor:
         """A redacted, single-line, shortened view of ``text`` for evidence."""
         if text is None:
             return ""
-        flat = self(text).replace("\r", "\\r").replace("\n", "\\n")
+        # One line, no terminal escapes, no lone surrogates: an excerpt is printed and rendered.
+        flat = clean(self(text[: limit * 4]), one_line=True)
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -80,24 +89,36 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check (schema, tokenization, round_trip) on one provider for one contract."""
+    """One check (schema, tokenization, round_trip) on one provider for one contract.
+
+    ``decision`` is pass, fail or undecided; a statistical check carries its ``stats`` (the
+    rate, the bounds and the rule), a deterministic one (tokenization, the temperature) none.
+    """
 
     name: str
-    passed: bool
+    decision: Decision
     summary: str
     figures: dict[str, Any] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
     evidence_total: int = 0
+    stats: RateVerdict | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.decision == "pass"
 
     @classmethod
     def build(
         cls,
         name: str,
-        passed: bool,
+        decision: Decision | bool,
         summary: str,
         figures: dict[str, Any],
         evidence: list[Evidence],
+        stats: RateVerdict | None = None,
     ) -> CheckResult:
+        if isinstance(decision, bool):
+            decision = "pass" if decision else "fail"
         # Breadth first: one piece per input before a second piece for any input.
         seen: set[str] = set()
         firsts: list[Evidence] = []
@@ -106,24 +127,86 @@ class CheckResult:
             (rest if item.input_id in seen else firsts).append(item)
             seen.add(item.input_id)
         kept = (firsts + rest)[:MAX_EVIDENCE]
-        return cls(name, passed, summary, figures, tuple(kept), len(evidence))
+        return cls(name, decision, summary, figures, tuple(kept), len(evidence), stats)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
+            "decision": self.decision,
             "passed": self.passed,
             "summary": self.summary,
-            "figures": self.figures,
-            "evidence": [e.to_json() for e in self.evidence],
-            "evidence_total": self.evidence_total,
         }
+        if self.stats is not None:
+            out["stats"] = self.stats.to_json()
+        out.update(
+            figures=self.figures,
+            evidence=[e.to_json() for e in self.evidence],
+            evidence_total=self.evidence_total,
+        )
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CheckResult:
         evidence = tuple(Evidence.from_json(e) for e in data.get("evidence", []))
+        decision: Decision = data.get("decision") or ("pass" if data["passed"] else "fail")
+        if decision not in ("pass", "fail", "undecided"):
+            raise ValueError(f"decision must be pass, fail or undecided, not {decision!r}")
+        stats = RateVerdict.from_json(data["stats"]) if data.get("stats") else None
         return cls(
-            data["name"], bool(data["passed"]), data.get("summary", ""), data.get("figures", {}),
-            evidence, data.get("evidence_total", len(evidence)),
+            data["name"], decision, data.get("summary", ""), data.get("figures", {}),
+            evidence, data.get("evidence_total", len(evidence)), stats,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class InputTally:
+    """One golden input's samples: how many, how many passed each check, and how they failed."""
+
+    samples: int
+    passed: dict[str, int]  # check name -> samples that passed it
+    failures: tuple[str, ...] = ()  # distinct short reasons, at most MAX_INPUT_FAILURES
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"samples": self.samples, **self.passed}
+        if self.failures:
+            out["failures"] = list(self.failures)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InputTally:
+        passed = {k: int(v) for k, v in data.items() if k not in ("samples", "failures")}
+        return cls(int(data["samples"]), passed, tuple(data.get("failures", ())))
+
+
+MAX_INPUT_FAILURES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """How the evidence was gathered: the rule, its confidence, samples per input, rounds."""
+
+    rule: str  # "clopper-pearson" (fixed) or "mixture-sprt" (--adaptive)
+    confidence: float
+    k: int  # samples per golden input (every input gets the same number: balanced rounds)
+    rounds: int
+    calls: int
+    adaptive: bool = False
+    budget: int | None = None  # samples --adaptive may spend per provider
+    seeded: bool = False  # a per-sample seed was sent (the API takes one)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule, "confidence": self.confidence, "k": self.k,
+            "rounds": self.rounds, "calls": self.calls, "adaptive": self.adaptive,
+            "budget": self.budget, "seeded": self.seeded,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Sampling:
+        return cls(
+            str(data["rule"]), float(data["confidence"]), int(data["k"]), int(data["rounds"]),
+            int(data["calls"]), bool(data.get("adaptive", False)), data.get("budget"),
+            bool(data.get("seeded", False)),
         )
 
 
@@ -145,23 +228,45 @@ class CertificationRecord:
     expires_at: datetime
     checks: tuple[CheckResult, ...]
     config: dict[str, Any] = field(default_factory=dict)  # the non-secret settings hashed
+    sampling: Sampling | None = None  # None: a lock_version 1 record (point-estimate rule)
+    inputs: dict[str, InputTally] = field(default_factory=dict)  # per golden input
+    drift: dict[str, Any] | None = None  # vs the previous certification (see drift.py)
+    provenance: str = ""  # FAKE_PROVENANCE for fake:// providers, else ""
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.provider, self.contract)
 
+    @property
+    def fake(self) -> bool:
+        return bool(self.provenance)
+
     def failed_checks(self) -> list[CheckResult]:
-        return [c for c in self.checks if not c.passed]
+        return [c for c in self.checks if c.decision == "fail"]
+
+    def undecided_checks(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.decision == "undecided"]
 
     def why(self) -> str:
-        """One line: the first failed check's first evidence, and which other checks failed."""
+        """One line: the first failed (else undecided) check's reason, and which others."""
         failed = self.failed_checks()
-        if not failed:
-            return "all checks passed"
-        first = failed[0]
-        reason = first.evidence[0].reason if first.evidence else first.summary
-        others = ", ".join(c.name for c in failed[1:])
-        return f"{first.name}: {reason}" + (f" (also failed: {others})" if others else "")
+        undecided = self.undecided_checks()
+        label = f" — {self.provenance}" if self.provenance else ""
+        if not failed and not undecided:
+            return "all checks passed" + label
+        if failed:
+            first = failed[0]
+            reason = first.evidence[0].reason if first.evidence else first.summary
+            others = ", ".join(c.name for c in failed[1:])
+            also = f" (also failed: {others})" if others else ""
+        else:
+            first = undecided[0]
+            reason = "undecided: " + (
+                first.stats.describe() if first.stats is not None else first.summary
+            )
+            others = ", ".join(c.name for c in undecided[1:])
+            also = f" (also undecided: {others})" if others else ""
+        return f"{first.name}: {reason}{also}{label}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -177,14 +282,20 @@ class CertificationRecord:
             "harness_version": self.harness_version,
             "certified_at": rfc3339(self.certified_at),
             "expires_at": rfc3339(self.expires_at),
+            "provenance": self.provenance or None,
             "config": self.config,
+            "sampling": self.sampling.to_json() if self.sampling else None,
             "checks": [c.to_json() for c in self.checks],
+            "inputs": {k: self.inputs[k].to_json() for k in sorted(self.inputs)},
+            "drift": self.drift,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CertificationRecord:
-        if data["verdict"] not in ("eligible", "ineligible"):
-            raise ValueError(f"verdict must be eligible or ineligible, not {data['verdict']!r}")
+        if data["verdict"] not in VERDICTS:
+            raise ValueError(
+                f"verdict must be one of {', '.join(VERDICTS)}, not {data['verdict']!r}"
+            )
         if data["mode"] not in ("live", "replayed"):
             raise ValueError(f"mode must be live or replayed, not {data['mode']!r}")
         return cls(
@@ -202,6 +313,10 @@ class CertificationRecord:
             expires_at=_parse_time(data["expires_at"]),
             checks=tuple(CheckResult.from_json(c) for c in data.get("checks", [])),
             config=dict(data.get("config", {})),
+            sampling=Sampling.from_json(data["sampling"]) if data.get("sampling") else None,
+            inputs={k: InputTally.from_json(v) for k, v in (data.get("inputs") or {}).items()},
+            drift=data.get("drift") or None,
+            provenance=data.get("provenance") or "",
         )
 
 

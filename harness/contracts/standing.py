@@ -17,10 +17,12 @@ from harness.contracts.records import CertificationRecord
 
 
 class State(StrEnum):
-    """The standing of a certification. Unknown (missing, stale, expired) is not failed."""
+    """The standing of a certification. Unknown (missing, stale, expired, undecided) is not
+    failed: exit 3, and failover does not use the link."""
 
     CERTIFIED = "certified"
     FAILED = "failed"
+    UNDECIDED = "undecided"
     MISSING = "missing"
     STALE = "stale"
     EXPIRED = "expired"
@@ -80,6 +82,13 @@ def standing(
             f"no certification of {provider!r} for contract {contract!r} in the lock file",
             f"run: {command}",
         )
+    if record.sampling is None:
+        return Standing(
+            provider, contract, State.STALE,
+            f"certified by failover-harness {record.harness_version or '(unknown version)'} "
+            "with a point-estimate pass rate (lock_version 1), not a confidence bound",
+            f"re-certify: {command}",
+        )
     if record.config_hash != config_hash:
         changed = _changed(record.config, config)
         return Standing(
@@ -105,6 +114,12 @@ def standing(
             f"the certification expired at {record.expires_at:%Y-%m-%d %H:%M} UTC",
             f"re-certify: {command}",
         )
+    if record.verdict == "undecided":
+        return Standing(
+            provider, contract, State.UNDECIDED,
+            f"certified undecided ({record.mode}): {record.why()}",
+            f"sample until decided: {command} --adaptive",
+        )
     if record.verdict != "eligible":
         return Standing(
             provider, contract, State.FAILED,
@@ -112,10 +127,11 @@ def standing(
             "make the provider meet the contract (or set this link to 'failover: manual' in the "
             f"providers file), then run: {command}",
         )
+    label = f" — {record.provenance}" if record.provenance else ""
     return Standing(
         provider, contract, State.CERTIFIED,
         f"certified {record.mode} at {record.certified_at:%Y-%m-%d %H:%M} UTC, valid until "
-        f"{record.expires_at:%Y-%m-%d %H:%M} UTC",
+        f"{record.expires_at:%Y-%m-%d %H:%M} UTC{label}",
     )
 
 

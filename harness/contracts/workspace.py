@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.yamlsrc import load_yaml
 from harness.contracts.eligibility import LockFileEligibility
 from harness.contracts.loader import load_contracts
 from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
@@ -13,7 +12,9 @@ from harness.contracts.model import Contract
 from harness.contracts.standing import Standing
 from harness.domain.clock import Clock
 from harness.domain.errors import ConfigError
+from harness.gateways.litellm_config import strip_prefix
 from harness.providers.config import ProvidersFile, load_providers
+from harness.yamlsrc import load_yaml
 
 
 @dataclass
@@ -48,18 +49,29 @@ class Workspace:
     def gate(self, clock: Clock | None = None) -> list[Standing]:
         """The standing of every ``auto`` link."""
         eligibility = self.eligibility(clock)
-        return [eligibility.standing(p, c) for p, c in self.auto_links()]
+        standings = [eligibility.standing(p, c) for p, c in self.auto_links()]
+        gateway = getattr(self.providers, "gateway", None)  # a LiteLLM config: name its lines
+        return gateway.locate(standings) if gateway else standings
 
 
 def open_workspace(
-    providers_path: Path, contracts_dir: Path | None = None, lock_path: Path | None = None
+    providers_path: Path, contracts_dir: Path | None = None, lock_path: Path | None = None,
+    *, contract_map: dict[str, str] | None = None, via: str | None = None,
 ) -> Workspace:
-    """Load the providers file, its contracts (default: ``contracts/`` beside it) and lock file."""
-    providers = load_providers(providers_path)
+    """Load the providers file, its contracts (default: ``contracts/`` beside it) and lock file.
+
+    The providers file may be a LiteLLM config (``litellm:config.yaml``; ``contract_map`` and
+    ``via`` apply to it, see :mod:`harness.gateways.source`).
+    """
+    providers = load_providers(providers_path, contract_map=contract_map, via=via)
+    providers_path = strip_prefix(providers_path)[0]
     contracts_dir = contracts_dir or providers_path.parent / "contracts"
     contracts = load_contracts(contracts_dir)
     for contract_id in providers.chains:
         if contract_id not in contracts:
+            gateway = getattr(providers, "gateway", None)
+            if gateway is not None:
+                raise gateway.missing_contract(contract_id, contracts_dir)
             raise ConfigError(
                 f"the chain for contract {contract_id!r} has no contract in {contracts_dir}",
                 file=str(providers_path),

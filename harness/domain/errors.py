@@ -111,6 +111,19 @@ class UnsupportedTarget(InputError):
     code = "unsupported_target"
 
 
+class MissingExtra(InputError, ImportError):
+    """An optional part of failover-harness is not installed."""
+
+    code = "missing_extra"
+
+    def __init__(self, extra: str, *, module: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the '{extra}' extra ({module} is not installed): "
+            f"pip install 'failover-harness[{extra}]'"
+        )
+        self.extra_name, self.name = extra, module
+
+
 class NotFound(HarnessError):
     """The resource does not exist."""
 

@@ -38,6 +38,7 @@ class ProviderRequest:
     user: str
     schema: dict[str, Any]
     schema_name: str = "answer"
+    seed: int | None = None  # sent where the API takes one (openai-chat), so samples differ
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, dict):

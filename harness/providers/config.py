@@ -228,10 +228,24 @@ def write_json_schema(path: Path = SCHEMA_FILE) -> None:
     path.write_text(json.dumps(providers_json_schema(), indent=2, sort_keys=True) + "\n")
 
 
-def load_providers(path: str | Path) -> ProvidersFile:
-    """Read and validate providers.yaml; ConfigError with file, line, field and fix otherwise."""
-    path = Path(path)
+def load_providers(
+    path: str | Path, *, contract_map: dict[str, str] | None = None, via: str | None = None
+) -> ProvidersFile:
+    """Read and validate providers.yaml; ConfigError with file, line, field and fix otherwise.
+
+    A LiteLLM proxy config (``litellm:config.yaml``, or any file with ``model_list``) is read by
+    :mod:`harness.gateways.source`; ``contract_map`` and ``via`` apply only to it.
+    """
+    from harness.gateways.litellm_config import strip_prefix
+
+    path, forced = strip_prefix(path)
     name = str(path)
+    if forced or contract_map or via or (
+        path.suffix in (".yaml", ".yml") and path.is_file() and _has_model_list(path)
+    ):
+        from harness.gateways.source import load_litellm_providers
+
+        return load_litellm_providers(path, contract_map=contract_map, via=via)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -241,6 +255,16 @@ def load_providers(path: str | Path) -> ProvidersFile:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the file: {exc}", file=name) from None
     return parse_providers(text, source=name)
+
+
+def _has_model_list(path: Path) -> bool:
+    """Detection by shape: ``model_list:`` at the top level and no ``providers:``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(re.search(r"^model_list\s*:", text, re.M)) and not re.search(
+        r"^providers\s*:", text, re.M)
 
 
 def parse_providers(text: str, *, source: str = "providers.yaml") -> ProvidersFile:

@@ -26,7 +26,7 @@ class OpenAIChatClient(ProviderClient):
     def build_request_body(self, req: ProviderRequest) -> dict[str, Any]:
         messages = [{"role": "system", "content": req.system}] if req.system else []
         messages.append({"role": "user", "content": req.user})
-        return {
+        body: dict[str, Any] = {
             "model": self.cfg.model,
             "messages": messages,
             "temperature": self.cfg.temperature,
@@ -36,6 +36,9 @@ class OpenAIChatClient(ProviderClient):
                 "json_schema": {"name": req.schema_name, "schema": req.schema, "strict": True},
             },
         }
+        if req.seed is not None:
+            body["seed"] = req.seed
+        return body
 
     def read_reply(self, data: dict[str, Any], req: ProviderRequest) -> dict[str, Any]:
         choice = data["choices"][0]

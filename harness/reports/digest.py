@@ -88,7 +88,7 @@ def _of(event: Event) -> Iterator[Problem]:
     elif isinstance(event, Certification) and event.outcome in ("fail", "unknown"):
         yield Problem("fail" if event.outcome == "fail" else "unknown",
                       f"{event.provider} × {event.contract}",
-                      "ineligible" if event.outcome == "fail" else "undecided", event.why,
+                      event.verdict, event.why,
                       event.fix, command_in(event.fix))
     elif isinstance(event, GateVerdict):
         for gp in event.problems:

@@ -197,6 +197,8 @@ def _explore(j: _Suites, e: ExploreResult) -> None:
 
 def _certification(j: _Suites, c: Certification) -> None:
     classname = f"certification.{c.contract}.{c.provider}"
+    if c.provenance:
+        classname += " (fake)"
     if not c.checks:
         case = j.case("certification", classname, "certification")
         if c.outcome in ("unknown", "fail"):
@@ -212,12 +214,13 @@ def _certification(j: _Suites, c: Certification) -> None:
         stats = [s.text or f"{s.name} {s.value:g}" for s in check.statistics]
         if check.verdict == "skipped":
             _add(case, "skipped", check.summary or "skipped")
-        elif check.verdict == "unknown":
-            _add(case, "error", check.summary or "undecided", [*stats, *evidence], "undecided")
-        elif check.verdict == "fail" and c.failover == "manual":
-            _add(case, "skipped", f"ineligible, but the link is manual (not gated): "
-                 f"{check.summary}")
-            _out(case, evidence)
+        elif check.verdict in ("fail", "undecided") and c.outcome == "skip":
+            _add(case, "skipped", f"{check.verdict}, but the link is {c.failover or 'not auto'} "
+                 f"(not gated): {check.summary}")
+            _out(case, [*stats, *evidence])
+        elif check.verdict == "undecided":
+            _add(case, "error", f"undecided: {check.summary}",
+                 [*stats, *evidence, *([f"fix: {c.fix}"] if c.fix else [])], "undecided")
         elif check.verdict == "fail":
             _add(case, "failure", check.summary or "failed",
                  [*stats, *evidence, *([f"fix: {c.fix}"] if c.fix else [])], "ineligible")

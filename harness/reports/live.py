@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from harness.console import clean
 from harness.reports.model import (
     Case,
     Certification,
@@ -169,13 +170,18 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
 
 def certification_lines(c: Certification) -> Iterator[str]:
     link = c.failover or "-"
-    yield f"{c.verdict.upper():<11} {c.contract:<16} {c.provider:<22} {link:<7} {c.why}"
+    sampled = f" [{c.sampling.calls} calls, k={c.sampling.k}]" if c.sampling else ""
+    yield f"{c.verdict.upper():<11} {c.contract:<16} {c.provider:<22} {link:<7} {c.why}{sampled}"
     for s in c.statistics:
-        yield f"    {s.text or f'{s.name} {s.value:g}'}"
-    for d in c.drift:
-        yield f"    drift: {d.text or f'{d.field} {d.previous} → {d.current}'}"
-    if c.verdict == "ineligible" and c.failover == "auto":
-        yield (f"  ineligible provider {c.provider!r} in an auto link for contract "
+        if s.decision in ("fail", "undecided") or c.outcome in ("fail", "unknown"):
+            yield f"    {s.name}: {s.text or f'{s.value:g}'}"
+    if c.drift:
+        since = c.drift_since[:16].replace("T", " ")
+        yield (f"  drift since {since}" + (f" ({c.previous_verdict})" if c.previous_verdict
+                                           else "") + ":")
+        yield from (f"    {d.text or f'{d.field}: {d.previous} → {d.current}'}" for d in c.drift)
+    if c.verdict != "eligible" and c.failover == "auto":
+        yield (f"  {c.verdict} provider {c.provider!r} in an auto link for contract "
                f"{c.contract!r}: {c.why}")
     if c.fix and c.outcome in ("fail", "unknown"):
         yield f"  fix: {c.fix}"
@@ -241,7 +247,8 @@ class LiveOutput(Handler):
         self.started = time.perf_counter()
 
     def _print(self, line: str) -> None:
-        print(line, file=self.stream or sys.stdout, flush=True)
+        # Lines quote services, models and files: printed as text (escapes neutralised).
+        print(clean(line), file=self.stream or sys.stdout, flush=True)
 
     def start(self, header: Header) -> None:
         self.started = time.perf_counter()

@@ -21,7 +21,7 @@ from harness.reports.model import (
 ICON = {
     "pass": "✅", "passed": "✅", "eligible": "✅", "valid": "✅",
     "fail": "❌", "failed": "❌", "ineligible": "❌", "invalid": "❌",
-    "unknown": "❔", "not_applicable": "➖", "skipped": "➖", "skip": "➖",
+    "unknown": "❔", "undecided": "❔", "not_applicable": "➖", "skipped": "➖", "skip": "➖",
 }
 MAX_PROBLEMS = 8  # a comment should fit on one screen: the rest is in index.html
 
@@ -84,8 +84,10 @@ def _all_verdicts(r: Results) -> list[str]:
                         f"{e.verdict.replace('_', ' ')} | {_esc(e.reason)} |")
         elif isinstance(e, Certification):
             checks = ", ".join(f"{ICON[k.verdict]} {k.name}" for k in e.checks)
+            fake = f" — {e.provenance}" if e.provenance else ""
             rows.append(f"| {e.provider} × {e.contract} ({e.failover or 'no link'}) | "
-                        f"`{_esc(e.model)}` | {ICON[e.verdict]} {e.verdict} | {checks} |")
+                        f"`{_esc(e.model)}` | {ICON[e.verdict]} {e.verdict}{_esc(fake)} | "
+                        f"{checks} |")
         elif isinstance(e, Case):
             rows.append(f"| {_esc(e.name)} | {e.suite} | {ICON[e.outcome]} {e.outcome} | "
                         f"{_esc(e.message)} |")

@@ -288,8 +288,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Statistic:
-    """A statistical figure with its bounds (pass rate, pass^k…): room for three-state
-    verdicts (eligible / ineligible / undecided)."""
+    """A statistical figure with its bounds: a check's pass rate judged against its threshold
+    (the rule, the confidence, how many more samples would decide), or pass^k."""
 
     name: str
     value: float
@@ -297,23 +297,39 @@ class Statistic:
     upper: float | None = None
     confidence: float | None = None
     n: int | None = None
+    threshold: float | None = None
+    rule: str = ""
+    decision: str = ""
     text: str = ""
 
 
 @dataclass(frozen=True)
-class Drift:
-    """A change since the previous certification in the lock file."""
+class Sampling:
+    """How a certification gathered its evidence."""
 
-    field: str
+    rule: str
+    confidence: float
+    k: int  # samples per golden input
+    calls: int
+    rounds: int = 1
+    adaptive: bool = False
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A change since the previous certification in the lock file (per golden input)."""
+
+    field: str  # the golden input (or the setting) that changed
     previous: str
     current: str
+    change: str = ""  # worse | better | added | removed
     text: str = ""
 
 
 @dataclass(frozen=True)
 class CertCheck:
     name: str
-    verdict: Literal["pass", "fail", "unknown", "skipped"]
+    verdict: Literal["pass", "fail", "undecided", "skipped"]
     summary: str = ""
     evidence: tuple[Evidence, ...] = ()
     evidence_total: int = 0
@@ -328,11 +344,12 @@ class Certification:
     TYPE: ClassVar[str] = "certification"
     provider: str
     contract: str
-    verdict: Literal["eligible", "ineligible", "unknown"]
+    verdict: Literal["eligible", "ineligible", "undecided"]
     outcome: Outcome
     model: str = ""
     kind: str = ""
     mode: str = "live"
+    provenance: str = ""  # e.g. "fake provider (answers from the golden file)": always shown
     failover: str = ""  # the chain link's failover: auto | manual | "" (not in a chain)
     contract_version: str = ""
     config_hash: str = ""
@@ -341,7 +358,10 @@ class Certification:
     expires_at: str = ""
     checks: tuple[CertCheck, ...] = ()
     statistics: tuple[Statistic, ...] = ()
+    sampling: Sampling | None = None
     drift: tuple[Drift, ...] = ()
+    drift_since: str = ""
+    previous_verdict: str = ""
     why: str = ""
     fix: str = ""
     latency_ms_p50: float | None = None

@@ -18,10 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from harness.extras import missing_extra
+
+try:  # the `serve` extra: without it, an error that names it
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ImportError as exc:  # pragma: no cover - exercised in a base-only interpreter
+    raise (missing_extra(exc) or exc) from None
 
 from harness import __version__
 from harness.domain import EventType, HarnessError, Intent, InvalidIntent, NotFound

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from harness.domain import InvalidIntent, StoreError
+from harness.domain.errors import MissingExtra
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, random_ids
 
@@ -44,9 +45,7 @@ class PostgresStore(SqlStore):
         pool_size: int = 16,
     ) -> None:
         if psycopg is None:
-            raise StoreError(
-                "PostgreSQL support is not installed; pip install 'failover-harness[postgres]'"
-            )
+            raise MissingExtra("postgres", module="psycopg", purpose="a postgresql:// store")
         super().__init__(clock=clock, ids=ids)
         self.queries = {k: to_pyformat(v) for k, v in self.queries.items()}
         self.dsn = dsn

@@ -86,7 +86,7 @@ def test_the_replay_command_says_so_in_the_lock_file(recorded, capsys) -> None:
     project = recorded
     capsys.readouterr()
     assert project.cli("certify", "--replay", "--no-progress") == 1
-    assert "certification (replayed from cassettes)" in capsys.readouterr().out
+    assert "certification (replayed from cassettes;" in capsys.readouterr().out
     lock = json.loads(project.lock_path.read_text(encoding="utf-8"))
     assert {c["mode"] for c in lock["certifications"]} == {"replayed"}
     assert project.cli("gate") == 1  # replayed records count; the broken auto links fail

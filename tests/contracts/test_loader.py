@@ -46,7 +46,7 @@ def test_an_unknown_field_names_its_line(project) -> None:
     assert err.file and err.file.endswith("contract.yaml")
     assert err.field == "certification.sampels"
     lines = (project.contract / "contract.yaml").read_text().splitlines()
-    assert lines[err.line - 1].strip() == "sampels: 4"
+    assert lines[err.line - 1].strip().startswith("sampels: 4")
     assert err.fix and "remove the field" in err.fix
 
 

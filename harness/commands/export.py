@@ -1,0 +1,63 @@
+"""`failover-harness export litellm-fallbacks`: the config's fallback lists, certified ones only.
+
+Prints LiteLLM YAML (``router_settings`` / ``litellm_settings`` with their fallback lists) that
+holds only fallbacks certified for the contract of the group they stand in for, with a comment
+per fallback dropped and why. Exit 0 when the config's lists already are the certified lists, 1
+when some fallback had to be dropped (``gate`` fails on the same links), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.gateways.options import add_gateway_options, gateway_options
+
+HELP = "print a LiteLLM config's fallback lists holding only certified fallbacks"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", choices=["litellm-fallbacks"],
+                        help="litellm-fallbacks: the fallback lists of a LiteLLM config")
+    parser.add_argument("--providers", type=Path, default=Path("config.yaml"), metavar="FILE",
+                        help="the LiteLLM config (default: config.yaml)")
+    parser.add_argument("--contracts", type=Path, default=None, metavar="DIR",
+                        help="the contracts folder (default: contracts/ beside the config)")
+    parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
+                        help="the lock file (default: <config>.lock.json beside it)")
+    parser.add_argument("--output", type=Path, default=None, metavar="FILE",
+                        help="write the YAML there instead of stdout")
+    add_gateway_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.contracts.workspace import open_workspace
+    from harness.domain.errors import ConfigError
+    from harness.gateways.export import certified_lists
+    from harness.gateways.litellm_config import LITELLM_PREFIX
+
+    path = args.providers
+    if not str(path).startswith(LITELLM_PREFIX):
+        path = Path(f"{LITELLM_PREFIX}{path}")  # export reads only LiteLLM configs
+    ws = open_workspace(path, args.contracts, args.lock, **gateway_options(args))
+    gateway = getattr(ws.providers, "gateway", None)
+    if gateway is None:  # pragma: no cover - the prefix forces the LiteLLM reader
+        raise ConfigError("not a LiteLLM config", file=str(args.providers))
+    eligibility = ws.eligibility()
+
+    def judge(provider: str, contract: str) -> tuple[bool, str]:
+        s = eligibility.standing(provider, contract)
+        return s.eligible, f"{s.state}: {s.why}"
+
+    lists = certified_lists(gateway, judge)
+    text = lists.to_yaml(str(gateway.config.path))
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    if lists.differs:
+        print(f"export: {len(lists.dropped)} fallback(s) dropped: the config's lists differ from "
+              "the certified lists (gate fails on them)", file=sys.stderr)
+        return 1
+    return 0

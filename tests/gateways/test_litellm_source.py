@@ -1,0 +1,229 @@
+"""A LiteLLM config.yaml as the provider source: read, certified, gated and exported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.domain.errors import ConfigError
+from harness.gateways.litellm_config import read_litellm_config
+from harness.gateways.source import GatewayProviders, load_litellm_providers
+from harness.providers.config import load_providers
+from harness.providers.fake_server import FakeServer
+from tests.gateways.conftest import KEY_ENV, LiteLLMProject, deployment
+
+CONFIG = """\
+model_list:
+  - model_name: triage
+    litellm_params:
+      model: openai/gpt-4o-mini
+      api_base: http://127.0.0.1:9/v1
+      api_key: os.environ/OPENAI_KEY_FOR_TRIAGE
+      temperature: 0
+      max_tokens: 512
+      seed: 7
+      timeout: 10
+  - model_name: triage-fallback
+    litellm_params:
+      model: anthropic/claude-3-5-haiku-20241022
+      api_key: os.environ/ANTHROPIC_KEY
+      temperature: 0
+    model_info: {max_input_tokens: 200000}
+  - model_name: long
+    litellm_params: {model: gpt-4.1, api_key: os.environ/OPENAI_KEY_FOR_TRIAGE}
+router_settings:
+  fallbacks:
+    - triage: [triage-fallback]
+  context_window_fallbacks: [{triage: [long]}]
+litellm_settings:
+  content_policy_fallbacks: [{triage-fallback: [long]}]
+  drop_params: true
+"""
+
+
+def test_reads_deployments_and_every_fallback_list(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG)
+    config = read_litellm_config(path)
+    first = config.deployments[0]
+    assert (first.group, first.model, first.api_base) == (
+        "triage", "openai/gpt-4o-mini", "http://127.0.0.1:9/v1")
+    assert first.api_key_env == "OPENAI_KEY_FOR_TRIAGE" and not first.api_key_literal
+    assert first.params == {"temperature": 0, "max_tokens": 512, "seed": 7, "timeout": 10}
+    kinds = [(e.section, e.kind, e.group, e.fallbacks) for e in config.fallbacks]
+    assert kinds == [
+        ("router_settings", "fallbacks", "triage", ("triage-fallback",)),
+        ("router_settings", "context_window_fallbacks", "triage", ("long",)),
+        ("litellm_settings", "content_policy_fallbacks", "triage-fallback", ("long",)),
+    ]
+    assert config.fallbacks[0].lines == (21,)
+    assert config.settings == {"drop_params": True}
+
+
+def test_deployments_become_providers_and_fallbacks_chains(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG)
+    providers = load_providers(f"litellm:{path}", contract_map={"triage": "ticket_triage"})
+    assert isinstance(providers, GatewayProviders)
+    triage = providers.providers["triage"]
+    assert (triage.kind, triage.base_url, triage.model) == (
+        "openai-chat", "http://127.0.0.1:9/v1", "gpt-4o-mini")
+    assert triage.api_key_env == "OPENAI_KEY_FOR_TRIAGE"  # the name; no key was read
+    assert (triage.temperature, triage.max_output_tokens, triage.timeout.read) == (0, 512, 10)
+    fallback = providers.providers["triage-fallback"]
+    assert (fallback.kind, fallback.base_url, fallback.context_window) == (
+        "anthropic-messages", "https://api.anthropic.com", 200000)
+    long = providers.providers["long"]
+    assert long.temperature == 1.0  # none set: the provider's default applies, not ours
+    # triage's chain: itself, its fallbacks, and what its fallback falls back to
+    assert [link.provider for link in providers.chains["ticket_triage"]] == [
+        "triage", "triage-fallback", "long"]
+    assert all(link.failover == "auto" for link in providers.chains["ticket_triage"])
+
+
+def test_detected_by_shape_without_the_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.yaml"
+    path.write_text(CONFIG)
+    (tmp_path / "failover-harness.yaml").write_text("contracts: {triage-fallback: ticket_triage}\n")
+    providers = load_providers(path)
+    assert isinstance(providers, GatewayProviders)
+    assert [link.provider for link in providers.chains["ticket_triage"]] == [
+        "triage-fallback", "long"]
+
+
+def test_the_hash_binds_to_the_effective_config(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG)
+    mapping = {"triage": "ticket_triage"}
+    before = load_litellm_providers(path, contract_map=mapping).providers["triage"]
+    same = load_litellm_providers(
+        path, contract_map=mapping, via="http://127.0.0.1:4000").providers["triage"]
+    assert same.config_hash() == before.config_hash()  # how it is reached is not what it is
+    assert same.base_url == "http://127.0.0.1:4000" and same.model == "triage"
+    for old, new in [("seed: 7", "seed: 8"), ("timeout: 10", "timeout: 20"),
+                     ("drop_params: true", "drop_params: false")]:
+        path.write_text(CONFIG.replace(old, new))
+        after = load_litellm_providers(path, contract_map=mapping).providers["triage"]
+        changed = after.config_hash() != before.config_hash()
+        assert changed is (old != "timeout: 10"), old  # timeouts say when, not what
+
+
+@pytest.mark.parametrize(("old", "new", "line", "words"), [
+    ("[triage-fallback]", "[triage-fallbak]", 21, "'triage-fallbak' of 'triage' is no model_name"),
+    ("api_key: os.environ/ANTHROPIC_KEY", "api_key: sk-ant-REALKEY123", 14,
+     "API key written in the file"),
+    ("model: anthropic/claude", "model: bedrock/claude", 13, "does not speak directly"),
+    ("temperature: 0\n    model_info", "temperature: 5\n    model_info", 15, "temperature"),
+])
+def test_errors_name_the_litellm_file_and_line(
+    tmp_path: Path, old: str, new: str, line: int, words: str
+) -> None:
+    path = tmp_path / "config.yaml"
+    assert old in CONFIG
+    path.write_text(CONFIG.replace(old, new))
+    with pytest.raises(ConfigError) as info:
+        load_litellm_providers(path, contract_map={"triage": "ticket_triage"})
+    err = info.value
+    assert (err.file, err.line) == (str(path), line), err.message
+    assert words in err.message
+    assert "REALKEY" not in str(err.to_problem())
+
+
+def test_a_contract_map_is_required_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG)
+    with pytest.raises(ConfigError, match="no model group is mapped"):
+        load_litellm_providers(path)
+    with pytest.raises(ConfigError, match="'nope'"):
+        load_litellm_providers(path, contract_map={"nope": "ticket_triage"})
+
+
+def _two_deployments(project: LiteLLMProject, fakes: dict[str, FakeServer],
+                     extra: list[dict] | None = None, fallbacks: list[str] | None = None) -> Path:
+    return project.write(
+        [deployment("triage", "openai/gpt-4o-mini", f"{fakes['openai'].url}/v1"),
+         deployment("triage-fallback", "anthropic/claude-3-5-haiku", fakes["anthropic"].url,
+                    max_tokens=512),
+         *(extra or [])],
+        {"triage": fallbacks or ["triage-fallback"]},
+        contracts={"triage": "ticket_triage"},
+    )
+
+
+def test_certified_and_gated_with_no_providers_yaml(
+    litellm_project: LiteLLMProject, golden_fakes: dict[str, FakeServer],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    project = litellm_project
+    config = _two_deployments(project, golden_fakes)
+    assert not (project.root / "providers.yaml").exists()
+    assert project.cli("gate", "--providers", f"litellm:{config}") == 3  # nothing certified yet
+    assert project.cli("certify", "--providers", f"litellm:{config}", "--no-progress") == 0
+    lock = json.loads(project.lock.read_text())
+    assert {c["provider"] for c in lock["certifications"]} == {"triage", "triage-fallback"}
+    assert all(c["verdict"] == "eligible" for c in lock["certifications"])
+    capsys.readouterr()
+    assert project.cli("gate", "--providers", str(config)) == 0
+    assert "2 auto link(s) certified" in capsys.readouterr().out
+    assert project.cli("export", "litellm-fallbacks", "--providers", str(config)) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == {
+        "router_settings": {"fallbacks": [{"triage": ["triage-fallback"]}]}}
+
+    # An uncertified deployment added to the fallback list: not yet certified → 3, at its line.
+    cheap = deployment("cheap", "openai/cheap-model", f"{golden_fakes['hallucinating'].url}/v1")
+    _two_deployments(project, golden_fakes, [cheap], ["triage-fallback", "cheap"])
+    assert project.cli("gate", "--providers", str(config)) == 3
+    out = capsys.readouterr().out
+    where = f"{config}:{project.line_of('- cheap')} (router_settings.fallbacks[0].triage[1])"
+    assert f"MISSING: provider 'cheap', contract 'ticket_triage': {where}" in out
+    assert project.cli("export", "litellm-fallbacks", "--providers", str(config)) == 1
+    exported = capsys.readouterr().out
+    assert f"dropped 'cheap' from the fallbacks of 'triage' at {where}" in exported
+    assert yaml.safe_load(exported) == {
+        "router_settings": {"fallbacks": [{"triage": ["triage-fallback"]}]}}
+
+    # Certified, and it turns out ineligible (it adds a key the schema does not name) → 1.
+    assert project.cli("certify", "--providers", str(config), "--provider", "cheap",
+                       "--no-progress") == 1
+    capsys.readouterr()
+    assert project.cli("gate", "--providers", str(config)) == 1
+    out = capsys.readouterr().out
+    assert f"FAILED: provider 'cheap', contract 'ticket_triage': {where}: certified ineligible" \
+        in out
+
+
+def test_a_changed_deployment_is_stale(
+    litellm_project: LiteLLMProject, golden_fakes: dict[str, FakeServer],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    project = litellm_project
+    config = _two_deployments(project, golden_fakes)
+    assert project.cli("certify", "--providers", str(config), "--no-progress") == 0
+    project.write(
+        [deployment("triage", "openai/gpt-4o-mini", f"{golden_fakes['openai'].url}/v1"),
+         deployment("triage-fallback", "anthropic/claude-3-5-haiku", golden_fakes["anthropic"].url,
+                    max_tokens=512, top_p=0.5)],
+        {"triage": ["triage-fallback"]})
+    capsys.readouterr()
+    assert project.cli("gate", "--providers", str(config)) == 3
+    out = capsys.readouterr().out
+    assert "STALE: provider 'triage-fallback'" in out and "top_p" in out
+
+
+def test_contract_map_flag(litellm_project: LiteLLMProject, golden_fakes: dict[str, FakeServer],
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    project = litellm_project
+    config = _two_deployments(project, golden_fakes)
+    (project.root / "failover-harness.yaml").unlink()
+    assert project.cli("gate", "--providers", str(config)) == 2
+    assert "no model group is mapped" in capsys.readouterr().err
+    assert project.cli("gate", "--providers", str(config),
+                       "--contract-map", "triage=ticket_triage") == 3
+    assert project.cli("gate", "--providers", str(config), "--contract-map", "triage") == 2
+    assert project.cli("gate", "--providers", str(config),
+                       "--contract-map", "triage=nope") == 2
+    assert "has no folder" in capsys.readouterr().err
+    assert KEY_ENV  # the key variable is set by the fixture; no value is ever printed

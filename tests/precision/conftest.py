@@ -1,0 +1,254 @@
+"""The precision suite's fixtures: independently written services as real processes on loopback,
+their target profiles, and a runner that judges one scenario through the public engine.
+
+A service is started once per test session (the first test that needs it), on a port the
+operating system picks: it prints ``listening on <url>`` once its socket listens, and is then
+polled until it answers — never slept for. Every service and database is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from harness.scenarios import TrialSet, load_scenario, open_target, run_trials
+from harness.scenarios.model import Scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PROFILES = HERE / "profiles"
+SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
+DETECTION = sorted((ROOT / "scenarios" / "detection").glob("*.yaml"))
+READY_TIMEOUT_S = 60.0
+PG_ENV = "HARNESS_PG_DSN"
+# Long and distinctive, so a token found in a log or report cannot be a coincidence.
+TOKENS = {"tok-alice-precision-Vq8sK2": "alice", "tok-bob-precision-Rm4tW9": "bob"}
+
+
+@dataclass
+class Spec:
+    """How to run one service: its module, its arguments (given its folder), how many replicas
+    share its storage, its detection profile and the environment that profile reads."""
+
+    module: str
+    args: Callable[[Path], list[str]]
+    profile: str
+    replicas: int = 1
+    env: Callable[[Path], dict[str, str]] = lambda folder: {}
+    ready_path: str = "/healthz"
+    postgres: bool = False
+    setup: Callable[[Path], None] | None = None
+
+
+@dataclass
+class Running:
+    """A started service: its replicas' URLs, its profile, the environment for the profile."""
+
+    name: str
+    urls: list[str]
+    profile: Path
+    env: dict[str, str]
+    logs: list[Path] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.urls[0]
+
+
+class Process:
+    """One service process; the URL is the line it prints once its socket listens."""
+
+    def __init__(self, module: str, args: list[str], log: Path, env: dict[str, str]) -> None:
+        self.log_path = log
+        self.log = log.open("w", encoding="utf-8")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", f"tests.precision.services.{module}", "--port", "0", *args],
+            stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=ROOT,
+            env={**os.environ, **env})
+        assert self.proc.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout=READY_TIMEOUT_S):
+                self.stop()
+                raise RuntimeError(f"{module} printed no URL; see {log}")
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            self.stop()
+            raise RuntimeError(f"{module} said {line!r}; its log: {log.read_text()[-2000:]}")
+        self.url = line.removeprefix("listening on ")
+
+    def wait_ready(self, path: str) -> None:
+        """Poll until the service answers ``path`` (any status: refusers refuse it too)."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.url} exited: {self.log_path.read_text()[-2000:]}")
+                try:
+                    client.get(self.url + path)
+                    return
+                except httpx.TransportError:
+                    # not accepting yet; wake at once if the process dies meanwhile
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self.proc.wait(timeout=0.05)
+        raise RuntimeError(f"{self.url} was not ready within {READY_TIMEOUT_S} s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.log.close()
+
+
+class Fleet:
+    """Services started on first use and stopped at the end of the session."""
+
+    def __init__(self, folder: Path, specs: dict[str, Spec]) -> None:
+        self.folder = folder
+        self.specs = specs
+        self.running: dict[str, Running] = {}
+        self.processes: list[Process] = []
+        self.cleanups: list[Callable[[], None]] = []
+
+    def get(self, name: str) -> Running:
+        if name in self.running:
+            return self.running[name]
+        spec = self.specs[name]
+        folder = self.folder / name
+        folder.mkdir(exist_ok=True)
+        env = spec.env(folder)
+        if spec.postgres:
+            env.update(self._database(name))
+        if spec.setup:
+            spec.setup(folder)
+        urls, logs = [], []
+        for n in range(spec.replicas):
+            log = folder / f"replica{n}.log"
+            proc = Process(spec.module, spec.args(folder), log, env)
+            self.processes.append(proc)
+            proc.wait_ready(spec.ready_path)
+            urls.append(proc.url)
+            logs.append(log)
+        self.running[name] = Running(name, urls, PROFILES / spec.profile, env, logs)
+        return self.running[name]
+
+    def _database(self, name: str) -> dict[str, str]:
+        """A fresh PostgreSQL database for the service (dropped at the end)."""
+        dsn = os.environ.get(PG_ENV)
+        if not dsn:
+            if os.environ.get("HARNESS_REQUIRE_PG") == "1":
+                pytest.fail(f"HARNESS_REQUIRE_PG=1 but {PG_ENV} is not set")
+            pytest.skip(f"{name} runs on PostgreSQL: set {PG_ENV}=postgresql://…")
+        import psycopg
+        from psycopg import sql
+
+        dbname = f"precision_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+
+        def drop() -> None:
+            with psycopg.connect(dsn, autocommit=True) as admin:
+                admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    sql.Identifier(dbname)))
+
+        self.cleanups.append(drop)
+        base, _, _ = dsn.rpartition("/")
+        return {"PRECISION_PG_DSN": f"{base}/{dbname}"}
+
+    def stop(self) -> None:
+        for proc in self.processes:
+            proc.stop()
+        for cleanup in self.cleanups:
+            cleanup()
+
+
+@pytest.fixture(scope="session")
+def tokens_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("precision-tokens") / "tokens.yaml"
+    path.write_text("".join(f"{t}: {o}\n" for t, o in TOKENS.items()), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fleet(tmp_path_factory: pytest.TempPathFactory, tokens_file: Path) -> Iterator[Fleet]:
+    from tests.precision.services_registry import SPECS
+
+    folder = tmp_path_factory.mktemp("precision-services")
+    specs = {name: _with_tokens(spec, tokens_file) for name, spec in SPECS.items()}
+    running = Fleet(folder, specs)
+    yield running
+    running.stop()
+
+
+def _with_tokens(spec: Spec, tokens: Path) -> Spec:
+    args = spec.args
+    return Spec(**{**spec.__dict__, "args": lambda folder: [*args(folder), "--tokens-file",
+                                                            str(tokens)]})
+
+
+@pytest.fixture(scope="session")
+def scenarios() -> dict[str, Scenario]:
+    """Every shipped scenario and every detection scenario, by file stem."""
+    return {p.stem: load_scenario(p) for p in [*SHIPPED, *DETECTION]}
+
+
+Judge = Callable[..., TrialSet]
+
+
+@pytest.fixture
+def judge(tokens_file: Path) -> Judge:
+    """``judge(service, scenario, profile=bool)`` → the scenario's trials at its default counts:
+    through the service's profile (detection), else as an API.md target over all replicas."""
+
+    def run(service: Running, scenario: Scenario, *, profile: bool) -> TrialSet:
+        if profile:
+            target = open_target(service.url, tokens_file=tokens_file, profile=service.profile,
+                                 env={**os.environ, **service.env})
+        else:
+            target = open_target(",".join(service.urls), tokens_file=tokens_file)
+        with target:
+            return run_trials(scenario, target)
+
+    return run
+
+
+def evidence(ts: TrialSet, limit: int = 3) -> str:
+    """Why a trial set did not pass: each non-valid check of the first runs, with its ops."""
+    lines = [f"{ts.scenario.name}: {ts.status} ({ts.reason or ''})"]
+    shown = 0
+    for run in ts.all_runs:
+        bad = [c for c in run.checks if c.verdict != "valid"]
+        if not bad:
+            continue
+        shown += 1
+        lines.append(f"run seed={run.seed} arrival={run.arrival}: {run.status}")
+        for check in bad:
+            lines.append(f"  {check.checker}: {check.verdict}")
+            lines += [f"    unknown: {u}" for u in check.unknowns]
+            for violation in check.violations:
+                lines.append(f"    violation: {_text(violation)}")
+        if shown >= limit:
+            break
+    return "\n".join(lines)
+
+
+def _text(violation: Any) -> str:
+    return str(getattr(violation, "message", violation))

@@ -1,0 +1,39 @@
+"""A service that refuses every request passes no scenario.
+
+401 (a wrong token in CI), 403, 404 (a wrong base path) and 500 (a broken deployment), answered
+to every request on every path: no shipped scenario and no detection scenario may say PASS —
+nothing was shown to hold. Violated or unknown are both right; passed is a vacuous verdict.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.scenarios.model import Scenario
+from tests.precision.cases import cases
+from tests.precision.conftest import DETECTION, SHIPPED, Fleet, Judge, evidence
+from tests.precision.services_registry import REFUSER_STATUSES, REFUSERS
+
+VACUOUS = ("harness: vacuous pass — the run stops after the first refused step and every "
+           "checker is valid on the empty history")
+# scenario → the statuses whose refusers it passes today
+PASSING_TODAY: dict[str, tuple[int, ...]] = {
+    name: REFUSER_STATUSES for name in (
+        "cancel_then_late_result", "crash_mid_attempt", "hedge_bound",
+        "late_result_after_completion", "timeout_unknown", "timeout_while_still_running",
+        "triple_click_across_replicas", "replay_fidelity")}
+KNOWN = {(f"refuses-{status}", scenario): VACUOUS
+         for scenario, statuses in PASSING_TODAY.items() for status in statuses}
+
+
+@pytest.mark.parametrize(("service", "scenario"),
+                         cases(REFUSERS, [*SHIPPED, *DETECTION], KNOWN))
+def test_refuser_passes_no_scenario(service: str, scenario: str, fleet: Fleet,
+                                    scenarios: dict[str, Scenario], judge: Judge) -> None:
+    detection = scenario in {p.stem for p in DETECTION}
+    result = judge(fleet.get(service), scenarios[scenario], profile=detection)
+    assert result.status in ("violated", "unknown"), evidence(result)
+
+
+def test_every_refuser_status_is_covered() -> None:
+    assert sorted(REFUSER_STATUSES) == [401, 403, 404, 500]
