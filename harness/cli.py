@@ -25,6 +25,7 @@ from harness.extras import missing_extra
 COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
+    "drill": "harness.commands.drill",
     "explore": "harness.commands.explore",
     "export": "harness.commands.export",
     "fake-provider": "harness.commands.fake_provider",

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from harness import __version__
+from harness.console import clean
 from harness.contracts.checks import (
     Sample,
     expected_outcome,
@@ -183,7 +184,13 @@ async def certify(
 
     async def one(channel: Channel, golden: Golden, index: int) -> Sample:
         async with semaphore:
-            sample = await channel.exchange(golden, index, store, run_id)
+            try:
+                sample = await channel.exchange(golden, index, store, run_id)
+            except Exception as exc:  # what a provider returned must never stop the run
+                sample = Sample(golden.id, index, error=(
+                    f"harness error while processing this answer ({type(exc).__name__}: "
+                    f"{clean(exc, limit=200, one_line=True)}); counted as a failed sample"
+                ), runner="not judged")
         if on_progress:
             on_progress(1)
         return sample
@@ -249,6 +256,10 @@ async def certify(
     # the primary's full evidence as reference.
     judge_all([k for k in channels if by_key[k].record])
     run.records = [records[(t.provider.id, t.contract.id)] for t in targets if t.record]
+    if any(getattr(t.provider, "via", None) for t in targets):  # certified through a gateway
+        from harness.gateways.audit import audit_through_gateway
+
+        run.records = await audit_through_gateway(run.records, targets)
     if mode == "record":
         for channel in channels.values():
             if channel.cassette is not None:

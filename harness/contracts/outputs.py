@@ -53,8 +53,15 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class _TooDeep(ValueError):
+    pass
+
+
 def _strict_loads(text: str) -> Any:
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except RecursionError:
+        raise _TooDeep from None
 
 
 @lru_cache(maxsize=64)
@@ -68,6 +75,8 @@ def parse_strict(text: str, allow_stripping: frozenset[str]) -> tuple[Any, str |
         return _strict_loads(text), None, None
     except _Duplicate as exc:
         return None, "duplicate_key", f"duplicate key {exc.args[0]!r} in the JSON object"
+    except _TooDeep:
+        return None, "too_deep", "the answer nests deeper than a JSON parser accepts"
     except ValueError:
         pass
     fenced = _FENCED.match(text)

@@ -27,6 +27,7 @@ Mode = Literal["live", "replayed"]
 FAKE_PROVENANCE = "fake provider (answers from the golden file)"
 
 EXCERPT_CHARS = 160
+REASON_CHARS = 300
 MAX_EVIDENCE = 12  # per check, so the committed lock file stays readable
 
 _SECRET_PATTERNS = (
@@ -61,7 +62,7 @@ class Redactor:
         if text is None:
             return ""
         # One line, no terminal escapes, no lone surrogates: an excerpt is printed and rendered.
-        flat = clean(self(text[: limit * 4]), one_line=True)
+        flat = clean(self(text)[: limit * 4], one_line=True)
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -126,8 +127,9 @@ class CheckResult:
         for item in evidence:
             (rest if item.input_id in seen else firsts).append(item)
             seen.add(item.input_id)
-        kept = (firsts + rest)[:MAX_EVIDENCE]
-        return cls(name, decision, summary, figures, tuple(kept), len(evidence), stats)
+        kept = tuple(_printable(e) for e in (firsts + rest)[:MAX_EVIDENCE])
+        return cls(name, decision, clean(summary, one_line=True, limit=REASON_CHARS * 2),
+                   figures, kept, len(evidence), stats)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -156,6 +158,17 @@ class CheckResult:
             data["name"], decision, data.get("summary", ""), data.get("figures", {}),
             evidence, data.get("evidence_total", len(evidence)), stats,
         )
+
+
+def _printable(item: Evidence) -> Evidence:
+    """Evidence as it may be stored and printed: one line, no escapes, reasons of bounded size
+    (a reason can quote the answer: a JSON Schema message repeats a 1 MB value)."""
+    return Evidence(
+        clean(item.input_id, one_line=True, limit=REASON_CHARS),
+        clean(item.reason, one_line=True, limit=REASON_CHARS),
+        clean(item.excerpt, one_line=True, limit=EXCERPT_CHARS * 2),
+        item.sample,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,7 +87,7 @@ def parse_json_object(text: str | None) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json can parse
         return None
     return value if isinstance(value, dict) else None
 
@@ -198,7 +198,8 @@ class ProviderClient(ABC):
         try:
             data = response.json()
             fields = self.read_reply(data, req)
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError,
+                RecursionError) as exc:
             raise ProviderCallError(
                 f"HTTP {status} but the body is not a {self.kind} reply ({type(exc).__name__})",
                 classification="unknown", provider_id=pid, status=status,

@@ -8,7 +8,7 @@ is removed here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -19,10 +19,13 @@ SLOW_SCENARIOS = {"duplicate_arrivals"}  # 3 patterns × 20 trials at the defaul
 
 
 def cases(specs: dict[str, Spec], scenario_files: Iterable[Path],
-          known: dict[tuple[str, str], str]) -> list[object]:
+          known: dict[tuple[str, str], str],
+          skip: Callable[[str, str], bool] = lambda service, scenario: False) -> list[object]:
     params: list[object] = []
     for service, spec in specs.items():
         for path in scenario_files:
+            if skip(service, path.stem):
+                continue
             marks: list[pytest.MarkDecorator] = []
             if spec.postgres:
                 marks.append(pytest.mark.postgres)

@@ -28,6 +28,24 @@ CONFORMANT: dict[str, Spec] = {
         env=lambda d: {"PRECISION_JOBS_DB": f"sqlite:///{d / 'jobs.db'}"}),
 }
 
+
+def _middleware(middleware: str, server: str, fault: str) -> Spec:
+    """A FastAPI order handler behind ``middleware`` on ``server``; its profile's fault makes
+    the handler raise (the server then closes, 100 ms after its 500) or return a JSON 500."""
+    report = ["--report-ms", "100"] if fault == "raise" else []
+    return Spec(module="middleware_service",
+                args=lambda d: ["--middleware", middleware, "--server", server, *report],
+                profile=f"{middleware}-{fault}.profile.yaml")
+
+
+# middleware → the server it runs on (each a different stack)
+MIDDLEWARE_SERVERS = {"idempotency-key": "uvicorn", "fastapi-idempotency": "uvicorn-h11",
+                      "idempotency-header": "uvicorn-h11"}
+MIDDLEWARES: dict[str, Spec] = {
+    f"{middleware}-{fault}": _middleware(middleware, server, fault)
+    for middleware, server in MIDDLEWARE_SERVERS.items() for fault in ("raise", "500")
+}
+
 REFUSERS: dict[str, Spec] = {
     f"refuses-{status}": Spec(
         module="refuser", args=lambda d, s=status: ["--status", str(s)],
@@ -36,4 +54,4 @@ REFUSERS: dict[str, Spec] = {
     for status in REFUSER_STATUSES
 }
 
-SPECS: dict[str, Spec] = {**CONFORMANT, **REFUSERS}
+SPECS: dict[str, Spec] = {**CONFORMANT, **MIDDLEWARES, **REFUSERS}
