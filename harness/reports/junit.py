@@ -197,8 +197,7 @@ def _explore(j: _Suites, e: ExploreResult) -> None:
 
 def _certification(j: _Suites, c: Certification) -> None:
     classname = f"certification.{c.contract}.{c.provider}"
-    if c.provenance:
-        classname += " (fake)"
+    honest = [f"provenance: {c.provenance}"] if c.provenance else []  # always said
     if not c.checks:
         case = j.case("certification", classname, "certification")
         if c.outcome in ("unknown", "fail"):
@@ -211,7 +210,7 @@ def _certification(j: _Suites, c: Certification) -> None:
                     for e in check.evidence]
         if check.evidence_total > len(check.evidence):
             evidence.append(f"… and {check.evidence_total - len(check.evidence)} more")
-        stats = [s.text or f"{s.name} {s.value:g}" for s in check.statistics]
+        stats = [*honest, *(s.text or f"{s.name} {s.value:g}" for s in check.statistics)]
         if check.verdict == "skipped":
             _add(case, "skipped", check.summary or "skipped")
         elif check.verdict in ("fail", "undecided") and c.outcome == "skip":
@@ -226,6 +225,9 @@ def _certification(j: _Suites, c: Certification) -> None:
                  [*stats, *evidence, *([f"fix: {c.fix}"] if c.fix else [])], "ineligible")
         else:
             _out(case, [check.summary, *stats])
+    if c.drift:
+        case = j.case("certification", classname, "drift since the previous certification")
+        _out(case, [d.text or f"{d.field}: {d.previous} → {d.current}" for d in c.drift])
 
 
 def _gate(j: _Suites, g: GateVerdict) -> None:
