@@ -50,6 +50,7 @@ from harness.reports.session import (
     JsonOut,
     JunitFile,
     ReportSession,
+    render_json,
     write_report,
 )
 
@@ -94,6 +95,7 @@ __all__ = [
     "UnknownCount",
     "Violation",
     "render_html",
+    "render_json",
     "render_junit",
     "render_markdown",
     "write_report",

@@ -22,6 +22,7 @@ from harness.reports.model import (
     ScenarioRun,
     TrialSeries,
 )
+from harness.reports.redaction import scrub
 from harness.reports.timeline import COLOURS, render_svg
 
 LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed", "cancelled",
@@ -55,6 +56,7 @@ def _mutant_counts(m: DetectionMatrix) -> tuple[int, int]:
 
 
 def render_html(results: Results) -> str:
+    results = scrub(results)  # no secret, no raw escape, no lone surrogate reaches the file
     found = problems(results)
     names: list[str] = []
     for cert in results.of(Certification):

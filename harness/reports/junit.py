@@ -21,6 +21,7 @@ from harness.reports.model import (
     TrialSeries,
     Violation,
 )
+from harness.reports.redaction import scrub
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 SEQUENTIAL = "sequential"
@@ -271,6 +272,7 @@ RENDER = {ScenarioRun: _scenario, TrialSeries: _series, DetectionMatrix: _matrix
 
 
 def render_junit(results: Results) -> str:
+    results = scrub(results)  # no secret, no raw escape, no lone surrogate reaches the file
     j = _Suites(results)
     for event in results.events:
         RENDER[type(event)](j, event)  # type: ignore[operator]

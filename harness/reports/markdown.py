@@ -17,6 +17,7 @@ from harness.reports.model import (
     ScenarioRun,
     TrialSeries,
 )
+from harness.reports.redaction import scrub
 
 ICON = {
     "pass": "✅", "passed": "✅", "eligible": "✅", "valid": "✅",
@@ -99,6 +100,7 @@ def _all_verdicts(r: Results) -> list[str]:
 
 
 def render_markdown(results: Results) -> str:
+    results = scrub(results)  # no secret, no raw escape, no lone surrogate reaches the file
     r = results
     targets = f" · target {', '.join(f'`{t}`' for t in r.targets)}" if r.targets else ""
     lines = [f"## failover-harness {r.command}: {ICON[r.verdict]} {r.verdict.upper()}", "",

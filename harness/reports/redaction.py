@@ -1,4 +1,5 @@
-"""No secret reaches a report or a printed line: every event is scrubbed before any handler sees it.
+"""No secret — and no raw escape — reaches a report or a printed line: every event is scrubbed
+before any handler sees it, and every rendering scrubs what it is given.
 
 Two kinds of secret: values the run registered with :mod:`harness.providers.secrets` (API keys,
 bearer tokens, DSN passwords: :func:`register_target_secrets` registers the ones a target URL or
@@ -13,13 +14,17 @@ import re
 from dataclasses import fields, is_dataclass, replace
 from typing import TypeVar
 
+from harness.console import clean as printable
 from harness.providers.secrets import redact, register_secret
 
 # scheme://user:password@host → scheme://user@host (the user stays: it says who connects)
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*):[^@\s]*@")
+# (bounded repetitions: a megabyte of foreign text must not make these quadratic)
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}):[^@\s/]{0,1024}@")
 # password=… in a key=value DSN (quoted or not)
 _DSN_PASSWORD = re.compile(r"(?i)\s*\bpassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S+)")
-_URL_PASSWORD_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*:(?P<pw>[^@\s]+)@")
+_URL_PASSWORD_VALUE = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}:(?P<pw>[^@\s/]{1,1024})@")
 _DSN_PASSWORD_VALUE = re.compile(r"(?i)\bpassword\s*=\s*(?:'(?P<q>(?:[^'\\]|\\.)*)'|(?P<p>\S+))")
 
 T = TypeVar("T")
@@ -27,8 +32,11 @@ T = TypeVar("T")
 
 def without_credentials(text: str) -> str:
     """``text`` with URL passwords and ``password=`` DSN fields removed."""
-    text = _URL_PASSWORD.sub(lambda m: m.group("head") + "@", text)
-    return _DSN_PASSWORD.sub("", text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: m.group("head") + "@", text)
+    if "password" in text.lower():
+        text = _DSN_PASSWORD.sub("", text)
+    return text
 
 
 def register_target_secrets(text: str | None) -> None:
@@ -45,8 +53,10 @@ def register_target_secrets(text: str | None) -> None:
 
 
 def clean(text: str) -> str:
-    """A text as it may be shown: credentials removed, registered secrets redacted."""
-    return redact(without_credentials(text))
+    """A text as it may be shown: credentials removed, registered secrets redacted, and no
+    escape a terminal acts on, no control character XML refuses, no lone surrogate
+    (:func:`harness.console.clean` makes them visible instead)."""
+    return printable(redact(without_credentials(text)))
 
 
 def scrub(value: T) -> T:

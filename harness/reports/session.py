@@ -160,8 +160,9 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def results_text(results: Results) -> str:
-    return json.dumps(results.to_json(), indent=2, ensure_ascii=False) + "\n"
+def render_json(results: Results) -> str:
+    """``results.json``: the results scrubbed (no secret, no raw escape, encodable as UTF-8)."""
+    return json.dumps(scrub(results).to_json(), indent=2, ensure_ascii=False) + "\n"
 
 
 def write_renderings(results: Results, folder: Path) -> None:
@@ -171,7 +172,7 @@ def write_renderings(results: Results, folder: Path) -> None:
     from harness.reports.markdown import render_markdown
 
     folder.mkdir(parents=True, exist_ok=True)
-    _write_atomically(folder / "results.json", results_text(results))
+    _write_atomically(folder / "results.json", render_json(results))
     _write_atomically(folder / "junit.xml", render_junit(results))
     _write_atomically(folder / "summary.md", render_markdown(results))
     _write_atomically(folder / "index.html", render_html(results))
@@ -225,7 +226,7 @@ class JsonOut(Handler):
     stream: IO[str] = field(default_factory=lambda: sys.stdout)
 
     def finish(self, results: Results) -> None:
-        self.stream.write(results_text(results))
+        self.stream.write(render_json(results))
         self.stream.flush()
 
 
