@@ -20,6 +20,7 @@ from harness import __version__
 from harness.console import clean
 from harness.domain.errors import HarnessError
 from harness.extras import missing_extra
+from harness.providers.secrets import install_log_redaction
 
 # name -> module; keep sorted. Each module: HELP, configure(parser), run(args) -> int.
 COMMANDS: dict[str, str] = {
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    install_log_redaction()  # no registered secret reaches a log line, whatever logs it
     parser = build_parser()
     args = parser.parse_args(argv)
     args._argv = list(argv) if argv is not None else sys.argv[1:]  # for the reports' header

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -17,22 +18,29 @@ from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
+    from harness.explore.replay import Replayed
     from harness.explore.search import Found, Progress, Settings
     from harness.reports.session import ReportSession
 
-HELP = "Find, shrink and replay races in a store, one SQL statement at a time."
-WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
+HELP = ("Find, shrink and replay races: in your service through its Redis / PostgreSQL "
+        "(--through), or in a store one SQL statement at a time.")
+STORE_WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
+SERVICE_WORKLOADS = ("double-click", "mismatch", "handler-failure", "all")
+WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "handler-failure", "all")
 DEFAULT_BUDGET = 500
 PROGRESS_EVERY_S = 2.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=None,
-                        help="sqlite (default: a temporary file), sqlite:///file.db, "
-                        "postgresql://…, mutant:<name>[@<db url>]; with --stress also "
-                        "http://host:port")
+                        help="your service: http://host:port with --through (and usually "
+                        "--target-profile); or a store: sqlite (default: a temporary file), "
+                        "sqlite:///file.db, postgresql://…, mutant:<name>[@<db url>]")
+    add_through_options(parser)
     parser.add_argument("--workload", choices=WORKLOADS, default="all",
-                        help="which races to look for (default: all, one drawn per schedule)")
+                        help="which races to look for (default: all, one drawn per schedule); "
+                        f"a service: {', '.join(SERVICE_WORKLOADS[:-1])}; a store: "
+                        f"{', '.join(STORE_WORKLOADS[:-1])}")
     parser.add_argument("--clients", type=int, default=3, metavar="N",
                         help="at most N clients send creates at once; readers join up to N-2 "
                         "(2..16, default 3)")
@@ -45,10 +53,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the seed (default: a random one, printed first)")
     parser.add_argument("--schedule", type=int, default=0, metavar="N",
                         help="start at schedule N of the seed (--budget 1 reruns just that one)")
-    parser.add_argument("--choices", choices=("seeded", "exhaustive", "hypothesis"),
+    parser.add_argument("--choices", choices=("seeded", "pct", "exhaustive", "hypothesis"),
                         default="seeded", help="seeded: swarm-style random (default); "
-                        "exhaustive: every interleaving of each workload's smallest plan; "
-                        "hypothesis: Hypothesis draws plans and decisions")
+                        "pct: probabilistic concurrency testing (--depth; its probability "
+                        "bound is printed); exhaustive: every interleaving of each workload's "
+                        "smallest plan; hypothesis: Hypothesis draws plans and decisions")
+    parser.add_argument("--depth", type=int, default=2, metavar="D",
+                        help="--choices pct: the bug depth (ordering constraints) to aim for "
+                        "(1..5, default 2)")
     parser.add_argument("--commit-steps", action="store_true",
                         help="make each write transaction's COMMIT a step of its own (deeper: "
                         "others may run, and wait, while it is open after its last statement)")
@@ -58,8 +70,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="free-running threads (no controller): checked, not replayable; "
                         "for services explore cannot see inside")
     parser.add_argument("--tokens-file", default=None, metavar="FILE",
-                        help="--stress on HTTP targets: YAML {token: owner} (or $HARNESS_TOKENS)")
+                        help="HTTP targets: YAML {token: owner} (or $HARNESS_TOKENS)")
     add_report_options(parser)
+
+
+def add_through_options(parser: argparse.ArgumentParser) -> None:
+    """The options that put a proxy between a service and its storage (explore and replay)."""
+    group = parser.add_argument_group("your service, through its storage")
+    group.add_argument("--through", default=None, metavar="URL",
+                       help="the storage your service uses: redis://HOST:PORT[/DB] or "
+                       "postgresql://USER@HOST:PORT/DB; a gating proxy stands in front of it "
+                       "and the service must connect to the proxy instead")
+    group.add_argument("--listen", default=None, metavar="HOST:PORT",
+                       help="where the proxy listens (default: a free loopback port, printed)")
+    group.add_argument("--service-cmd", default=None, metavar="CMD",
+                       help="start the service after the proxy is up ({proxy} in CMD becomes "
+                       "the proxy's URL; it is also in $HARNESS_PROXY_URL); stopped at the end")
+    group.add_argument("--health-path", default="/healthz", metavar="PATH",
+                       help="waited for (any answer below 500) before the first schedule "
+                       "(default /healthz)")
+    group.add_argument("--settle-ms", type=float, default=None, metavar="MS",
+                       help="how long to wait for a request to reach the proxy or be answered "
+                       "before choosing anyway (recorded: replay says 'nondeterministic "
+                       "here'); default 100")
+    if not any(a.dest == "target_profile" for a in parser._actions):
+        group.add_argument("--target-profile", default=None, metavar="FILE",
+                           help="the service's target profile (its API and promises)")
 
 
 def _settings(args: argparse.Namespace, seed: int) -> Settings:
@@ -83,10 +119,23 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
     if args.stress and args.choices != "seeded":
         raise ConfigError(f"--stress has no controller, so {args.choices} choices cannot "
                           "apply", field="--choices", fix="drop --choices, or drop --stress")
+    if not 1 <= args.depth <= 5:
+        raise ConfigError(f"depth {args.depth} is out of range", field="--depth",
+                          fix="use 1 to 5 (2: one preemption, the common race)")
+    through = getattr(args, "through", None)
+    if through and (args.stress or args.commit_steps):
+        flag = "--stress" if args.stress else "--commit-steps"
+        raise ConfigError(f"{flag} does not apply to a service explored through its storage",
+                          field=flag, fix=f"drop {flag}")
+    usable = SERVICE_WORKLOADS if through else STORE_WORKLOADS
+    if not args.stress and args.workload not in usable:
+        what = "a service explored through its storage" if through else "a store"
+        raise ConfigError(f"workload {args.workload!r} does not apply to {what}",
+                          field="--workload", fix=f"use one of: {', '.join(usable)}")
     budget = args.budget if args.budget is not None or args.time_limit else DEFAULT_BUDGET
     return Settings(workload=args.workload, clients=args.clients, budget=budget,
                     time_limit=args.time_limit, seed=seed, choices=args.choices,
-                    first=args.schedule)
+                    first=args.schedule, depth=args.depth)
 
 
 class _Ticker:
@@ -132,6 +181,10 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args, seed)
     session = open_session(args, "explore")
     session.say(f"explore: seed {seed}")
+    if args.through:
+        from harness.commands._explore_through import run_through
+
+        return run_through(args, settings, session)
     if args.stress:
         return _stress(args, settings, session)
     from harness.explore.controller import Controller
@@ -179,7 +232,8 @@ def _headline(outcome: Outcome) -> list[str]:
 
 
 def _violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
-               target: str, args: argparse.Namespace) -> None:
+               target: str, args: argparse.Namespace, *,
+               through: dict[str, Any] | None = None) -> None:
     from harness.commands._explore_events import explore_result
     from harness.explore.replay import replay_repro
     from harness.explore.repro import read_repro, write_repro
@@ -198,21 +252,30 @@ def _violation(session: ReportSession, controller: Any, found: Found, settings: 
         shrink_figures = {"original_steps": shrunk.original_steps,
                           "original_ops": shrunk.original_ops, "plan_runs": shrunk.plan_runs,
                           "hypothesis_runs": shrunk.hypothesis_runs,
+                          "original_preemptions": shrunk.original_preemptions,
+                          "preemption_runs": shrunk.preemption_runs,
                           "elapsed_s": round(shrunk.elapsed_s, 3), "note": shrunk.note}
     found_info = {"workload": settings.workload, "seed": settings.seed,
                   "schedule": found.schedule, "choices": settings.choices,
                   "schedules": found.progress.schedules, "clients": settings.clients,
                   "commit_steps": bool(args.commit_steps)}
+    if settings.choices == "pct":
+        found_info["depth"] = settings.depth
     folder = write_repro(outcome, session.folder, target=target, found=found_info,
-                         shrink=shrink_figures)
+                         shrink=shrink_figures, through=through)
     again = replay_repro(controller, read_repro(folder))
     note = ""
-    if "***" in target:
-        note = "put the real URL in --target (or set PGPASSWORD): the password is not stored"
+    if through is None:
+        command = replay_command(folder, target.replace(":***@", "@"))
+        if "***" in target:
+            note = "put the real URL in --target (or set PGPASSWORD): the password is not stored"
+    else:
+        command = shlex.join(["failover-harness", "replay", str(folder)])
+        if "***" in str(through.get("storage")):
+            note = "add --through with the full URL: the password is not stored"
     session.emit(explore_result(
         outcome, target=target, settings=settings, found=found, original_steps=original,
-        repro=folder, replay=replay_command(folder, target.replace(":***@", "@")),
-        replayed_identical=again.identical, note=note))
+        repro=folder, replay=command, replayed_identical=again.identical, note=note))
 
 
 def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
@@ -251,15 +314,19 @@ def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession
 
 def run_replay(args: argparse.Namespace) -> int:
     """``failover-harness replay <explore repro>``: the same events and history, or where not."""
-    from harness.commands._explore_events import explore_result
     from harness.commands._report import open_session
     from harness.explore.controller import Controller
     from harness.explore.replay import replay_repro
     from harness.explore.repro import read_repro
     from harness.explore.target import explore_store
-    from harness.reports import ReplayComparison
 
     repro = read_repro(args.path)
+    if repro.through is not None or getattr(args, "through", None):
+        from harness.commands._explore_through import replay_through
+
+        session = open_session(args, "replay")
+        replayed, target = replay_through(args, repro, session)
+        return _replayed(session, args, replayed, target)
     text = args.target or repro.target
     if text and "***" in text and not args.target:
         raise ConfigError("the repro's target URL had its password removed", field="--target",
@@ -271,6 +338,14 @@ def run_replay(args: argparse.Namespace) -> int:
                     "decisions)")
         with Controller(store, commit_steps=repro.commit_steps) as controller:
             replayed = replay_repro(controller, repro)
+    return _replayed(session, args, replayed, target)
+
+
+def _replayed(session: ReportSession, args: argparse.Namespace, replayed: Replayed,
+              target: str) -> int:
+    from harness.commands._explore_events import explore_result
+    from harness.reports import ReplayComparison
+
     outcome = replayed.outcome
     settings = argparse.Namespace(workload=outcome.plan.workload, seed=0, choices="replay")
     session.emit(explore_result(outcome, target=target, settings=settings, mode="replay"))

@@ -137,8 +137,9 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
         yield (f"VIOLATED  {names} in round #{e.found_at} of seed {e.seed} (free-running: not "
                "replayable)")
     else:
-        where = (f"schedule #{e.found_at} of seed {e.seed}" if e.choices == "seeded"
+        where = (f"schedule #{e.found_at} of seed {e.seed}" if e.choices in ("seeded", "pct")
                  else f"{e.choices} schedule #{e.found_at}")
+        where = f"pct, {where}" if e.choices == "pct" else where
         shrunk = (f", shrunk to {e.shrunk_steps}" if e.original_steps is not None
                   and e.original_steps != e.shrunk_steps else "")
         steps = e.original_steps if e.original_steps is not None else e.shrunk_steps

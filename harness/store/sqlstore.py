@@ -78,8 +78,11 @@ class CursorTx(Tx):
 
     def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
         cursor = self.conn.execute(self.queries[name], params)
-        rows = cursor.fetchall() if cursor.description else []
-        return rows, cursor.rowcount
+        return self._rows(cursor), cursor.rowcount
+
+    @staticmethod
+    def _rows(cursor: Any) -> list[Row]:
+        return cursor.fetchall() if cursor.description else []
 
 
 class SqlStore(ABC):
@@ -103,6 +106,12 @@ class SqlStore(ABC):
         they only read, or write once. PostgreSQL runs them in autocommit (one round trip
         each, instead of BEGIN … COMMIT); the default is a transaction."""
         return self.transaction()
+
+    def reads(self) -> AbstractContextManager[Tx]:
+        """Statements that only read. SQLite runs them in autocommit, under a shared lock only
+        (a write transaction there takes the database's one write lock); the default is
+        :meth:`statements`."""
+        return self.statements()
 
     @abstractmethod
     def _json_in(self, value: Any) -> Any:
@@ -164,7 +173,7 @@ class SqlStore(ABC):
         return CreateResult(self._job(owner_id, row), created=False)
 
     def get_job(self, owner_id: str, job_id: str) -> Job:
-        with self.statements() as tx:
+        with self.reads() as tx:
             return self._job(owner_id, self._job_row(tx, owner_id, job_id))
 
     def _job_row(self, tx: Tx, owner_id: str, job_id: str) -> Row:
@@ -202,11 +211,11 @@ class SqlStore(ABC):
         raise AttemptInFlight(blocking_attempt_id=blocking)
 
     def get_attempt(self, owner_id: str, attempt_id: str) -> Attempt:
-        with self.statements() as tx:
+        with self.reads() as tx:
             return self._attempt(self._attempt_row(tx, owner_id, attempt_id))
 
     def list_attempts(self, owner_id: str, job_id: str) -> list[Attempt]:
-        with self.statements() as tx:
+        with self.reads() as tx:
             self._job_row(tx, owner_id, job_id)
             return [self._attempt(r) for r in tx.all("attempts_of_job", job_id=job_id)]
 
@@ -343,7 +352,7 @@ class SqlStore(ABC):
         )
 
     def list_races(self, owner_id: str, job_id: str) -> list[Race]:
-        with self.statements() as tx:
+        with self.reads() as tx:
             self._job_row(tx, owner_id, job_id)
             return [self._race(r) for r in tx.all("races_of_job", job_id=job_id)]
 

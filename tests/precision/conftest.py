@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -68,7 +67,8 @@ class Running:
 
 
 class Process:
-    """One service process; the URL is the line it prints once its socket listens."""
+    """One service process; the URL (or comma-separated URLs, one per listening socket) is the
+    line it prints once its sockets listen."""
 
     def __init__(self, module: str, args: list[str], log: Path, env: dict[str, str]) -> None:
         self.log_path = log
@@ -97,7 +97,8 @@ class Process:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"{self.url} exited: {self.log_path.read_text()[-2000:]}")
                 try:
-                    client.get(self.url + path)
+                    for url in self.url.split(","):
+                        client.get(url + path)
                     return
                 except httpx.TransportError:
                     # not accepting yet; wake at once if the process dies meanwhile
@@ -145,7 +146,7 @@ class Fleet:
             proc = Process(spec.module, spec.args(folder), log, env)
             self.processes.append(proc)
             proc.wait_ready(spec.ready_path)
-            urls.append(proc.url)
+            urls += proc.url.split(",")  # a process may serve one store on several sockets
             logs.append(log)
         self.running[name] = Running(name, urls, PROFILES / spec.profile, env, logs)
         return self.running[name]
@@ -215,40 +216,33 @@ Judge = Callable[..., TrialSet]
 
 @pytest.fixture
 def judge(tokens_file: Path) -> Judge:
-    """``judge(service, scenario, profile=bool)`` → the scenario's trials at its default counts:
-    through the service's profile (detection), else as an API.md target over all replicas."""
+    """``judge(service, scenario, profile=bool, trials=None)`` → the scenario's trials (at its
+    default counts unless ``trials`` says otherwise): through the service's profile (detection),
+    else as an API.md target over all replicas."""
 
-    def run(service: Running, scenario: Scenario, *, profile: bool) -> TrialSet:
+    def run(service: Running, scenario: Scenario, *, profile: bool,
+            trials: int | None = None) -> TrialSet:
         if profile:
             target = open_target(service.url, tokens_file=tokens_file, profile=service.profile,
                                  env={**os.environ, **service.env})
         else:
             target = open_target(",".join(service.urls), tokens_file=tokens_file)
         with target:
-            return run_trials(scenario, target)
+            return run_trials(scenario, target, trials=trials)
 
     return run
 
 
-def evidence(ts: TrialSet, limit: int = 3) -> str:
-    """Why a trial set did not pass: each non-valid check of the first runs, with its ops."""
-    lines = [f"{ts.scenario.name}: {ts.status} ({ts.reason or ''})"]
-    shown = 0
-    for run in ts.all_runs:
-        bad = [c for c in run.checks if c.verdict != "valid"]
-        if not bad:
-            continue
-        shown += 1
-        lines.append(f"run seed={run.seed} arrival={run.arrival}: {run.status}")
-        for check in bad:
-            lines.append(f"  {check.checker}: {check.verdict}")
-            lines += [f"    unknown: {u}" for u in check.unknowns]
-            for violation in check.violations:
-                lines.append(f"    violation: {_text(violation)}")
-        if shown >= limit:
-            break
+def evidence(ts: TrialSet, limit: int = 2) -> str:
+    """Why a trial set did not pass, as the CLI prints it: each broken promise or unknown of the
+    first runs that were not passed, with the history lines that show it."""
+    from harness.scenarios.render import format_op, render_run
+
+    lines = [f"{ts.scenario.name}: {ts.status}" + (f" ({ts.reason})" if ts.reason else "")]
+    failing = [run for run in ts.all_runs if run.status != "passed"][:limit]
+    for run in failing:
+        lines.append(f"-- seed {run.seed}, arrival {run.arrival}:")
+        lines += render_run(run)
+        refused = [op for op in run.history if op.type in ("fail", "info")][:6]
+        lines += ["  refused or unanswered:", *(f"    {format_op(op)}" for op in refused)]
     return "\n".join(lines)
-
-
-def _text(violation: Any) -> str:
-    return str(getattr(violation, "message", violation))

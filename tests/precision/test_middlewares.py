@@ -97,7 +97,8 @@ def test_middleware_gets_the_right_verdict(service: str, scenario: str, fleet: F
                                            judge: Judge) -> None:
     want = expected(service, scenario)
     result = judge(fleet.get(service), scenarios[scenario], profile=True)
-    assert verdict_matches(result, want), f"expected {want}\n{evidence(result)}"
+    right = verdict_matches(result, want)
+    assert right, f"expected {want}\n{evidence(result)}"
 
 
 @pytest.mark.xfail(strict=True, reason="harness: promise and violation texts name API.md's 409 "
