@@ -209,30 +209,14 @@ def no_contract_map(path: str | Path, contract_map: Mapping[str, str] | None) ->
 
 
 def _project_settings(path: Path) -> dict[str, Any]:
+    """The gateway settings of the project file (read and checked by :mod:`harness.project`)."""
+    from harness.project import load_project
+
     if not path.exists():
         return {}
-    src = load_yaml(path)
-    data = src.data or {}
-    if not isinstance(data, Mapping):
-        raise src.error("failover-harness.yaml must be a mapping", (),
-                        fix="write `contracts: {my-model-group: my_contract}`")
-    allowed = {"contracts", "via", "via_api_key_env"}
-    for key in data:
-        if key not in allowed:
-            raise src.error(f"unknown field {key!r}", (str(key),),
-                            fix=f"use {', '.join(sorted(allowed))}")
-    contracts = data.get("contracts")
-    if contracts is not None and (
-        not isinstance(contracts, Mapping)
-        or not all(isinstance(v, str) for v in contracts.values())
-    ):
-        raise src.error("`contracts` maps each model group to a contract id", ("contracts",),
-                        fix="write contracts: {my-model-group: my_contract}")
-    via = data.get("via")
-    if via is not None and (not isinstance(via, str) or not re.match(r"https?://", via)):
-        raise src.error("`via` is the gateway's URL", ("via",),
-                        fix="write via: http://127.0.0.1:4000 (where the LiteLLM proxy listens)")
-    return dict(data)
+    project = load_project(path)
+    return {"contracts": project.contracts, "via": project.via,
+            "via_api_key_env": project.via_api_key_env}
 
 
 def provider_ids(config: LiteLLMConfig) -> dict[int, str]:
@@ -279,7 +263,10 @@ def _deployment_provider(
         # an upstream we do not speak keeps LiteLLM's provider name (its wire is the gateway's)
         upstream_kind = UPSTREAMS.get(prefix, (prefix, ""))[0] if sep else (
             "anthropic-messages" if d.model.startswith("claude") else "openai-chat")
-        upstream = {"kind": upstream_kind, "base_url": d.api_base or "", "model": d.model}
+        default_base = UPSTREAMS[prefix][1] if sep and prefix in UPSTREAMS else (
+            "" if sep else UPSTREAMS["anthropic" if d.model.startswith("claude") else "openai"][1])
+        upstream = {"kind": upstream_kind, "base_url": d.api_base or default_base,
+                    "model": d.model}
     else:
         prefix, upstream_kind, base, name = _upstream(config, d)
         upstream = {"kind": upstream_kind, "base_url": base, "model": d.model}
