@@ -101,7 +101,9 @@ def _redact(url: str) -> str:
 
 
 def _open_workspace(args: argparse.Namespace) -> Any:
-    if args.no_certify and not args.providers.exists():
+    from harness.gateways.litellm_config import strip_prefix  # litellm:config.yaml
+
+    if args.no_certify and not strip_prefix(args.providers)[0].exists():
         return None
     from harness.contracts.workspace import open_workspace
 
