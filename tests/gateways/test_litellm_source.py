@@ -242,4 +242,4 @@ def test_check_runs_on_a_litellm_config(
                        "--scenarios", str(scenarios), "--report-dir", str(project.root / "r"))
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "gate: pass (2 auto link(s))" in out
+    assert "gate: ok — 2 auto link(s) certified" in out
