@@ -36,6 +36,7 @@ from harness.reports import (
     TrialSeries,
     Unknown,
     UnknownCount,
+    UnrunStep,
     Violation,
 )
 
@@ -160,9 +161,16 @@ def checks_of(result: Any, history: Sequence[Op]) -> tuple[Check, ...]:
     return tuple(
         Check(c.checker, c.promise, c.verdict, violations_of(c, history),
               tuple(unknown_of(u) for u in c.unknowns),
-              tuple(str(n) for n in getattr(c, "needs", ()) or ()))
+              tuple(str(f) for f in getattr(c, "fixes", ()) or ()),
+              str(getattr(c, "evidence", None) or ""), getattr(c, "seen", None))
         for c in result.checks
     )
+
+
+def unrun_of(result: Any) -> tuple[UnrunStep, ...]:
+    return tuple(UnrunStep(int(u.get("step", 0)), str(u.get("why", "")),
+                           str(u.get("fix", "") or ""), u.get("line"), str(u.get("kind", "")))
+                 for u in getattr(result, "unrun", ()) or ())
 
 
 def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun:
@@ -182,6 +190,8 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
         replay_command=replay,
         reason=result.reason or "",
         fix=str(getattr(result, "fix", "") or ""),
+        unrun=unrun_of(result),
+        warnings=tuple(str(w) for w in getattr(result, "warnings", ()) or ()),
         arrival=result.arrival,
         wall_s=result.elapsed_s,
         virtual_s=result.virtual_seconds,
@@ -197,14 +207,20 @@ def _losers(histogram: Counter[str]) -> tuple[LoserCount, ...]:
 
 
 def _series_unknowns(ts: TrialSet) -> tuple[UnknownCount, ...]:
+    """Why verdicts were unknown, in how many trials (a step that did not happen counts too)."""
     counts: Counter[tuple[str, str, str]] = Counter()
     for run in ts.all_runs:
         seen = set()
         for check in run.checks:
             if check.verdict == "unknown":
-                for item in check.unknowns:
+                fixes = tuple(getattr(check, "fixes", ()) or ())
+                for n, item in enumerate(check.unknowns):
                     u = unknown_of(item)
-                    seen.add((check.checker, u.reason, u.fix))
+                    fix = u.fix or (fixes[n] if len(fixes) == len(check.unknowns)
+                                    else fixes[0] if len(fixes) == 1 else "")
+                    seen.add((check.checker, u.reason, fix))
+        for step in unrun_of(run):
+            seen.add(("", f"did not happen: {step.why}", step.fix))
         counts.update(seen)
     return tuple(UnknownCount(reason, n, checker, fix)
                  for (checker, reason, fix), n in sorted(counts.items()))
@@ -220,6 +236,10 @@ def trial_series(
     pattern, and each failure's first failing trial (violations, timeline, commands)."""
     from harness.scenarios.checkers.base import PROMISES
     from harness.scenarios.trials import failure_title
+
+    def promise(checker: str) -> str:  # in the target's terms when the engine says them
+        said = getattr(ts, "promise", None)
+        return str(said(checker)) if callable(said) else PROMISES.get(checker, checker)
 
     failures = []
     for failure, rates in ts.failures().items():
@@ -240,7 +260,7 @@ def trial_series(
             )
         failures.append(TrialFailure(
             id=failure, checker=checker, title=failure_title(failure),
-            promise=PROMISES.get(checker, checker), kind=kind,
+            promise=promise(checker), kind=kind,
             rates=tuple(Rate(p, r.failed, r.trials, r.text) for p, r in rates.items()),
             first=first,
         ))
@@ -255,8 +275,9 @@ def trial_series(
         seed=ts.seed, trials=ts.trials, source=ts.scenario.source,
         description=ts.scenario.description or "",
         checkers=tuple(ts.scenario.checkers),
-        promises=tuple(PROMISES.get(c, c) for c in ts.scenario.checkers),
+        promises=tuple(promise(c) for c in ts.scenario.checkers),
         patterns=patterns, failures=tuple(failures), unknowns=_series_unknowns(ts),
+        fixes=tuple(str(f) for f in (ts.fixes() if hasattr(ts, "fixes") else ())),
         reason=ts.reason or "", fix=str(getattr(ts, "fix", "") or ""), wall_s=ts.elapsed_s,
     )
 
