@@ -58,8 +58,15 @@ MARKS = {"start": "started", "dispatched": "dispatched", "timed_out": "timed_out
 
 
 # -- scenario runs ------------------------------------------------------------------------------
-def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
-    """A lane per attempt: start, dispatch, timeout, result and claim outcome (virtual time)."""
+def timeline_of(history: Sequence[Op], duration: float,
+                arrivals: Sequence[Mapping[str, Any]] = ()) -> Timeline | None:
+    """A lane per attempt: start, dispatch, timeout, result and claim outcome (virtual time);
+    for a run with a concurrent group, a lane per copy in real time (``arrivals``: the group's
+    plan of offsets)."""
+    if arrivals:
+        group = _group_lanes(history, arrivals)
+        if group is not None:
+            return group
     lanes: dict[str, dict[str, Any]] = {}
     versions: dict[str, int] = {}
     for op in history:
@@ -103,6 +110,41 @@ def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
             for name, lane in lanes.items()
         ),
     )
+
+
+def _group_lanes(history: Sequence[Op],
+                 arrivals: Sequence[Mapping[str, Any]]) -> Timeline | None:
+    """The first concurrent group as it happened: each copy sent at its planned offset, waiting
+    while the service answered "in progress" (its busy time), then answered."""
+    offsets = [float(o) for o in (arrivals[0].get("offsets_ms") or ())]
+    lanes: list[Lane] = []
+    last = 0.0
+    for op in history:
+        process, _, n = op.process.rpartition("/")
+        if op.type == "invoke" or op.f != "create" or not process or not n.isdigit():
+            continue
+        if int(n) > len(offsets):
+            continue
+        sent = offsets[int(n) - 1] / 1000
+        value = op.value
+        busy = float(value.get("busy_ms") or 0) / 1000
+        if op.type == "ok":
+            kind = "created" if value.get("created") else "replayed"
+            label = "201 created" if value.get("created") else "the job (a replay)"
+        elif op.type == "fail":
+            kind, label = "refused", f"{value.get('status', '')} {value.get('error', '')}".strip()
+        else:
+            kind, label = "unknown", "no answer"
+        events = [TimelineEvent(sent, "started", f"sent at +{sent * 1000:g} ms")]
+        if busy:
+            events.append(TimelineEvent(sent + busy, "dispatched",
+                                        f"in progress for {busy * 1000:.0f} ms, then retried"))
+        events.append(TimelineEvent(sent + busy, kind, label))
+        last = max(last, sent + busy)
+        lanes.append(Lane(op.process, "", tuple(events), kind))
+    if not lanes:
+        return None
+    return Timeline(max(last * 1.1, 0.001), tuple(lanes))
 
 
 def _request_lanes(history: Sequence[Op], duration: float) -> Timeline | None:
@@ -185,7 +227,7 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
         history_digest=history_digest(result.history) if result.history else "",
         ops=len(result.history),
         checks=checks_of(result, result.history),
-        timeline=timeline_of(result.history, result.virtual_seconds),
+        timeline=timeline_of(result.history, result.virtual_seconds, result.arrivals),
         run_dir=str(result.folder) if result.folder else None,
         replay_command=replay,
         reason=result.reason or "",
@@ -253,7 +295,8 @@ def trial_series(
                 pattern=first_run.arrival,
                 violations=tuple(v for c in broken
                                  for v in violations_of(c, first_run.history, kind or None)),
-                timeline=timeline_of(first_run.history, first_run.virtual_seconds),
+                timeline=timeline_of(first_run.history, first_run.virtual_seconds,
+                                     first_run.arrivals),
                 run_dir=str(first_run.folder) if first_run.folder else None,
                 replay_command=(replays or {}).get(failure),
                 measure_command=measure(first_run.arrival) if measure else None,
