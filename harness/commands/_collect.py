@@ -133,7 +133,9 @@ def cert_report(record: CertificationRecord, failover: str = "") -> CertReport:
         ))
     return CertReport(
         provider=record.provider, contract=record.contract, verdict=record.verdict,
-        model=record.model, kind=record.kind, mode=record.mode, failover=failover,
+        model=record.model, kind=record.kind, failover=failover,
+        # until the model has a provenance field (r13): a fake says so wherever mode is shown
+        mode=f"{record.mode}, {record.provenance}" if record.provenance else record.mode,
         checks=tuple(checks), latency_ms_p50=p50,
     )
 

@@ -211,8 +211,10 @@ def _print_summary(out: Any, report: Any, folder: Path, *, quiet: bool) -> None:
             if quiet and c.verdict == "eligible":
                 continue
             failed = "; ".join(f"{k.name}: {k.summary}" for k in c.checks if k.verdict == "fail")
-            certs.add_row(text(c.contract), text(c.provider), c.failover,
-                          text(c.verdict, style.get(c.verdict, "yellow")), text(failed))
+            verdict = text(c.verdict, style.get(c.verdict, "yellow"))
+            if ", " in c.mode:  # "live, fake provider (answers from the golden file)"
+                verdict.append(text(f" — {c.mode.split(', ', 1)[1]}"))
+            certs.add_row(text(c.contract), text(c.provider), c.failover, verdict, text(failed))
         if certs.rows:
             out.print(certs)
     if report.gate:

@@ -28,6 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.console import echo  # the reasons quote records and files: printed as text
+    from harness.contracts.records import FAKE_PROVENANCE
     from harness.contracts.standing import State  # lazily: keep `--help` fast
     from harness.contracts.workspace import open_workspace
 
@@ -40,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     if not standings:
         echo(f"gate: no auto failover links in {args.providers}; nothing to certify")
         return 0
+    fakes = [s for s in standings if s.state is State.CERTIFIED and FAKE_PROVENANCE in s.why]
+    if fakes:  # an honest demo: a fake's "certified" is not evidence about a model
+        echo(f"note: {', '.join(repr(s.provider) for s in fakes)} certified as a "
+             f"{FAKE_PROVENANCE}: not evidence about a real model")
     if not problems:
         echo(f"gate: ok — {len(standings)} auto link(s) certified at their current config and "
               f"contract ({ws.lock.path})")

@@ -372,5 +372,5 @@ def _record(
         ),
         inputs=inputs,
         drift=drift(previous, inputs),
-        provenance=FAKE_PROVENANCE if cfg.is_fake else "",
+        provenance=FAKE_PROVENANCE if cfg.is_fake or channel.fake_answers else "",
     )

@@ -38,6 +38,7 @@ from harness.providers.base import ProviderClient, ProviderReply, ProviderReques
 from harness.providers.classify import ProviderCallError
 from harness.providers.clients import client_for
 from harness.providers.config import ChainLink, ProviderConfig
+from harness.providers.fake import ANSWERS_HEADER
 from harness.providers.fake_transport import fake_transport
 from harness.store.base import Store
 
@@ -68,6 +69,12 @@ class Channel:
     cassette: Cassette | None = None
     salt: str = ""
     replaying: Cassette | None = None  # replay: what the cassette holds
+    tap: _AnswersTap | None = None
+
+    @property
+    def fake_answers(self) -> str | None:
+        """What a fake provider said its answers come from (``x-fake-answers``), if it did."""
+        return self.tap.seen if self.tap is not None else None
 
     @property
     def seeded(self) -> bool:
@@ -128,6 +135,26 @@ class Channel:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+        if self.tap is not None:
+            await self.tap.aclose()
+
+
+class _AnswersTap(httpx.AsyncBaseTransport):
+    """Passes everything through; notes a fake provider's ``x-fake-answers`` header."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.seen: str | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        found = response.headers.get(ANSWERS_HEADER)
+        if found:
+            self.seen = found
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _describe(result: FailoverResult) -> str:
@@ -180,17 +207,17 @@ def open_channel(
         path = cassette_path(cassettes, provider.id, contract.id)
         cassette = Cassette.read(path, provider=provider.id, contract=contract.id)
         _check_cassette(cassette, provider, contract, adaptive=adaptive)
-        transport: httpx.AsyncBaseTransport | None = ReplayTransport(cassette)
+        tap = _AnswersTap(ReplayTransport(cassette))
         return Channel(
-            provider, contract, client_for(provider, transport=transport), None,
-            salt=cassette.salt, replaying=cassette,
+            provider, contract, client_for(provider, transport=tap), None,
+            salt=cassette.salt, replaying=cassette, tap=tap,
         )
     if provider.is_fake:
         inner = fake_transport(
             provider.kind, str(provider.fake_behaviour), answer=golden_answer(contract),
-            virtual_time=virtual_time,
+            virtual_time=virtual_time, answers_from=f"golden {contract.id}",
         )
-    transport = inner
+    transport: httpx.AsyncBaseTransport = inner or httpx.AsyncHTTPTransport(retries=0)
     salt = secrets.token_hex(8)
     if mode == "record":
         assert cassettes is not None
@@ -198,9 +225,10 @@ def open_channel(
             cassette_path(cassettes, provider.id, contract.id), provider.id, contract.id,
             provider.config_hash(), contract.hash, salt=salt,
         )
-        transport = RecordingTransport(inner or httpx.AsyncHTTPTransport(retries=0), cassette)
+        transport = RecordingTransport(transport, cassette)
+    tap = _AnswersTap(transport)
     return Channel(
-        provider, contract, client_for(provider, transport=transport), cassette, salt=salt
+        provider, contract, client_for(provider, transport=tap), cassette, salt=salt, tap=tap
     )
 
 
