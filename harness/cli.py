@@ -20,11 +20,13 @@ from harness import __version__
 from harness.console import clean
 from harness.domain.errors import HarnessError
 from harness.extras import missing_extra
+from harness.providers.secrets import install_log_redaction
 
 # name -> module; keep sorted. Each module: HELP, configure(parser), run(args) -> int.
 COMMANDS: dict[str, str] = {
     "certify": "harness.commands.certify",
     "check": "harness.commands.check",
+    "drill": "harness.commands.drill",
     "explore": "harness.commands.explore",
     "export": "harness.commands.export",
     "fake-provider": "harness.commands.fake_provider",
@@ -71,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    install_log_redaction()  # no registered secret reaches a log line, whatever logs it
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):

@@ -15,6 +15,10 @@ an operator approves it (``approved=``), and every such link must pass
 reason. With a :class:`HedgePolicy` and a job whose policy allows two open attempts, the next
 usable link is started once ``delay_s`` passes without an answer; the first winner takes the
 job and the other attempt is cancelled.
+
+The store is synchronous (SQL drivers); every store call runs in a worker thread
+(:class:`AsyncStore`, ``asyncio.to_thread``), so a hedge timer or a sibling attempt never waits
+behind database latency on the event loop.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import jsonschema
 
@@ -33,6 +37,8 @@ from harness.domain import (
     AttemptInFlight,
     AttemptState,
     ClaimOutcome,
+    EventResult,
+    Job,
     JobCompleted,
     JobStatus,
 )
@@ -43,6 +49,47 @@ from harness.providers.secrets import redact
 from harness.store.base import Store
 
 log = logging.getLogger("harness.failover")
+
+
+T = TypeVar("T")
+
+
+class AsyncStore:
+    """The store calls the runner makes, each awaited in a worker thread (``asyncio.to_thread``).
+
+    One place that turns the synchronous :class:`~harness.store.base.Store` into awaitables:
+    the store itself is written once, and the event loop never runs SQL.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    async def get_job(self, owner: str, job_id: str) -> Job:
+        return await self._call(self.store.get_job, owner, job_id)
+
+    async def list_attempts(self, owner: str, job_id: str) -> list[Attempt]:
+        return await self._call(self.store.list_attempts, owner, job_id)
+
+    async def start_attempt(self, owner: str, job_id: str, provider: str) -> Attempt:
+        return await self._call(self.store.start_attempt, owner, job_id, provider)
+
+    async def dispatch(self, owner: str, attempt_id: str) -> Attempt:
+        return await self._call(self.store.dispatch, owner, attempt_id)
+
+    async def time_out(self, owner: str, attempt_id: str) -> Attempt:
+        return await self._call(self.store.time_out, owner, attempt_id)
+
+    async def fail(self, owner: str, attempt_id: str, error: dict[str, Any]) -> Attempt:
+        return await self._call(self.store.fail, owner, attempt_id, error)
+
+    async def succeed(self, owner: str, attempt_id: str, result: Any) -> EventResult:
+        return await self._call(self.store.succeed, owner, attempt_id, result)
+
+    async def cancel(self, owner: str, attempt_id: str, reason: str) -> Attempt:
+        return await self._call(self.store.cancel, owner, attempt_id, reason)
 
 
 class Eligibility(Protocol):
@@ -137,6 +184,7 @@ class FailoverRunner:
         hedge_timer: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.store, self.owner_id = store, owner_id
+        self.db = AsyncStore(store)
         self.clients, self.eligibility = clients, eligibility
         self.hedge, self.hedge_timer = hedge, hedge_timer
 
@@ -155,21 +203,21 @@ class FailoverRunner:
         approved: Collection[str] = (),
     ) -> FailoverResult:
         """Drive ``job_id`` through ``chain`` until it succeeds, must wait, or runs out."""
-        job = self.store.get_job(self.owner_id, job_id)
+        job = await self.db.get_job(self.owner_id, job_id)
         run = _Run(self, job_id, contract_id or job.intent.contract, request, approved)
         if job.status in (JobStatus.SUCCEEDED, JobStatus.CANCELLED):
-            return run.finish(RunStatus.ALREADY_COMPLETED, result=job.result)
+            return await run.finish(RunStatus.ALREADY_COMPLETED, result=job.result)
         hedge_ok = self.hedge is not None and job.intent.policy.max_open_attempts >= 2
         try:
-            run.prepare(chain)
+            await run.prepare(chain)
             status = await run.walk(hedge_ok)
         except _Stop as stop:
             status, blocking, next_provider = stop.status, stop.blocking, stop.next_provider
         else:
             blocking = next_provider = None
-        job = self.store.get_job(self.owner_id, job_id)
-        return run.finish(status, result=job.result, blocking=blocking,
-                          next_provider=next_provider)
+        job = await self.db.get_job(self.owner_id, job_id)
+        return await run.finish(status, result=job.result, blocking=blocking,
+                                next_provider=next_provider)
 
 
 class _Run:
@@ -187,10 +235,11 @@ class _Run:
 
     # -- bookkeeping -------------------------------------------------------------------------
 
-    def finish(self, status: RunStatus, *, result: Any = None, blocking: str | None = None,
-               next_provider: str | None = None) -> FailoverResult:
+    async def finish(self, status: RunStatus, *, result: Any = None,
+                     blocking: str | None = None,
+                     next_provider: str | None = None) -> FailoverResult:
         mine = set(self.started)
-        attempts = [a for a in self.r.store.list_attempts(self.r.owner_id, self.job_id)
+        attempts = [a for a in await self.r.db.list_attempts(self.r.owner_id, self.job_id)
                     if a.id in mine]
         out = FailoverResult(status, self.job_id, result, attempts, list(self.skipped),
                              blocking, next_provider)
@@ -200,9 +249,9 @@ class _Run:
     def skip(self, link: ChainLink, reason: str) -> None:
         self.skipped.append(SkippedLink(link.provider, redact(reason)))
 
-    def prepare(self, chain: Sequence[ChainLink]) -> None:
+    async def prepare(self, chain: Sequence[ChainLink]) -> None:
         """Refuse to start while an attempt is open; resume after the providers already tried."""
-        previous = self.r.store.list_attempts(self.r.owner_id, self.job_id)
+        previous = await self.r.db.list_attempts(self.r.owner_id, self.job_id)
         open_ = [a for a in previous if a.is_open]
         unknown = [a for a in open_ if a.state is AttemptState.UNKNOWN]
         if unknown:
@@ -246,7 +295,7 @@ class _Run:
             link = self.next_link()
             if link is None:
                 return RunStatus.EXHAUSTED
-            flights = [self.launch(link)]
+            flights = [await self.launch(link)]
             if hedge_ok:
                 hedge_ok = False  # at most one hedge per run: the store allows two open slots
                 if not await self._answered_before_hedge(flights[0]):
@@ -255,7 +304,7 @@ class _Run:
                     except _Stop as stop:  # a manual link: ask only if the first one fails
                         self.deferred_stop, second = stop, None
                     if second is not None:
-                        flights.append(self.launch(second))
+                        flights.append(await self.launch(second))
             outcome = await self.settle(flights)
             if outcome is not None:
                 return outcome
@@ -269,16 +318,16 @@ class _Run:
             timer.cancel()
         return flight.task.done()
 
-    def launch(self, link: ChainLink) -> _Flight:
-        store, owner = self.r.store, self.r.owner_id
+    async def launch(self, link: ChainLink) -> _Flight:
+        db, owner = self.r.db, self.r.owner_id
         try:
-            attempt = store.start_attempt(owner, self.job_id, link.provider)
+            attempt = await db.start_attempt(owner, self.job_id, link.provider)
         except AttemptInFlight as exc:  # another worker got in first
             raise _Stop(RunStatus.IN_FLIGHT, blocking=exc.blocking_attempt_id) from None
         except JobCompleted:
             raise _Stop(RunStatus.ALREADY_COMPLETED) from None
         self.started.append(attempt.id)
-        attempt = store.dispatch(owner, attempt.id)  # before the request leaves
+        attempt = await db.dispatch(owner, attempt.id)  # before the request leaves
         client = self.r.clients[link.provider]
         return _Flight(attempt, asyncio.ensure_future(client.complete(self.request)))
 
@@ -291,9 +340,9 @@ class _Run:
                 done, _ = await asyncio.wait(remaining, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
                     flight = remaining.pop(task)
-                    outcome = self.record(flight)
+                    outcome = await self.record(flight)
                     if outcome in (ClaimOutcome.WON, ClaimOutcome.LOST):
-                        self.cancel_rest(remaining, flight)
+                        await self.cancel_rest(remaining, flight)
                         remaining.clear()
                         return (RunStatus.SUCCEEDED if outcome is ClaimOutcome.WON
                                 else RunStatus.ALREADY_COMPLETED)
@@ -301,43 +350,44 @@ class _Run:
                         unknown = unknown or flight.attempt.id
         except asyncio.CancelledError:
             # The run itself was cancelled: the calls may have left, so their outcome is unknown.
+            # The thread runs each write to the end even if this task is cancelled again.
             for flight in remaining.values():
                 flight.task.cancel()
-                self.r.store.time_out(self.r.owner_id, flight.attempt.id)
+                await self.r.db.time_out(self.r.owner_id, flight.attempt.id)
             raise
         if unknown is not None:
             raise _Stop(RunStatus.WAITING_ON_UNKNOWN, blocking=unknown)
         return None
 
-    def cancel_rest(self, remaining: dict[asyncio.Task[ProviderReply], _Flight],
-                    winner: _Flight) -> None:
+    async def cancel_rest(self, remaining: dict[asyncio.Task[ProviderReply], _Flight],
+                          winner: _Flight) -> None:
         for task, flight in remaining.items():
             if task.done():  # answered meanwhile: record it honestly (a lost claim, or a failure)
-                self.record(flight)
+                await self.record(flight)
                 continue
             task.cancel()
-            self.r.store.cancel(self.r.owner_id, flight.attempt.id,
-                                f"hedge: attempt {winner.attempt.id} answered first")
+            await self.r.db.cancel(self.r.owner_id, flight.attempt.id,
+                                   f"hedge: attempt {winner.attempt.id} answered first")
 
-    def record(self, flight: _Flight) -> ClaimOutcome | AttemptState:
+    async def record(self, flight: _Flight) -> ClaimOutcome | AttemptState:
         """Post the outcome of a finished call; the claim outcome, or the attempt's new state."""
-        store, owner, attempt_id = self.r.store, self.r.owner_id, flight.attempt.id
+        db, owner, attempt_id = self.r.db, self.r.owner_id, flight.attempt.id
         try:
             reply = flight.task.result()
         except ProviderCallError as exc:
             if exc.classification == "unknown":
-                store.time_out(owner, attempt_id)
+                await db.time_out(owner, attempt_id)
                 return AttemptState.UNKNOWN
-            store.fail(owner, attempt_id, exc.to_error())
+            await db.fail(owner, attempt_id, exc.to_error())
             return AttemptState.FAILED
         except Exception:
-            store.time_out(owner, attempt_id)  # a bug after the request left: assume it was sent
+            await db.time_out(owner, attempt_id)  # a bug after the request left: assume sent
             raise
         problem = self.check(reply)
         if problem is not None:
-            store.fail(owner, attempt_id, problem)
+            await db.fail(owner, attempt_id, problem)
             return AttemptState.FAILED
-        outcome = store.succeed(owner, attempt_id, reply.parsed).outcome
+        outcome = (await db.succeed(owner, attempt_id, reply.parsed)).outcome
         assert outcome is not None
         return outcome
 

@@ -19,21 +19,28 @@ from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
+    from harness.explore.replay import Replayed
     from harness.explore.search import Found, Progress, Settings
 
-HELP = "Find, shrink and replay races in a store, one SQL statement at a time."
-WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
+HELP = ("Find, shrink and replay races: in your service through its Redis / PostgreSQL "
+        "(--through), or in a store one SQL statement at a time.")
+STORE_WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
+SERVICE_WORKLOADS = ("double-click", "mismatch", "handler-failure", "all")
+WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "handler-failure", "all")
 DEFAULT_BUDGET = 500
 PROGRESS_EVERY_S = 2.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=None,
-                        help="sqlite (default: a temporary file), sqlite:///file.db, "
-                        "postgresql://…, mutant:<name>[@<db url>]; with --stress also "
-                        "http://host:port")
+                        help="your service: http://host:port with --through (and usually "
+                        "--target-profile); or a store: sqlite (default: a temporary file), "
+                        "sqlite:///file.db, postgresql://…, mutant:<name>[@<db url>]")
+    add_through_options(parser)
     parser.add_argument("--workload", choices=WORKLOADS, default="all",
-                        help="which races to look for (default: all, one drawn per schedule)")
+                        help="which races to look for (default: all, one drawn per schedule); "
+                        f"a service: {', '.join(SERVICE_WORKLOADS[:-1])}; a store: "
+                        f"{', '.join(STORE_WORKLOADS[:-1])}")
     parser.add_argument("--clients", type=int, default=3, metavar="N",
                         help="at most N clients send creates at once; readers join up to N-2 "
                         "(2..16, default 3)")
@@ -46,10 +53,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the seed (default: a random one, printed first)")
     parser.add_argument("--schedule", type=int, default=0, metavar="N",
                         help="start at schedule N of the seed (--budget 1 reruns just that one)")
-    parser.add_argument("--choices", choices=("seeded", "exhaustive", "hypothesis"),
+    parser.add_argument("--choices", choices=("seeded", "pct", "exhaustive", "hypothesis"),
                         default="seeded", help="seeded: swarm-style random (default); "
-                        "exhaustive: every interleaving of each workload's smallest plan; "
-                        "hypothesis: Hypothesis draws plans and decisions")
+                        "pct: probabilistic concurrency testing (--depth; its probability "
+                        "bound is printed); exhaustive: every interleaving of each workload's "
+                        "smallest plan; hypothesis: Hypothesis draws plans and decisions")
+    parser.add_argument("--depth", type=int, default=2, metavar="D",
+                        help="--choices pct: the bug depth (ordering constraints) to aim for "
+                        "(1..5, default 2)")
     parser.add_argument("--commit-steps", action="store_true",
                         help="make each write transaction's COMMIT a step of its own (deeper: "
                         "others may run, and wait, while it is open after its last statement)")
@@ -59,9 +70,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="free-running threads (no controller): checked, not replayable; "
                         "for services explore cannot see inside")
     parser.add_argument("--tokens-file", default=None, metavar="FILE",
-                        help="--stress on HTTP targets: YAML {token: owner} (or $HARNESS_TOKENS)")
+                        help="HTTP targets: YAML {token: owner} (or $HARNESS_TOKENS)")
     parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
                         help="repro folders go to DIR/repro/ (default: reports)")
+
+
+def add_through_options(parser: argparse.ArgumentParser) -> None:
+    """The options that put a proxy between a service and its storage (explore and replay)."""
+    group = parser.add_argument_group("your service, through its storage")
+    group.add_argument("--through", default=None, metavar="URL",
+                       help="the storage your service uses: redis://HOST:PORT[/DB] or "
+                       "postgresql://USER@HOST:PORT/DB; a gating proxy stands in front of it "
+                       "and the service must connect to the proxy instead")
+    group.add_argument("--listen", default=None, metavar="HOST:PORT",
+                       help="where the proxy listens (default: a free loopback port, printed)")
+    group.add_argument("--service-cmd", default=None, metavar="CMD",
+                       help="start the service after the proxy is up ({proxy} in CMD becomes "
+                       "the proxy's URL; it is also in $HARNESS_PROXY_URL); stopped at the end")
+    group.add_argument("--health-path", default="/healthz", metavar="PATH",
+                       help="waited for (any answer below 500) before the first schedule "
+                       "(default /healthz)")
+    group.add_argument("--settle-ms", type=float, default=None, metavar="MS",
+                       help="how long to wait for a request to reach the proxy or be answered "
+                       "before choosing anyway (recorded: replay says 'nondeterministic "
+                       "here'); default 100")
+    if not any(a.dest == "target_profile" for a in parser._actions):
+        group.add_argument("--target-profile", default=None, metavar="FILE",
+                           help="the service's target profile (its API and promises)")
 
 
 def _settings(args: argparse.Namespace, seed: int) -> Settings:
@@ -85,10 +120,23 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
     if args.stress and args.choices != "seeded":
         raise ConfigError(f"--stress has no controller, so {args.choices} choices cannot "
                           "apply", field="--choices", fix="drop --choices, or drop --stress")
+    if not 1 <= args.depth <= 5:
+        raise ConfigError(f"depth {args.depth} is out of range", field="--depth",
+                          fix="use 1 to 5 (2: one preemption, the common race)")
+    through = getattr(args, "through", None)
+    if through and (args.stress or args.commit_steps):
+        flag = "--stress" if args.stress else "--commit-steps"
+        raise ConfigError(f"{flag} does not apply to a service explored through its storage",
+                          field=flag, fix=f"drop {flag}")
+    usable = SERVICE_WORKLOADS if through else STORE_WORKLOADS
+    if not args.stress and args.workload not in usable:
+        what = "a service explored through its storage" if through else "a store"
+        raise ConfigError(f"workload {args.workload!r} does not apply to {what}",
+                          field="--workload", fix=f"use one of: {', '.join(usable)}")
     budget = args.budget if args.budget is not None or args.time_limit else DEFAULT_BUDGET
     return Settings(workload=args.workload, clients=args.clients, budget=budget,
                     time_limit=args.time_limit, seed=seed, choices=args.choices,
-                    first=args.schedule)
+                    first=args.schedule, depth=args.depth)
 
 
 class _Ticker:
@@ -130,6 +178,10 @@ def run(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     print(f"explore: seed {seed}", flush=True)
     settings = _settings(args, seed)
+    if args.through:
+        from harness.commands._explore_through import run_through
+
+        return run_through(args, settings)
     if args.stress:
         return _stress(args, settings)
     from harness.explore.controller import Controller
@@ -171,7 +223,7 @@ def _headline(outcome: Outcome) -> list[str]:
 
 
 def _violation(controller: Any, found: Found, settings: Settings, target: str,
-               args: argparse.Namespace) -> int:
+               args: argparse.Namespace, *, through: dict[str, Any] | None = None) -> int:
     from harness.explore.explain import schedule_lines
     from harness.explore.replay import replay_repro
     from harness.explore.repro import read_repro, write_repro
@@ -179,8 +231,11 @@ def _violation(controller: Any, found: Found, settings: Settings, target: str,
 
     outcome = found.outcome
     assert outcome is not None
-    where = (f"schedule #{found.schedule} of seed {settings.seed}" if settings.choices == "seeded"
+    where = (f"schedule #{found.schedule} of seed {settings.seed}"
+             if settings.choices in ("seeded", "pct")
              else f"{settings.choices} schedule #{found.schedule}")
+    if settings.choices == "pct":
+        where = f"pct, {where}"
     print(f"VIOLATED  {', '.join(outcome.broken)} after {found.progress.schedules} schedules "
           f"({where}; {outcome.steps} steps)")
     for line in _headline(outcome):
@@ -193,13 +248,17 @@ def _violation(controller: Any, found: Found, settings: Settings, target: str,
         shrink_figures = {"original_steps": shrunk.original_steps,
                           "original_ops": shrunk.original_ops, "plan_runs": shrunk.plan_runs,
                           "hypothesis_runs": shrunk.hypothesis_runs,
+                          "original_preemptions": shrunk.original_preemptions,
+                          "preemption_runs": shrunk.preemption_runs,
                           "elapsed_s": round(shrunk.elapsed_s, 3), "note": shrunk.note}
     found_info = {"workload": settings.workload, "seed": settings.seed,
                   "schedule": found.schedule, "choices": settings.choices,
                   "schedules": found.progress.schedules, "clients": settings.clients,
                   "commit_steps": bool(args.commit_steps)}
+    if settings.choices == "pct":
+        found_info["depth"] = settings.depth
     folder = write_repro(outcome, args.report_dir, target=target, found=found_info,
-                         shrink=shrink_figures)
+                         shrink=shrink_figures, through=through)
     print(f"the race, in {outcome.steps} steps ({outcome.timers} timers):")
     for line in schedule_lines(outcome):
         print(line)
@@ -207,9 +266,13 @@ def _violation(controller: Any, found: Found, settings: Settings, target: str,
     verdict = "identical" if again.identical else f"DIVERGED: {again.divergence}"
     echo(f"replayed once: {verdict}")
     print(f"repro: {folder}  (scenario.yaml, schedule.jsonl, history.jsonl, explanation.txt)")
-    command = f"failover-harness replay {folder} --target {target}"
-    if "***" in target:
-        command += "   (put the real URL in --target; the password is not stored)"
+    command = f"failover-harness replay {folder}"
+    if through is None:
+        command += f" --target {target}"
+        if "***" in target:
+            command += "   (put the real URL in --target; the password is not stored)"
+    elif "***" in str(through.get("storage")):
+        command += "   (add --through with the full URL; the password is not stored)"
     print(f"replay: {command}")
     return 1
 
@@ -257,6 +320,10 @@ def run_replay(args: argparse.Namespace) -> int:
     from harness.explore.target import explore_store
 
     repro = read_repro(args.path)
+    if repro.through is not None or getattr(args, "through", None):
+        from harness.commands._explore_through import replay_through
+
+        return _replayed(replay_through(args, repro))
     text = args.target or repro.target
     if text and "***" in text and not args.target:
         raise ConfigError("the repro's target URL had its password removed", field="--target",
@@ -264,7 +331,10 @@ def run_replay(args: argparse.Namespace) -> int:
     with explore_store(text) as (store, target):
         print(f"replaying {args.path} on {target} ({len(repro.decisions)} recorded decisions)")
         with Controller(store, commit_steps=repro.commit_steps) as controller:
-            replayed = replay_repro(controller, repro)
+            return _replayed(replay_repro(controller, repro))
+
+
+def _replayed(replayed: Replayed) -> int:
     outcome = replayed.outcome
     label = {"violated": "VIOLATED", "passed": "PASS", "unknown": "UNKNOWN"}[outcome.status]
     print(f"{label:<9} {outcome.plan.workload}: {outcome.steps} steps, {len(outcome.history)} ops")

@@ -22,6 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a folder under reports/runs/ or reports/repro/ (explore), or a "
                         "scenario .yaml file")
     add_target_options(parser)
+    from harness.commands.explore import add_through_options
+
+    add_through_options(parser)  # an explore repro of a service explored through its storage
     parser.add_argument("--expect-identical", action="store_true",
                         help="exit 1 if the history differs from the recorded one "
                         "(e.g. in CI, to prove a recorded failure still reproduces)")

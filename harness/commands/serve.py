@@ -9,7 +9,6 @@ uvicorn starts N processes; each builds its app from the environment set here
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 from pathlib import Path
 from typing import Any
@@ -79,7 +78,9 @@ def log_config(level: str) -> dict[str, Any]:
     """uvicorn's logging setup, plus our ``harness`` logger on the same handler."""
     from uvicorn.config import LOGGING_CONFIG
 
-    config = copy.deepcopy(LOGGING_CONFIG)
+    from harness.providers.secrets import redacting_config
+
+    config = redacting_config(LOGGING_CONFIG)  # every handler redacts registered secrets
     config["loggers"]["harness"] = {
         "handlers": ["default"], "level": level.upper(), "propagate": False,
     }

@@ -256,6 +256,10 @@ async def certify(
     # the primary's full evidence as reference.
     judge_all([k for k in channels if by_key[k].record])
     run.records = [records[(t.provider.id, t.contract.id)] for t in targets if t.record]
+    if any(getattr(t.provider, "via", None) for t in targets):  # certified through a gateway
+        from harness.gateways.audit import audit_through_gateway
+
+        run.records = await audit_through_gateway(run.records, targets)
     if mode == "record":
         for channel in channels.values():
             if channel.cassette is not None:

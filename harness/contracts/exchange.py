@@ -78,7 +78,10 @@ class Channel:
 
     @property
     def seeded(self) -> bool:
-        return self.provider.kind in SEEDED_KINDS
+        # Through a gateway (--via) the deployment's own wire decides: LiteLLM refuses `seed`
+        # for an Anthropic deployment even though the client speaks OpenAI's format to it.
+        upstream = getattr(self.provider, "upstream", None) or {}
+        return str(upstream.get("kind", self.provider.kind)) in SEEDED_KINDS
 
     def request_for(self, golden: Golden, index: int = 0) -> ProviderRequest | str:
         """The provider request for one sample of a golden case, or why it cannot be rendered."""

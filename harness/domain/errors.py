@@ -3,6 +3,8 @@
 Every error the harness raises on purpose derives from :class:`HarnessError`. Each class
 carries a machine ``code`` (the API's problem ``code``), the HTTP status the reference service
 answers with, and an ``exit_code`` for the CLI. The docstring of a class is its default message.
+The tree is complete (``tests/domain/test_errors.py`` walks the package and compares): a class
+defined elsewhere says so after its name.
 
 ::
 
@@ -11,15 +13,45 @@ answers with, and an ``exit_code`` for the CLI. The docstring of a class is its 
     │   ├── IdempotencyKeyMissing       no Idempotency-Key                   400
     │   ├── IdempotencyKeyInvalid       key not 1–255 printable ASCII        400
     │   ├── InvalidIntent               body not an object, NaN/Infinity     422
+    │   ├── InvalidJson                 (service.payload) body not JSON      400
     │   ├── ConfigError                 a file, line or field is wrong       exit 2
-    │   └── UnsupportedTarget           a store/target URL we cannot open    exit 2
+    │   │   ├── TokenizerUnavailable    (contracts.tokenizers) not offline   exit 2
+    │   │   └── CounterError            (scenarios.targets.side_effects)     exit 2
+    │   ├── UnsupportedTarget           a store/target URL we cannot open    exit 2
+    │   └── MissingExtra                an extra is not installed (also an ImportError)
     ├── NotFound                        absent, or another owner's           404
     ├── ConflictError                   the rules refuse the change          409
     │   ├── IdempotencyKeyReused        same key, another fingerprint
     │   ├── AttemptInFlight             an open attempt blocks a new one
     │   ├── JobCompleted                the job succeeded or was cancelled
     │   └── InvalidTransition           the attempt state machine forbids it
-    └── StoreError                      the database failed (never a verdict) 503
+    ├── StoreError                      the database failed (never a verdict) 503
+    ├── Unauthenticated                 (service.auth) no or unknown token   401
+    ├── PayloadTooLarge                 (service.payload) body over 1 MiB    413
+    ├── TransportFailure                (service.client) no answer came back
+    ├── ProviderCallError               (providers.classify) no reply: failed | unknown
+    ├── Divergence                      (scenarios.scheduler) replay left its schedule
+    └── ExploreStuck                    (explore.controller) nothing may run
+
+Outside the hierarchy, deliberately (the same test holds this list complete):
+
+    RaceFound           explore.property      an AssertionError: Hypothesis and pytest
+                                              report it as the failing test it is
+    ScenarioViolated    pytest_plugin         a failed pytest item, reported by pytest
+    ExploreAborted      explore.gate          a BaseException that unwinds a worker's
+                                              operation: no ``except Exception`` may take it
+    CassetteMismatch    contracts.cassettes   an httpx.TransportError raised inside a
+                                              transport: the client classifies it as any
+                                              transport failure, and it becomes evidence
+    BehaviourError      providers.behaviours  a ValueError, so pydantic reports it as an
+                                              invalid field of providers.yaml
+    BusinessRejection   contracts.model       a contract's business rule refusing an
+                                              output: a verdict, not a failure
+    WireError           providers.fake_wire   a fake provider's refusal, answered as that
+                                              provider's own HTTP error body
+    NotPostgres         explore.pg_wire       a wire parser's signal that the peer speaks
+    NotRedis            explore.redis_wire    another protocol; the explore proxy catches it
+                                              and reports what it saw
 """
 
 from __future__ import annotations

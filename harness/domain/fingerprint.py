@@ -13,6 +13,8 @@ from harness.domain.errors import IdempotencyKeyInvalid, IdempotencyKeyMissing, 
 
 # Printable ASCII without space (API.md: "1–255 printable ASCII, no spaces").
 _KEY_RE = re.compile(r"[\x21-\x7e]{1,255}")
+# The largest integer a JSON number carries exactly (an IEEE double; RFC 8785 §3.2.2.3).
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def validate_idempotency_key(key: str | None) -> str:
@@ -39,6 +41,11 @@ def check_json_value(value: Any, path: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidIntent(
             f"{path} is {value!r}; JSON has no NaN or Infinity: send a finite number"
+        )
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        raise InvalidIntent(
+            f"{path} is an integer beyond ±(2^53 − 1), which a JSON number cannot carry exactly "
+            "(RFC 8785); send it as a string"
         )
     if isinstance(value, str):
         if "\x00" in value:

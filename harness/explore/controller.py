@@ -49,6 +49,13 @@ class Chooser(Protocol):
     def choose(self, enabled: Sequence[str]) -> int: ...
 
 
+class Runner(Protocol):
+    """What runs one schedule: :class:`Controller` (a store's statements) or
+    :class:`~harness.explore.through.ThroughController` (a service's storage steps)."""
+
+    def run(self, plan: Plan, choices: Chooser) -> Outcome: ...
+
+
 class ExploreStuck(HarnessError):
     """The schedule cannot go on: nothing may run, yet a worker is not done."""
 

@@ -104,8 +104,14 @@ def explanation(
                      f"({shrink['plan_runs']} + {shrink['hypothesis_runs']} runs)")
     lines.append("")
     if outcome.schedule or replay:
-        lines.append(f"The schedule: {outcome.steps} steps (one SQL statement each), "
-                     f"{outcome.timers} timers")
+        each = ("one storage step each: a command, a pipeline or transaction, or a statement, "
+                "held at the proxy until granted" if "commands" in outcome.meta
+                else "one SQL statement each")
+        lines.append(f"The schedule: {outcome.steps} steps ({each}), {outcome.timers} timers")
+        if outcome.meta.get("settles_expired"):
+            lines.append(f"  NOTE: {outcome.meta['settles_expired']} settle(s) expired (a request "
+                         "was still moving when explore chose): those points are "
+                         "nondeterministic")
     else:
         lines.append("Free-running threads (--stress): no schedule was recorded")
     lines.extend(_ops("setup (one after another, before the race)", plan.setup))

@@ -16,7 +16,14 @@ from harness.domain import payload_digest
 from harness.explore.plan import EVENT_KINDS, OWN, OpSpec, Plan
 from harness.scenarios.history import History, Op, OpType
 from harness.scenarios.targets.base import Reply, TargetSession
-from harness.scenarios.values import Aliases, attempt_value, error_value, job_value, list_value
+from harness.scenarios.values import (
+    Aliases,
+    attempt_value,
+    error_value,
+    job_value,
+    list_value,
+    reply_extras,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,8 @@ class Executor:
     local: dict[str, dict[str, str]] = field(default_factory=dict)  # per client: own names
     open_invokes: dict[str, Op] = field(default_factory=dict)
     fresh_owners: bool = True  # a store: each schedule's owners are new (alice.<tag>)
+    promises: dict[str, Any] = field(default_factory=dict)  # a profile's, written into faults
+    lease_ms: int | None = None  # a profile's lease, written next to busy answers
 
     # -- on the worker's thread ---------------------------------------------------------------
     def resolve(self, op: OpSpec) -> dict[str, str] | None:
@@ -80,6 +89,8 @@ class Executor:
             return session.list_attempts(owner, raw["job"])
         if op.f == "races":
             return session.list_races(owner, raw["job"])
+        if op.f == "fault":
+            return session.inject_fault(op.reason or "handler_error")  # type: ignore[attr-defined]
         if op.f == "start":
             return session.start_attempt(owner, raw["job"], op.provider or "primary")
         body: dict[str, Any] = {"type": op.f}
@@ -132,6 +143,8 @@ class Executor:
         self.history.complete(invoke, type_, value)
 
     def _invoke_value(self, op: OpSpec, raw: dict[str, str]) -> dict[str, Any]:
+        if op.f == "fault":
+            return {"fault": op.reason or "handler_error", **self.promises}
         value: dict[str, Any] = {"owner": op.owner}
         if op.f == "create":
             assert op.intent is not None
@@ -153,8 +166,14 @@ class Executor:
         return value
 
     def _completion(self, op: OpSpec, reply: Reply) -> tuple[OpType, dict[str, Any]]:
+        type_, value = self._value(op, reply)
+        return type_, {**value, **reply_extras(reply, self.lease_ms)}  # a profile's: none else
+
+    def _value(self, op: OpSpec, reply: Reply) -> tuple[OpType, dict[str, Any]]:
         if not reply.ok:
             return ("info" if reply.indeterminate else "fail"), error_value(reply, self.aliases)
+        if op.f == "fault":
+            return "ok", {"armed": True}
         if op.f == "create":
             return "ok", {**job_value(reply.body, self.aliases), "created": reply.status == 201}
         if op.f == "read":

@@ -28,7 +28,7 @@ from harness.domain import Intent
 from harness.domain.errors import ConfigError, HarnessError
 
 OP_KINDS = ("create", "read", "attempts", "races", "start",
-            "dispatched", "timed_out", "succeeded", "failed", "cancelled")
+            "dispatched", "timed_out", "succeeded", "failed", "cancelled", "fault")
 EVENT_KINDS = ("dispatched", "timed_out", "succeeded", "failed", "cancelled")
 OWN = "@own"
 

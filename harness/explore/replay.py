@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from harness.explore.choices import GuidedChoices, RecordedChoices
-from harness.explore.controller import Controller, Outcome
+from harness.explore.controller import Outcome, Runner
 from harness.explore.repro import Repro
 from harness.scenarios.replay import first_difference
 from harness.scenarios.scheduler import Divergence
@@ -36,7 +36,7 @@ def _entry_line(entry: dict[str, object]) -> str:
     return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
 
 
-def replay_repro(controller: Controller, repro: Repro) -> Replayed:
+def replay_repro(controller: Runner, repro: Repro) -> Replayed:
     """Run ``repro`` on ``controller``'s store, following its decisions."""
     choices = RecordedChoices(repro.decisions)
     try:

@@ -39,12 +39,15 @@ def write_repro(
     found: dict[str, Any],
     shrink: dict[str, Any] | None = None,
     replayable: bool = True,
+    through: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``outcome``'s repro folder under ``report_dir/repro`` and return it.
 
     ``found`` says how it was found (seed, schedule number, choices, schedules explored);
     ``shrink`` gives the shrinking figures. A ``--stress`` finding is not replayable: its folder
-    has the history and the explanation, no schedule.
+    has the history and the explanation, no schedule. ``through`` says how a service was
+    explored through its storage (storage URL without password, proxy address, service
+    command, profile, settle time), so ``replay`` can set it up again.
     """
     checker = outcome.broken[0] if outcome.broken else "unknown"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
@@ -52,13 +55,15 @@ def write_repro(
     repro.mkdir(parents=True, exist_ok=True)
     folder = unique_folder(repro, f"{stamp}-{outcome.plan.workload}-{checker}")
     folder.mkdir()
-    replay = replay_command(folder, target) if replayable else None
+    replay = (replay_command(folder, target) if replayable and through is None
+              else f"failover-harness replay {folder}" if replayable else None)
     write_jsonl(folder / "history.jsonl", outcome.history_lines())
     if replayable:
         write_jsonl(folder / "schedule.jsonl",
                     (json.dumps(e, separators=(",", ":"), ensure_ascii=False)
                      for e in outcome.schedule))
-        (folder / SCENARIO).write_text(scenario_text(outcome, target, found), encoding="utf-8")
+        (folder / SCENARIO).write_text(scenario_text(outcome, target, found, through),
+                                       encoding="utf-8")
     text = explanation(outcome, target=target, found=found, shrink=shrink, replay=replay)
     (folder / "explanation.txt").write_text(text, encoding="utf-8")
     results = {
@@ -78,13 +83,16 @@ def write_repro(
         "broken": outcome.broken,
         "checks": [c.to_json() for c in outcome.checks],
         "replay": replay,
+        "through": through,
+        "meta": outcome.meta,
     }
     (folder / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     return folder
 
 
-def scenario_text(outcome: Outcome, target: str, found: dict[str, Any]) -> str:
+def scenario_text(outcome: Outcome, target: str, found: dict[str, Any],
+                  through: dict[str, Any] | None = None) -> str:
     """The replayable scenario: the plan and the decisions, as YAML with a comment header."""
     checker = outcome.broken[0] if outcome.broken else "none"
     document = {
@@ -95,6 +103,7 @@ def scenario_text(outcome: Outcome, target: str, found: dict[str, Any]) -> str:
                         f"to {outcome.steps} steps; breaks {checker}"),
         "target": target,
         "commit_steps": bool(found.get("commit_steps", False)),
+        **({"through": through} if through else {}),
         "plan": outcome.plan.to_json(),
         "schedule": decisions(outcome.schedule),
     }
@@ -117,6 +126,7 @@ class Repro:
     schedule: list[dict[str, Any]] | None
     status: str | None
     commit_steps: bool = False
+    through: dict[str, Any] | None = None  # explored through the service's storage
 
 
 def is_explore_repro(path: Path) -> bool:
@@ -172,5 +182,9 @@ def read_repro(path: Path) -> Repro:
         except ValueError:
             status = None
     target = data.get("target")
+    through = data.get("through")
+    if through is not None and not (isinstance(through, dict) and through.get("storage")):
+        raise ConfigError("through must say at least storage: <URL>", file=str(scenario),
+                          field="through", fix="restore the file as explore wrote it")
     return Repro(scenario, plan, list(schedule), str(target) if target else None, history,
-                 schedule_entries, status, bool(data.get("commit_steps", False)))
+                 schedule_entries, status, bool(data.get("commit_steps", False)), through)

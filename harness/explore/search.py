@@ -21,11 +21,14 @@ from harness.explore.choices import (
     SwarmChoices,
     next_prefix,
 )
-from harness.explore.controller import Controller, Outcome
-from harness.explore.plan import RandomDraw, SmallestDraw
+from harness.explore.controller import Outcome, Runner
+from harness.explore.pct import PctChoices
+from harness.explore.plan import Draw, Plan, RandomDraw, SmallestDraw
 from harness.explore.workloads import WORKLOADS, build_plan
 
-CHOICE_SOURCES = ("seeded", "exhaustive", "hypothesis")
+CHOICE_SOURCES = ("seeded", "pct", "exhaustive", "hypothesis")
+PCT_FIRST_STEPS = 10  # PCT's k before the first schedule has shown how many steps there are
+Build = Callable[[str, Draw, int], Plan]
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,8 @@ class Settings:
     time_limit: float | None = None
     seed: int = 0
     choices: str = "seeded"
-    first: int = 0  # the first schedule number (seeded)
+    first: int = 0  # the first schedule number (seeded, pct)
+    depth: int = 2  # PCT's bug depth d
 
 
 @dataclass
@@ -74,6 +78,8 @@ class Found:
     schedule: int | None = None  # the failing schedule's number (seeded) or index
     exhausted: bool = False  # exhaustive: every interleaving was tried
     shrunk_by_hypothesis: bool = False
+    pct_steps: int = 0  # PCT: the k (steps per schedule) the last schedule was drawn for
+    pct_clients: int = 0  # PCT: the most clients a schedule had
 
 
 def _more(settings: Settings, progress: Progress) -> bool:
@@ -82,36 +88,44 @@ def _more(settings: Settings, progress: Progress) -> bool:
     return settings.time_limit is None or progress.elapsed_s < settings.time_limit
 
 
-def search(controller: Controller, settings: Settings,
-           report: Callable[[Progress], None] | None = None) -> Found:
-    """Explore until a violation, the budget or the time limit."""
+def search(controller: Runner, settings: Settings,
+           report: Callable[[Progress], None] | None = None, *,
+           build: Build = build_plan, workloads: list[str] | None = None) -> Found:
+    """Explore until a violation, the budget or the time limit. ``build`` draws the plans
+    (``workloads``: the names ``all`` covers, for exhaustive search)."""
     progress = Progress()
     tick = report or (lambda p: None)
     if settings.choices == "exhaustive":
-        return _exhaustive(controller, settings, progress, tick)
+        return _exhaustive(controller, settings, progress, tick, build,
+                           workloads or list(WORKLOADS))
     if settings.choices == "hypothesis":
-        return _hypothesis(controller, settings, progress, tick)
+        return _hypothesis(controller, settings, progress, tick, build)
     number = settings.first
+    steps, clients = PCT_FIRST_STEPS, 0
     while _more(settings, progress):
         rng = random.Random(f"{settings.seed}:{number}")
-        plan = build_plan(settings.workload, RandomDraw(rng), settings.clients)
-        outcome = controller.run(plan, SwarmChoices(rng, plan))
+        plan = build(settings.workload, RandomDraw(rng), settings.clients)
+        clients = max(clients, len(plan.racing_clients()))
+        chooser = (PctChoices(rng, depth=settings.depth, steps=steps)
+                   if settings.choices == "pct" else SwarmChoices(rng, plan))
+        outcome = controller.run(plan, chooser)
+        steps = max(steps if progress.schedules else 1, len(outcome.schedule))
         progress.schedules += 1
         progress.steps += outcome.steps
         if outcome.violated:
             progress.violations += 1
             tick(progress)
-            return Found(outcome, progress, number)
+            return Found(outcome, progress, number, pct_steps=steps, pct_clients=clients)
         tick(progress)
         number += 1
-    return Found(None, progress)
+    return Found(None, progress, pct_steps=steps, pct_clients=clients)
 
 
-def _exhaustive(controller: Controller, settings: Settings, progress: Progress,
-                tick: Callable[[Progress], None]) -> Found:
-    names = list(WORKLOADS) if settings.workload == "all" else [settings.workload]
+def _exhaustive(controller: Runner, settings: Settings, progress: Progress,
+                tick: Callable[[Progress], None], build: Build, workloads: list[str]) -> Found:
+    names = workloads if settings.workload == "all" else [settings.workload]
     for name in names:
-        plan = build_plan(name, SmallestDraw(), settings.clients)
+        plan = build(name, SmallestDraw(), settings.clients)
         prefix: list[int] | None = []
         while prefix is not None:
             if not _more(settings, progress):
@@ -134,8 +148,8 @@ class _Violated(Exception):
         self.outcome = outcome
 
 
-def _hypothesis(controller: Controller, settings: Settings, progress: Progress,
-                tick: Callable[[Progress], None]) -> Found:
+def _hypothesis(controller: Runner, settings: Settings, progress: Progress,
+                tick: Callable[[Progress], None], build: Build) -> Found:
     from hypothesis import HealthCheck, Phase, Verbosity, given, seed
     from hypothesis import settings as hypothesis_settings
     from hypothesis import strategies as st
@@ -151,7 +165,7 @@ def _hypothesis(controller: Controller, settings: Settings, progress: Progress,
     def schedules(data: st.DataObject) -> None:
         if not first_failure and not _more(settings, progress):
             return  # the time limit: let Hypothesis run out of examples quickly
-        plan = build_plan(settings.workload, HypothesisDraw(data), settings.clients)
+        plan = build(settings.workload, HypothesisDraw(data), settings.clients)
         outcome = controller.run(plan, HypothesisChoices(data))
         progress.schedules += 1
         progress.steps += outcome.steps

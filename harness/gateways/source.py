@@ -178,7 +178,7 @@ def load_litellm_providers(
                 field=f"contracts.{group}" if origin != "--contract-map" else "--contract-map",
                 fix=f"use one of the model groups: {', '.join(sorted(groups))}",
             )
-    ids = _provider_ids(config)
+    ids = provider_ids(config)
     providers = {
         ids[d.index]: _deployment_provider(config, d, ids[d.index], via=via,
                                            via_key_env=via_key_env)
@@ -198,6 +198,14 @@ def load_litellm_providers(
         raise ConfigError(str(exc), file=str(config.path)) from None
     parsed._gateway = gateway
     return parsed
+
+
+def no_contract_map(path: str | Path, contract_map: Mapping[str, str] | None) -> bool:
+    """True when neither ``--contract-map`` nor failover-harness.yaml maps any group."""
+    if contract_map:
+        return False
+    config_path = Path(str(path).removeprefix("litellm:"))
+    return not _project_settings(config_path.parent / PROJECT_FILE).get("contracts")
 
 
 def _project_settings(path: Path) -> dict[str, Any]:
@@ -227,7 +235,7 @@ def _project_settings(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
-def _provider_ids(config: LiteLLMConfig) -> dict[int, str]:
+def provider_ids(config: LiteLLMConfig) -> dict[int, str]:
     """A provider id per deployment: ``model_info.id``, else the group (``group.N`` if shared)."""
     ids: dict[int, str] = {}
     taken: set[str] = set()
@@ -268,7 +276,9 @@ def _deployment_provider(
     loc = _loc(d)
     if via:  # the wire is the gateway's OpenAI-compatible API, whatever the upstream speaks
         prefix, sep, name = d.model.partition("/")
-        upstream_kind = UPSTREAMS.get(prefix, ("openai-chat", ""))[0] if sep else "openai-chat"
+        # an upstream we do not speak keeps LiteLLM's provider name (its wire is the gateway's)
+        upstream_kind = UPSTREAMS.get(prefix, (prefix, ""))[0] if sep else (
+            "anthropic-messages" if d.model.startswith("claude") else "openai-chat")
         upstream = {"kind": upstream_kind, "base_url": d.api_base or "", "model": d.model}
     else:
         prefix, upstream_kind, base, name = _upstream(config, d)

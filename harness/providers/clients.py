@@ -55,21 +55,24 @@ def client_for(
     transport: httpx.AsyncBaseTransport | None = None,
     env: Mapping[str, str] = os.environ,
 ) -> ProviderClient:
-    """A client for ``cfg``; its key from ``env[cfg.api_key_env]`` (ConfigError if missing).
+    """A client for ``cfg``; its key from ``env[cfg.api_key_env]`` (ConfigError if missing),
+    except for a ``fake://`` provider, which never reads ``env`` (it sends a fixed non-secret key).
 
     ``transport`` replaces the network (respx, a fake, a recorder). For ``fake://<behaviour>``
     without a transport, a fresh in-process fake of the provider's kind is used
     (``client.transport.deliveries`` counts its calls).
     """
     cls = CLIENT_CLASSES[cfg.kind]
-    key = secret_from_env(env, cfg.api_key_env) if cfg.api_key_env else None
     if cfg.is_fake:
+        # A fake never reads the environment: the real key named by api_key_env (set for the
+        # day the base_url becomes real) must not travel to a fake, nor into its recordings.
         if transport is None:
             behaviour = cfg.fake_behaviour
             assert behaviour is not None
             transport = fake_transport(cfg.kind, behaviour)
-        return cls(cfg, api_key=key or Secret(FAKE_KEY), base_url=FAKE_BASE_URLS[cfg.kind],
+        return cls(cfg, api_key=Secret(FAKE_KEY), base_url=FAKE_BASE_URLS[cfg.kind],
                    transport=transport)
+    key = secret_from_env(env, cfg.api_key_env) if cfg.api_key_env else None
     if key is None:
         raise ConfigError(
             f"environment variable {cfg.api_key_env} is not set (provider {cfg.id!r} needs it)",

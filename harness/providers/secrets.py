@@ -1,28 +1,41 @@
-"""API keys: read only from the environment, held in :class:`Secret`, redacted from all output.
+"""Secrets: API keys held in :class:`Secret`, DSN passwords, and their redaction from all output.
 
 Every key the harness reads goes through :func:`secret_from_env`, which registers the value so
 that :func:`redact` can remove it from any text (exception messages, logs, reports, recorded
-deliveries). :class:`RedactingFilter` applies the same to log records. A ``Secret`` never shows
-its value in ``repr``/``str``; only :meth:`Secret.reveal` returns it, at the one place that
-builds the request header.
+deliveries); a PostgreSQL store registers its DSN's password the same way (:func:`register_dsn`),
+and :func:`redact_dsn` masks a DSN's password, URL or key=value form, before a DSN is shown.
+:class:`RedactingFilter` applies the same to log records; the CLI installs it before any command
+runs (:func:`install_log_redaction`), and ``serve`` puts it on every uvicorn handler
+(:func:`redacting_config`). A ``Secret`` never shows its value in ``repr``/``str``; only
+:meth:`Secret.reveal` returns it, at the one place that builds the request header.
+(The registry and the DSN parsing live in :mod:`harness.domain.redaction`, pure, so the store
+can use them too.)
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-REDACTED = "[REDACTED]"
+from harness.domain.redaction import (
+    REDACTED,
+    dsn_secrets,
+    redact,
+    redact_dsn,
+    register_dsn,
+    register_secret,
+)
+
+__all__ = [
+    "REDACTED", "SECRET_HEADERS", "RedactingFilter", "Secret", "dsn_secrets",
+    "install_log_redaction", "redact", "redact_dsn", "redact_headers", "redact_value",
+    "redacting_config", "register_dsn", "register_secret", "secret_from_env",
+]
 
 # Headers that carry credentials in the two wire formats (and common gateways).
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization"})
-
-_lock = threading.Lock()
-_known: set[str] = set()
-# Values shorter than this are not registered: replacing "a" everywhere would garble output.
-_MIN_SECRET_LEN = 6
 
 
 class Secret:
@@ -58,31 +71,12 @@ class Secret:
         raise TypeError("a Secret cannot be pickled")
 
 
-def register_secret(value: str) -> None:
-    """Remember ``value`` so :func:`redact` removes it from every text from now on."""
-    if isinstance(value, str) and len(value) >= _MIN_SECRET_LEN:
-        with _lock:
-            _known.add(value)
-
-
 def secret_from_env(env: Mapping[str, str], name: str) -> Secret | None:
     """The key in environment variable ``name`` as a :class:`Secret`, or None if it is unset."""
     value = env.get(name)
     if value is None or value == "":
         return None
     return Secret(value, source=name)
-
-
-def redact(text: str, extra: Iterable[str] = ()) -> str:
-    """``text`` with every registered secret (and each of ``extra``) replaced by ``[REDACTED]``."""
-    if not isinstance(text, str):
-        text = str(text)
-    with _lock:
-        values = sorted(_known.union(v for v in extra if v), key=len, reverse=True)
-    for value in values:
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
 
 
 def redact_value(value: Any) -> Any:
@@ -107,7 +101,8 @@ def redact_headers(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> di
 
 
 class RedactingFilter(logging.Filter):
-    """A logging filter that redacts registered secrets from the message and its arguments."""
+    """A logging filter that redacts registered secrets from the message, its arguments and
+    the traceback of an exception it carries."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -117,14 +112,42 @@ class RedactingFilter(logging.Filter):
         cleaned = redact(message)
         if cleaned != message or record.args:
             record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
         return True
 
 
 def install_log_redaction(logger: logging.Logger | None = None) -> RedactingFilter:
-    """Attach a :class:`RedactingFilter` to ``logger``'s handlers (root logger by default)."""
+    """Attach a :class:`RedactingFilter` to ``logger`` and its handlers (idempotent).
+
+    The default, the root logger, also covers Python's last-resort handler (what prints a
+    warning when no handler is configured). A logger's own filters see only its own records,
+    so handlers are where redaction holds; handlers added later need :func:`redacting_config`
+    or another call. The CLI calls this before any command runs.
+    """
     target = logger or logging.getLogger()
-    flt = RedactingFilter()
-    target.addFilter(flt)
-    for handler in target.handlers:
-        handler.addFilter(flt)
+    found = [f for f in target.filters if isinstance(f, RedactingFilter)]
+    flt = found[0] if found else RedactingFilter()
+    places: list[logging.Filterer] = [target, *target.handlers]
+    if logger is None and logging.lastResort is not None:
+        places.append(logging.lastResort)
+    for place in places:
+        if not any(isinstance(f, RedactingFilter) for f in place.filters):
+            place.addFilter(flt)
     return flt
+
+
+def redacting_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a ``logging.config.dictConfig`` dict with a :class:`RedactingFilter` on every
+    handler (``serve`` passes uvicorn's this way, so its access and error logs are covered)."""
+    out = copy.deepcopy(dict(config))
+    out.setdefault("filters", {})["redact_secrets"] = {"()": RedactingFilter}
+    for handler in out.get("handlers", {}).values():
+        names = list(handler.get("filters", []))
+        if "redact_secrets" not in names:
+            handler["filters"] = [*names, "redact_secrets"]
+    return out

@@ -5,13 +5,15 @@
     too large (Content-Length or streamed)       413 payload_too_large
     empty, not UTF-8, not JSON, NaN/Infinity     400 invalid_json
     nested deeper than MAX_DEPTH, a NUL or a     422 invalid_request (naming the field)
-    lone surrogate in a string
+    lone surrogate in a string, an integer of
+    more digits than Python converts (4,300)
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 from starlette.requests import Request
@@ -72,8 +74,43 @@ def parse_json(raw: bytes) -> Any:
         ) from None
     except RecursionError:
         raise InvalidIntent(f"the body is nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError:  # valid JSON, but an integer longer than int() accepts (4,300 digits)
+        raise InvalidIntent(
+            f"{_huge_integer_path(text)} is an integer of more than "
+            f"{sys.get_int_max_str_digits()} digits; a JSON number carries at most 2^53 − 1 "
+            "exactly: send it as a string"
+        ) from None
     check_storable(value, "body", suspect=bool(_SUSPECT.search(raw)))
     return value
+
+
+class _Huge:
+    """Stands in for an integer too long to convert, to find where it is."""
+
+
+def _huge_integer_path(text: str) -> str:
+    """Where the first integer too long for ``int()`` is in ``text`` (valid JSON otherwise)."""
+    limit = sys.get_int_max_str_digits()
+
+    def parse_int(digits: str) -> Any:
+        return _Huge() if len(digits.lstrip("-")) > limit else 0
+
+    def find(value: Any, path: str) -> str | None:
+        if isinstance(value, _Huge):
+            return path
+        items = value.items() if isinstance(value, dict) else \
+            enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            found = find(item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
+            if found:
+                return found
+        return None
+
+    try:
+        return find(json.loads(text, parse_int=parse_int, parse_constant=_reject_constant),
+                    "body") or "a number in the body"
+    except (ValueError, RecursionError):  # pragma: no cover - the first parse got this far
+        return "a number in the body"
 
 
 def check_storable(value: Any, path: str, *, suspect: bool = True, depth: int = 0) -> None:

@@ -14,6 +14,7 @@ from harness.domain import (
     Job,
     Race,
 )
+from harness.domain.fingerprint import check_json_value
 
 
 @runtime_checkable
@@ -85,6 +86,7 @@ def apply_event(
     if event is EventType.SUCCEEDED:
         if "result" not in body or not isinstance(body["result"], dict):
             raise InvalidIntent("a 'succeeded' event needs result: an object")
+        check_json_value(body["result"], "result")
         return store.succeed(owner_id, attempt_id, body["result"])
     reason = body.get("reason", "")
     if not isinstance(reason, str):

@@ -8,15 +8,16 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from harness.domain import InvalidIntent, StoreError
+from harness.domain import Intent, InvalidIntent, StoreError
 from harness.domain.errors import MissingExtra
+from harness.domain.redaction import dsn_secrets, redact, register_dsn
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, random_ids
 
 try:  # the `postgres` extra
     import psycopg
     from psycopg.rows import dict_row
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Json, Jsonb
     from psycopg_pool import ConnectionPool
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
@@ -49,6 +50,7 @@ class PostgresStore(SqlStore):
         super().__init__(clock=clock, ids=ids)
         self.queries = {k: to_pyformat(v) for k, v in self.queries.items()}
         self.dsn = dsn
+        register_dsn(dsn)  # the pool's own log lines may quote it: the log filter removes it
         try:
             self.pool = ConnectionPool(
                 dsn, min_size=1, max_size=pool_size, open=True, timeout=30,
@@ -121,6 +123,12 @@ class PostgresStore(SqlStore):
     def _json_in(self, value: Any) -> Any:
         return Jsonb(value)
 
+    def _intent_in(self, intent: Intent) -> dict[str, Any]:
+        # json columns hold the canonical JSON already computed for the fingerprint, as on SQLite.
+        return {name: Json(text, dumps=_as_is)
+                for name, text in zip(("input", "params", "policy"), intent.canonical_parts,
+                                      strict=True)}
+
     def _json_out(self, value: Any) -> Any:
         return value
 
@@ -131,10 +139,12 @@ class PostgresStore(SqlStore):
         return value
 
 
-def _safe(exc: BaseException, dsn: str) -> str:
-    """The driver's message with any password from the DSN removed."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    match = re.search(r"://[^:/@]+:([^@]+)@", dsn)
-    if match:
-        text = text.replace(match.group(1), "***")
+def _as_is(text: str) -> str:
+    """A ``dumps`` for JSON that is already text."""
     return text
+
+
+def _safe(exc: BaseException, dsn: str) -> str:
+    """The driver's first line with the DSN's password(s) removed (URL or key=value form)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return redact(text, extra=dsn_secrets(dsn))

@@ -6,7 +6,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -73,23 +73,33 @@ class SqliteStore(SqlStore):
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         conn = self.connection()
         try:
-            # IMMEDIATE takes the write lock up front, so two writers never deadlock upgrading.
+            # IMMEDIATE takes the write lock up front, so two writers never deadlock upgrading;
+            # a read-only transaction is DEFERRED and takes no write lock.
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         except sqlite3.Error as exc:
             raise _wrap(exc) from None
         try:
             yield CursorTx(conn, self.queries)
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise _wrap(exc) from None
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _rollback(conn)
+            raise _wrap(exc) from None
+
+    @contextmanager
+    def reads(self) -> Iterator[Tx]:
+        """Autocommit: each read is atomic on its own and takes only a shared lock (never
+        ``BEGIN IMMEDIATE``, the write lock), so reads do not queue behind writers (WAL)."""
+        conn = self.connection()
+        try:
+            yield CursorTx(conn, self.queries)
+        except sqlite3.Error as exc:
             raise _wrap(exc) from None
 
     def _migrate(self) -> None:
@@ -106,8 +116,7 @@ class SqliteStore(SqlStore):
                     conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _rollback(conn)
             raise _wrap(exc) from None
 
     def schema_version(self) -> int:
@@ -137,6 +146,14 @@ class SqliteStore(SqlStore):
 
     def _time_out(self, value: Any) -> datetime:
         return parse_rfc3339(value)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is still open: SQLite ends some on its own (SQLITE_FULL,
+    IOERR, BUSY, NOMEM, INTERRUPT), and a bare ROLLBACK would then raise and hide the cause."""
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _wrap(exc: sqlite3.Error) -> StoreError:

@@ -104,6 +104,12 @@ class SqlStore(ABC):
         each, instead of BEGIN … COMMIT); the default is a transaction."""
         return self.transaction()
 
+    def reads(self) -> AbstractContextManager[Tx]:
+        """Statements that only read. SQLite runs them in autocommit, under a shared lock only
+        (a write transaction there takes the database's one write lock); the default is
+        :meth:`statements`."""
+        return self.statements()
+
     @abstractmethod
     def _json_in(self, value: Any) -> Any:
         """A JSON value as the driver wants it."""
@@ -164,7 +170,7 @@ class SqlStore(ABC):
         return CreateResult(self._job(owner_id, row), created=False)
 
     def get_job(self, owner_id: str, job_id: str) -> Job:
-        with self.statements() as tx:
+        with self.reads() as tx:
             return self._job(owner_id, self._job_row(tx, owner_id, job_id))
 
     def _job_row(self, tx: Tx, owner_id: str, job_id: str) -> Row:
@@ -202,11 +208,11 @@ class SqlStore(ABC):
         raise AttemptInFlight(blocking_attempt_id=blocking)
 
     def get_attempt(self, owner_id: str, attempt_id: str) -> Attempt:
-        with self.statements() as tx:
+        with self.reads() as tx:
             return self._attempt(self._attempt_row(tx, owner_id, attempt_id))
 
     def list_attempts(self, owner_id: str, job_id: str) -> list[Attempt]:
-        with self.statements() as tx:
+        with self.reads() as tx:
             self._job_row(tx, owner_id, job_id)
             return [self._attempt(r) for r in tx.all("attempts_of_job", job_id=job_id)]
 
@@ -343,7 +349,7 @@ class SqlStore(ABC):
         )
 
     def list_races(self, owner_id: str, job_id: str) -> list[Race]:
-        with self.statements() as tx:
+        with self.reads() as tx:
             self._job_row(tx, owner_id, job_id)
             return [self._race(r) for r in tx.all("races_of_job", job_id=job_id)]
 

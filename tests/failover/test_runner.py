@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from typing import Any
 
 import pytest
 
@@ -264,3 +266,54 @@ def test_no_hedge_when_the_primary_answers_first(store: SqlStore,
     result = run.run_sync(job.id, chain("primary", "fallback"), ticket)
     assert result.status is RunStatus.SUCCEEDED and timer_calls == [2.0]
     assert states(store, job.id) == [("primary", "succeeded")]
+
+
+class _StallingStore:
+    """A store whose first ``method`` call stalls in the database until the event loop that
+    made it runs again: it tells the loop it has entered (``call_soon_threadsafe``), and waits
+    for a coroutine on that loop to let it go. A loop that runs store calls itself can never
+    run that coroutine, so the call gives up after ``limit`` seconds and says so."""
+
+    def __init__(self, store: SqlStore, method: str, loop: asyncio.AbstractEventLoop,
+                 limit: float = 5.0) -> None:
+        self.store, self.method, self.loop, self.limit = store, method, loop, limit
+        self.entered = asyncio.Event()
+        self.release = threading.Event()
+        self.stalled: list[bool] = []  # True: released by the loop; False: the loop was blocked
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self.store, name)
+        if name != self.method:
+            return real
+
+        def stalling(*args: Any) -> Any:
+            if not self.stalled:
+                self.loop.call_soon_threadsafe(self.entered.set)
+                self.stalled.append(self.release.wait(self.limit))
+            return real(*args)
+
+        return stalling
+
+
+@pytest.mark.parametrize("method", ["get_job", "list_attempts", "start_attempt", "dispatch",
+                                    "succeed"])
+def test_store_calls_never_block_the_event_loop(store: SqlStore, ticket: ProviderRequest,
+                                                method: str) -> None:
+    providers = providers_of([("primary", "conformant", "openai-chat")])
+    job = new_job(store)
+
+    async def main() -> RunStatus:
+        stalling = _StallingStore(store, method, asyncio.get_running_loop())
+        run, _ = runner(stalling, providers, set())  # type: ignore[arg-type]
+
+        async def let_go() -> None:  # runs only if the loop is free while the store works
+            await stalling.entered.wait()
+            stalling.release.set()
+
+        helper = asyncio.create_task(let_go())
+        result = await run.run(job.id, chain("primary"), ticket)
+        await helper
+        assert stalling.stalled == [True], f"{method} blocked the event loop"
+        return result.status
+
+    assert asyncio.run(main()) is RunStatus.SUCCEEDED

@@ -3,6 +3,8 @@ real LiteLLM proxy (one per session: it takes seconds to start) in front of them
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,3 +94,70 @@ def golden_fakes() -> Iterator[dict[str, FakeServer]]:
     yield servers
     for server in servers.values():
         server.stop()
+
+
+class Gateway:
+    """A real LiteLLM proxy running ``config`` in front of recording fakes (see gateway())."""
+
+    def __init__(self, root: Path, proxy: Any, fakes: dict[str, Any], drill_ports: dict[str, int]):
+        self.root, self.proxy, self.fakes, self.drill_ports = root, proxy, fakes, drill_ports
+        self.config = root / "config.yaml"
+
+    @property
+    def url(self) -> str:
+        return str(self.proxy.url)
+
+
+@pytest.fixture(scope="session")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One LiteLLM proxy for the session (it takes seconds to start), offline, on loopback.
+
+    Groups: ``triage`` (OpenAI fake) falling back to ``triage-fallback`` (Anthropic fake, so
+    LiteLLM translates); ``droppy`` (OpenAI fake; the gateway drops ``response_format``);
+    ``drill-primary`` (timeout 1 s) falling back to ``drill-fallback``, whose fakes the drill
+    command itself starts on the reserved ports.
+    """
+    # Not imported here: importing litellm fetches a model-cost map from the network.
+    if importlib.util.find_spec("litellm") is None:
+        pytest.skip("the gateway tests need the test extra (litellm[proxy])")
+    from harness.gateways.fakes import RecordingFake
+    from tests.gateways.litellm_proxy import LiteLLMProxy, free_port
+
+    root = tmp_path_factory.mktemp("gateway")
+    copy_contract(root)
+    contract = load_contracts(root / "contracts")["ticket_triage"]
+    answer = golden_answer(contract)
+    fakes = {
+        "triage": FakeServer(RecordingFake("openai-chat", answer=answer)),
+        "triage-fallback": FakeServer(RecordingFake("anthropic-messages", answer=answer)),
+        "droppy": FakeServer(RecordingFake("openai-chat", answer=answer)),
+    }
+    for server in fakes.values():
+        server.start()
+    ports = {"drill-primary": free_port(), "drill-fallback": free_port()}
+    doc = {
+        "model_list": [
+            deployment("triage", "openai/gpt-4o-mini", f"{fakes['triage'].url}/v1"),
+            deployment("triage-fallback", "anthropic/claude-3-5-haiku-20241022",
+                       fakes["triage-fallback"].url, max_tokens=512),
+            deployment("droppy", "openai/gpt-4o-mini", f"{fakes['droppy'].url}/v1",
+                       additional_drop_params=["response_format"]),
+            deployment("drill-primary", "openai/gpt-4o-mini",
+                       f"http://127.0.0.1:{ports['drill-primary']}/v1", timeout=1),
+            deployment("drill-fallback", "openai/gpt-4o-mini",
+                       f"http://127.0.0.1:{ports['drill-fallback']}/v1"),
+        ],
+        "router_settings": {"fallbacks": [{"triage": ["triage-fallback"]},
+                                          {"drill-primary": ["drill-fallback"]}]},
+    }
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    os.environ.setdefault(KEY_ENV, "fake-key-for-tests")  # the proxy reads it at start
+    proxy = LiteLLMProxy(config, root / "litellm.log")
+    try:
+        proxy.start()
+        yield Gateway(root, proxy, fakes, ports)
+    finally:
+        proxy.stop()
+        for server in fakes.values():
+            server.stop()

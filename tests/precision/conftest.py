@@ -68,7 +68,8 @@ class Running:
 
 
 class Process:
-    """One service process; the URL is the line it prints once its socket listens."""
+    """One service process; the URL (or comma-separated URLs, one per listening socket) is the
+    line it prints once its sockets listen."""
 
     def __init__(self, module: str, args: list[str], log: Path, env: dict[str, str]) -> None:
         self.log_path = log
@@ -97,7 +98,8 @@ class Process:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"{self.url} exited: {self.log_path.read_text()[-2000:]}")
                 try:
-                    client.get(self.url + path)
+                    for url in self.url.split(","):
+                        client.get(url + path)
                     return
                 except httpx.TransportError:
                     # not accepting yet; wake at once if the process dies meanwhile
@@ -145,7 +147,7 @@ class Fleet:
             proc = Process(spec.module, spec.args(folder), log, env)
             self.processes.append(proc)
             proc.wait_ready(spec.ready_path)
-            urls.append(proc.url)
+            urls += proc.url.split(",")  # a process may serve one store on several sockets
             logs.append(log)
         self.running[name] = Running(name, urls, PROFILES / spec.profile, env, logs)
         return self.running[name]
@@ -215,17 +217,19 @@ Judge = Callable[..., TrialSet]
 
 @pytest.fixture
 def judge(tokens_file: Path) -> Judge:
-    """``judge(service, scenario, profile=bool)`` → the scenario's trials at its default counts:
-    through the service's profile (detection), else as an API.md target over all replicas."""
+    """``judge(service, scenario, profile=bool, trials=None)`` → the scenario's trials (at its
+    default counts unless ``trials`` says otherwise): through the service's profile (detection),
+    else as an API.md target over all replicas."""
 
-    def run(service: Running, scenario: Scenario, *, profile: bool) -> TrialSet:
+    def run(service: Running, scenario: Scenario, *, profile: bool,
+            trials: int | None = None) -> TrialSet:
         if profile:
             target = open_target(service.url, tokens_file=tokens_file, profile=service.profile,
                                  env={**os.environ, **service.env})
         else:
             target = open_target(",".join(service.urls), tokens_file=tokens_file)
         with target:
-            return run_trials(scenario, target)
+            return run_trials(scenario, target, trials=trials)
 
     return run
 

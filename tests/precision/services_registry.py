@@ -26,6 +26,12 @@ CONFORMANT: dict[str, Spec] = {
         module="stdlib_sqlite", args=lambda d: ["--db", str(d / "jobs.db")],
         profile="api-md-sql.profile.yaml", replicas=2,
         env=lambda d: {"PRECISION_JOBS_DB": f"sqlite:///{d / 'jobs.db'}"}),
+    "asgi-postgres": Spec(
+        module="asgi_postgres", args=lambda d: [], profile="api-md-http.profile.yaml",
+        replicas=2, postgres=True),
+    "django-memory": Spec(
+        module="django_memory", args=lambda d: ["--listeners", "2"],
+        profile="api-md-http.profile.yaml"),
 }
 
 

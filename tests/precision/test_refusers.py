@@ -3,6 +3,7 @@
 401 (a wrong token in CI), 403, 404 (a wrong base path) and 500 (a broken deployment), answered
 to every request on every path: no shipped scenario and no detection scenario may say PASS —
 nothing was shown to hold. Violated or unknown are both right; passed is a vacuous verdict.
+(One trial per arrival pattern: every trial of a refuser is the same refusal.)
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ KNOWN = {(f"refuses-{status}", scenario): VACUOUS
 def test_refuser_passes_no_scenario(service: str, scenario: str, fleet: Fleet,
                                     scenarios: dict[str, Scenario], judge: Judge) -> None:
     detection = scenario in {p.stem for p in DETECTION}
-    result = judge(fleet.get(service), scenarios[scenario], profile=detection)
+    # A refusal is the same in every trial: one trial per arrival pattern shows it.
+    result = judge(fleet.get(service), scenarios[scenario], profile=detection, trials=1)
     assert result.status in ("violated", "unknown"), evidence(result)
 
 

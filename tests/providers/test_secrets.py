@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import pickle
+import subprocess
+import sys
 import traceback
 from collections.abc import Callable, Iterator
 
@@ -128,3 +130,114 @@ def test_an_inline_secret_never_reaches_a_config_error() -> None:
     with pytest.raises(ConfigError) as info:
         parse_providers(text)
     assert CANARY not in str(info.value) and CANARY not in repr(info.value)
+
+
+# -- fake providers never read a real key ----------------------------------------------------
+class _WatchedEnv(dict[str, str]):
+    """An environment that records every variable read from it."""
+
+    def __init__(self, *args: object, **kwargs: str) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.read: list[str] = []
+
+    def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+        self.read.append(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.append(key)
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize("kind", ["openai-chat", "anthropic-messages"])
+def test_a_fake_provider_never_reads_the_real_key(kind: str) -> None:
+    real_key = "sk-REAL-7a6b5c4d3e2f1a0b-NOT-FOR-FAKES"
+    env = _WatchedEnv({"OPENAI_API_KEY": real_key, "ANTHROPIC_API_KEY": real_key})
+    cfg = make_config(kind, "fake://conformant", api_key_env="OPENAI_API_KEY")
+    client = client_for(cfg, env=env)
+    reply = client.complete_sync(ProviderRequest(system="s", user="u",
+                                                 schema={"type": "object"}))
+    assert reply.parsed is not None
+    assert env.read == []  # not even looked at
+    sent = [str(d) for d in client.transport.deliveries.records()]  # type: ignore[union-attr]
+    assert sent and not any(real_key in text for text in sent)
+    assert real_key not in str(client._headers)
+
+
+# -- DSN passwords, in both DSN forms -----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("dsn", "shown", "password"),
+    [
+        ("postgresql://app:s3cr%40tPW@db:5432/jobs", "postgresql://app:[REDACTED]@db:5432/jobs",
+         "s3cr@tPW"),
+        ("postgresql://app@db/jobs?sslmode=require&password=hunter2pw",
+         "postgresql://app@db/jobs?sslmode=require&password=[REDACTED]", "hunter2pw"),
+        ("host=db port=5432 password=hunter2pw dbname=jobs",
+         "host=db port=5432 password=[REDACTED] dbname=jobs", "hunter2pw"),
+        ("host=db password = 'two words\\'pw' user=app",
+         "host=db password = '[REDACTED]' user=app", "two words'pw"),
+        ("dbname=jobs sslpassword=keyfilepw", "dbname=jobs sslpassword=[REDACTED]", "keyfilepw"),
+        ("PASSWORD=UpperCasePw host=db", "PASSWORD=[REDACTED] host=db", "UpperCasePw"),
+        ("postgresql://db/jobs", "postgresql://db/jobs", None),
+    ],
+    ids=["url", "url-query", "key-value", "quoted", "sslpassword", "uppercase", "none"],
+)
+def test_a_dsn_password_is_redacted_in_url_and_key_value_form(
+    dsn: str, shown: str, password: str | None
+) -> None:
+    from harness.providers.secrets import dsn_secrets, redact_dsn
+
+    assert redact_dsn(dsn) == shown
+    if password is None:
+        assert dsn_secrets(dsn) == []
+    else:
+        assert password in dsn_secrets(dsn)
+        message = f"connection to server failed: bad password {password!r} for user"
+        assert password not in redact(message, extra=dsn_secrets(dsn))
+
+
+def test_a_store_error_never_shows_a_key_value_dsn_password() -> None:
+    from harness.store.postgres import _safe
+
+    dsn = "host=127.0.0.1 port=1 user=app password=kv-hunter2-pw dbname=jobs"
+    driver = RuntimeError('invalid connection option: password=kv-hunter2-pw near "jobs"\nmore')
+    text = _safe(driver, dsn)
+    assert "kv-hunter2-pw" not in text and "[REDACTED]" in text
+
+
+# -- the product's own log handlers redact --------------------------------------------------------
+def _run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+
+
+def test_the_cli_redacts_what_any_library_logs() -> None:
+    done = _run_python(
+        "import logging\n"
+        "from harness.cli import main\n"
+        "from harness.providers.secrets import register_secret\n"
+        f"register_secret({CANARY!r})\n"
+        "main(['gate', '--providers', 'no-such-providers.yaml'])\n"
+        f"logging.getLogger('psycopg.pool').warning('connect failed: %s', {CANARY!r})\n"
+        "try:\n"
+        f"    raise ValueError({CANARY!r})\n"
+        "except ValueError:\n"
+        "    logging.getLogger('harness.failover').exception('run failed')\n"
+    )
+    assert CANARY not in done.stderr
+    assert "connect failed: [REDACTED]" in done.stderr
+    assert "ValueError: [REDACTED]" in done.stderr
+
+
+def test_serve_logs_through_handlers_that_redact() -> None:
+    done = _run_python(
+        "import logging, logging.config\n"
+        "from harness.commands.serve import log_config\n"
+        "from harness.providers.secrets import register_dsn\n"
+        "register_dsn('postgresql://app:pg-Secret-pw@db/jobs')\n"
+        "logging.config.dictConfig(log_config('info'))\n"
+        "logging.getLogger('harness.service').warning('store error: pg-Secret-pw refused')\n"
+        "logging.getLogger('uvicorn.error').warning('worker saw pg-Secret-pw')\n"
+    )
+    assert "pg-Secret-pw" not in done.stderr + done.stdout
+    assert done.stderr.count("[REDACTED]") == 2

@@ -8,11 +8,13 @@ follows the documented links (job → attempt → event)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -143,6 +145,45 @@ def test_schema_invalid_requests_are_refused_and_conform(
 ) -> None:
     checks = [*CONFORMANCE, negative_data_rejection]
     fuzz_operation(schema, fuzz_store, method, path, GenerationMode.NEGATIVE, checks)
+
+
+# Numbers as JSON text, beyond what schema-driven generation reaches: integers past 2^53 and past
+# the 4,300 digits int() converts, floats that overflow or underflow, every spelling of a number.
+NUMBERS = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.integers(1, 6000).map(lambda n: "9" * n),
+    st.integers(4290, 4310).map(lambda n: "-" + "1" * n),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["1e400", "-1e400", "1e-400", "1.0", "-0", "1E+2", "0.000001"]),
+)
+
+
+@FUZZ
+@given(number=NUMBERS, where=st.sampled_from(["input", "params", "result"]))
+def test_any_json_number_is_accepted_or_422_naming_its_field(
+    fuzz_store: SqlStore, number: str, where: str
+) -> None:
+    app = create_app(fuzz_store, TokenTable(TOKENS))
+    ids = real_ids(fuzz_store, []) if where == "result" else {}
+
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app)  # type: ignore[arg-type]
+        async with httpx.AsyncClient(transport=transport, base_url="http://fuzz.test") as http:
+            headers = {"Authorization": f"Bearer {ALICE_TOKEN}"}
+            if where == "result":
+                body = f'{{"type": "succeeded", "result": {{"n": {number}}}}}'
+                path = f"/v1/attempts/{ids['attempt_id']}/events"
+            else:
+                value = f'{{"n": {number}}}'
+                body = (f'{{"contract": "c", "input": {value}}}' if where == "input"
+                        else f'{{"contract": "c", "input": {{}}, "params": {value}}}')
+                path, headers["Idempotency-Key"] = "/v1/jobs", uuid.uuid4().hex
+            return await http.post(path, content=body.encode(), headers=headers)
+
+    reply = asyncio.run(send())
+    assert reply.status_code in (200, 201, 422), (reply.status_code, reply.text[:300])
+    if reply.status_code == 422:
+        assert f"{where}.n" in reply.json()["detail"]
 
 
 def test_stateful_sequences_along_the_links_conform(schema: Any) -> None:

@@ -89,11 +89,15 @@ async def test_a_non_json_event_or_attempt_body_is_400(alice: AsyncHarnessClient
         (b'{"contract": "c\\u0000", "input": {}}', "body.contract"),
         (b'{"contract": "c", "input": {"a": ["\\ud800"]}}', "body.input.a[0]"),
         (b'{"contract": "c", "input": {"a": 1e400}}', "input.a"),
-        (b'{"contract": "c", "input": {"a": 9007199254740993}}', "canonical"),
+        (b'{"contract": "c", "input": {"a": 9007199254740993}}', "input.a"),
+        (b'{"contract": "c", "input": {"a": [1, ' + b"9" * 4301 + b"]}}", "body.input.a[1]"),
+        (b'{"contract": "c", "params": {"n": -' + b"1" * 5000 + b'}, "input": {}}',
+         "body.params.n"),
         (b'{"contract": "c", "input": ' + b'{"a": ' * 80 + b"1" + b"}" * 80 + b"}", "nested"),
         (b'{"contract": "c", "input": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested"),
     ],
-    ids=["nul", "nul-key", "nul-contract", "surrogate", "overflow", "bigint", "deep", "deeper"],
+    ids=["nul", "nul-key", "nul-contract", "surrogate", "overflow", "bigint", "4301-digits",
+         "5000-digits", "deep", "deeper"],
 )
 async def test_what_no_store_can_keep_is_422_naming_the_field(
     alice: AsyncHarnessClient, content: bytes, field: str
@@ -101,6 +105,22 @@ async def test_what_no_store_can_keep_is_422_naming_the_field(
     reply = await alice.request("POST", "/v1/jobs", content=content,
                                 headers={"Idempotency-Key": new_key()})
     assert field in problem(reply, 422, "invalid_request")["detail"]
+
+
+@pytest.mark.parametrize(
+    ("number", "field"),
+    [(b"9" * 4301, "body.result.n"), (b"-" + b"9" * 4400, "body.result.n"),
+     (str(2**60).encode(), "result.n")],
+    ids=["4301-digits", "negative", "beyond-2^53"],
+)
+async def test_an_integer_no_json_number_carries_in_a_result_is_422_naming_it(
+    alice: AsyncHarnessClient, number: bytes, field: str
+) -> None:
+    attempt = await new_attempt(alice, (await new_job(alice))["id"])
+    body = b'{"type": "succeeded", "result": {"n": ' + number + b"}}"
+    reply = await alice.request("POST", f"/v1/attempts/{attempt['id']}/events", content=body)
+    assert field in problem(reply, 422, "invalid_request")["detail"]
+    assert (await alice.list_attempts(attempt["job_id"])).body[0]["state"] == "starting"
 
 
 async def test_a_nul_in_a_provider_or_result_is_422_not_a_store_error(

@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -70,6 +70,11 @@ def _fill(template: Any, values: Mapping[str, Any]) -> Any:
 
 class ProfileSession(TargetSession):
     """API.md operations translated through a profile, over httpx."""
+
+    #: how a busy answer's backoff is waited, and the clock that says how long a key stayed busy
+    #: (explore replaces both: its controller decides when a retry goes, in virtual time)
+    pause: Callable[[float], None] = staticmethod(time.sleep)
+    elapsed: Callable[[], float] = staticmethod(time.perf_counter)
 
     def __init__(self, target: ProfileTarget) -> None:
         self.target = target
@@ -158,7 +163,7 @@ class ProfileSession(TargetSession):
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:
         content = body_text.encode("utf-8")
-        started = time.perf_counter()
+        started = self.elapsed()
         busy: Counter[str] = Counter()
         last_busy = 0.0
         while True:
@@ -167,13 +172,13 @@ class ProfileSession(TargetSession):
             if kind is None:
                 break
             busy[kind] += 1
-            last_busy = time.perf_counter() - started
+            last_busy = self.elapsed() - started
             wait = self._backoff(busy[kind] - 1, retry_after)
             if busy[kind] > self._max_retries(kind) or not self._within_lease(
                     last_busy + wait):
                 break
             # The first request is still running (or the key is locked): wait, ask again.
-            time.sleep(wait)
+            self.pause(wait)
         reply = self._translate("create_job", response)
         if kind is not None:  # still busy when the engine stopped asking
             code = "still_in_progress" if kind == "in_flight" else "still_locked"

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import httpx
 
 from harness.domain.errors import ConfigError
-from harness.scenarios.targets.base import redact
+from harness.providers.secrets import redact_dsn
 from harness.scenarios.targets.profile_model import HttpCounter, SqlCounter, pick
 
 
@@ -90,7 +90,7 @@ class SqlSideEffects:
             self.url = spec.url
 
     def count(self) -> int:
-        where = f"{self.query!r} on {redact(self.url)}"
+        where = f"{self.query!r} on {redact_dsn(self.url)}"
         try:
             if self.url.startswith("sqlite:///"):
                 path = self.url[len("sqlite:///"):]
@@ -100,6 +100,7 @@ class SqlSideEffects:
                 import psycopg
 
                 with psycopg.connect(self.url, connect_timeout=10) as db:
+                    db.read_only = True  # a counter only reads: BEGIN READ ONLY
                     row = db.execute(self.query).fetchone()
         except CounterError:
             raise

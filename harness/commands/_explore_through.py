@@ -1,0 +1,188 @@
+"""``failover-harness explore --through``: your service, its storage behind a gating proxy.
+
+The flow: the storage answers in its protocol → the proxy listens → the service starts
+(``--service-cmd``, pointed at the proxy) or is already running → it is healthy → a warm-up
+schedule proves its storage traffic comes through the proxy → the search → shrink, repro,
+replay once. Each check that fails is exit 2 with what was seen and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.domain.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harness.explore.controller import Outcome
+    from harness.explore.proxy import Proxy
+    from harness.explore.replay import Replayed
+    from harness.explore.repro import Repro
+    from harness.explore.search import Build, Found, Settings
+    from harness.explore.through import ThroughController
+
+DEFAULT_SETTLE_MS = 100.0
+
+
+@contextmanager
+def serving(*, target_text: str | None, profile: str | None, tokens_file: str | None,
+            storage: str, listen: str | None, service_cmd: str | None, health_path: str,
+            settle_ms: float, log: Path) -> Iterator[tuple[ThroughController, Proxy, str]]:
+    """Proxy up, service up and healthy, controller ready; everything stopped on the way out."""
+    from harness.explore.proxy import Proxy, Upstream
+    from harness.explore.service import ServiceProcess, check_storage, parse_listen, wait_healthy
+    from harness.explore.through import ThroughController
+    from harness.scenarios.targets import open_target
+    from harness.scenarios.targets.base import redact
+
+    if not target_text or not target_text.strip().startswith(("http://", "https://")):
+        raise ConfigError(f"{redact(target_text or '')!r} is not your service's base URL",
+                          field="--target", fix="pass --target http://HOST:PORT (the service "
+                          "explore sends its requests to)")
+    if not settle_ms > 0:
+        raise ConfigError(f"{settle_ms:g} ms is not a settle time", field="--settle-ms",
+                          fix="give a number of milliseconds above 0 (default 100)")
+    upstream = Upstream.parse(storage)
+    check_storage(upstream)
+    address = parse_listen(listen)
+    target = open_target(target_text, tokens_file=tokens_file, profile=profile)
+    with ExitStack() as stack:
+        stack.callback(target.close)
+        proxy = stack.enter_context(Proxy(upstream, listen=address))
+        print(f"proxy: {redact(proxy.url)} → {redact(upstream.url)}  (the service must use the "
+              "proxy's URL; it is in $HARNESS_PROXY_URL)", flush=True)
+        service = None
+        if service_cmd:
+            service = ServiceProcess(service_cmd, proxy.url, log)
+            stack.callback(service.stop)
+            print(f"service: {service.shown}  (output: {log})", flush=True)
+        wait_healthy(target.urls[0], health_path, service,  # type: ignore[attr-defined]
+                     check=lambda: _problems(proxy))
+        controller = stack.enter_context(ThroughController(target, proxy, settle_ms=settle_ms))
+        yield controller, proxy, target.description
+
+
+def _problems(proxy: Proxy, kinds: tuple[str, ...] = ("unreachable", "not_protocol")) -> None:
+    found = [p for p in proxy.problems if p.kind in kinds]
+    if found:
+        raise ConfigError("the proxy could not do its work:\n" + "\n".join(
+            f"  - {p.what}" for p in found), field="--through", fix=found[0].fix)
+
+
+def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload: str) -> Outcome:
+    """One schedule of the smallest plan: storage commands must reach the proxy."""
+    from harness.explore.choices import PrefixChoices
+    from harness.explore.plan import SmallestDraw
+    from harness.scenarios.history import pairs
+    from harness.scenarios.targets.base import redact
+
+    plan = build("double-click" if workload == "all" else workload, SmallestDraw(), 2)
+    outcome = controller.run(plan, PrefixChoices())
+    _problems(proxy, ("unreachable", "not_protocol", "tls_refused") if not outcome.meta[
+        "commands"] else ("unreachable", "not_protocol"))
+    if not outcome.meta["commands"]:
+        answers = sorted({f"{p.value.get('status', 'ok') if p.type != 'ok' else 'ok'}"
+                          for p in pairs(outcome.history) if p.invoke.process != "observer"})
+        raise ConfigError(
+            f"the first schedule sent {len(plan.racing_clients())} concurrent requests "
+            f"(answers: {', '.join(answers) or 'none'}) and no storage command reached the proxy "
+            f"at {redact(proxy.url)} ({proxy.connections} connections): the service is not "
+            "using it, so nothing could be scheduled", field="--through",
+            fix=f"point the service's storage URL at {redact(proxy.url)}: start it with "
+            "--service-cmd '… {proxy}' (or read $HARNESS_PROXY_URL), or configure it yourself "
+            "and pass --listen HOST:PORT to keep the proxy at that address")
+    if outcome.meta["settles_expired"]:
+        print(f"note: in the first schedule {outcome.meta['settles_expired']} settle(s) expired: "
+              "a request did something for longer than --settle-ms without touching its "
+              "storage (such choices are recorded as nondeterministic); raise --settle-ms",
+              flush=True)
+    return outcome
+
+
+def through_info(args: argparse.Namespace, settle_ms: float) -> dict[str, Any]:
+    """What ``replay`` needs to set the proxy and the service up again (no passwords)."""
+    from harness.scenarios.targets.base import redact
+
+    return {"storage": redact(args.through), "listen": args.listen,
+            "service_cmd": redact(args.service_cmd) if args.service_cmd else None,
+            "target_profile": str(args.target_profile) if args.target_profile else None,
+            "tokens_file": str(args.tokens_file) if args.tokens_file else None,
+            "health_path": args.health_path, "settle_ms": settle_ms}
+
+
+def pct_line(found: Found, settings: Settings) -> str:
+    from harness.explore.pct import bound
+
+    p = bound(found.pct_clients, found.pct_steps, settings.depth)
+    miss = (1 - p) ** max(1, found.progress.schedules)
+    return (f"PCT depth {settings.depth}: one schedule finds a given depth-{settings.depth} race "
+            f"with probability ≥ 1/({found.pct_clients}·{found.pct_steps}"
+            f"{'^' + str(settings.depth - 1) if settings.depth > 2 else ''}) = {p:.2%} "
+            f"(n = {found.pct_clients} clients, k = {found.pct_steps} steps); "
+            f"{found.progress.schedules} schedules all missing it: ≤ {miss:.2%}")
+
+
+def run_through(args: argparse.Namespace, settings: Settings) -> int:
+    from harness.commands.explore import _clean, _Ticker, _violation
+    from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
+    from harness.explore.search import search
+
+    settle = args.settle_ms if args.settle_ms is not None else DEFAULT_SETTLE_MS
+    limit = (f"{settings.budget} schedules" if settings.budget is not None
+             else f"{settings.time_limit:g} s")
+    with serving(target_text=args.target, profile=args.target_profile,
+                 tokens_file=args.tokens_file, storage=args.through, listen=args.listen,
+                 service_cmd=args.service_cmd, health_path=args.health_path, settle_ms=settle,
+                 log=args.report_dir / "explore-service.log") as (controller, proxy, target):
+        capabilities = set(controller.target.capabilities)
+        profile = getattr(controller.target, "profile", None)
+        if profile is not None and profile.in_flight is not None:
+            capabilities.add("in_flight")
+        build = http_builder(capabilities)
+        if settings.workload == "handler-failure" and "handler_faults" not in capabilities:
+            raise ConfigError("the handler-failure workload needs a fault the profile declares",
+                              field="--workload", fix="declare faults: handler_error: in the "
+                              "profile, or choose another workload")
+        depth = f" (depth {settings.depth})" if settings.choices == "pct" else ""
+        print(f"target {target} through {proxy.upstream.kind}; workload {settings.workload}; "
+              f"clients ≤ {settings.clients}; budget {limit}; {settings.choices} "
+              f"choices{depth}; settle {settle:g} ms", flush=True)
+        warm_up(controller, proxy, build, settings.workload)
+        ticker = _Ticker(settings.budget)
+        found = search(controller, settings, ticker, build=build,
+                       workloads=[w for w in HTTP_WORKLOADS if w != "handler-failure"
+                                  or "handler_faults" in capabilities])
+        ticker.final()
+        _problems(proxy)
+        if settings.choices == "pct":
+            print(pct_line(found, settings))
+        if found.outcome is None:
+            return _clean(found, settings)
+        return _violation(controller, found, settings, target, args,
+                          through=through_info(args, settle))
+
+
+def replay_through(args: argparse.Namespace, repro: Repro) -> Replayed:
+    """Set the proxy and the service up as the repro says (options override), and replay."""
+    from harness.explore.replay import replay_repro
+
+    through = repro.through or {}
+    storage = args.through or str(through.get("storage"))
+    if "***" in storage:
+        raise ConfigError("the repro's storage URL had its password removed", field="--through",
+                          fix="pass --through with the full URL")
+    settle = args.settle_ms or float(through.get("settle_ms") or DEFAULT_SETTLE_MS)
+    with serving(target_text=args.target or repro.target,
+                 profile=args.target_profile or through.get("target_profile"),
+                 tokens_file=args.tokens_file or through.get("tokens_file"), storage=storage,
+                 listen=args.listen or through.get("listen"),
+                 service_cmd=args.service_cmd or through.get("service_cmd"),
+                 health_path=args.health_path or str(through.get("health_path") or "/healthz"),
+                 settle_ms=settle, log=args.report_dir / "replay-service.log") as (
+                     controller, _, target):
+        print(f"replaying {args.path} on {target} through {controller.proxy.upstream.kind} "
+              f"({len(repro.decisions)} recorded decisions)", flush=True)
+        return replay_repro(controller, repro)

@@ -1,0 +1,160 @@
+"""`failover-harness drill`: a gateway's failover under timeouts and overload, counted per request.
+
+Start the gateway on a test copy of its LiteLLM config (each deployment's ``api_base`` on a free
+loopback port, the primary's ``timeout`` short), then::
+
+    failover-harness drill --gateway http://127.0.0.1:4000 --config litellm.test.yaml --model triage
+
+The drill answers in place of the providers on those ports and reports, per drill and request,
+the provider calls, billed completions, late answers, the fallback reached and whether it is
+certified, idempotency keys on retries and the client's wait. Exit 1 when one request caused two
+billed completions or reached an uncertified fallback; 3 when a drill's scripted failure never
+happened or a fallback could not be judged; 2 for bad input; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.gateways.options import gateway_options
+
+HELP = "drill a running gateway's failover (hangs, late answers, 429/529, resets, cut streams)"
+DRILL_NAMES = ("hang", "late", "overload-429", "overload-529", "reset", "stream-cut")
+
+
+def _drills(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(DRILL_NAMES)
+    unknown = [n for n in names if n not in DRILL_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown drill(s) {', '.join(unknown) or '(none)'}; choose from "
+            f"{', '.join(DRILL_NAMES)} or all")
+    return names
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gateway", required=True, metavar="URL",
+                        help="the running gateway (e.g. http://127.0.0.1:4000)")
+    parser.add_argument("--config", required=True, type=Path, metavar="FILE",
+                        help="the LiteLLM config the gateway runs (a test copy: loopback api_base)")
+    parser.add_argument("--model", required=True, metavar="GROUP",
+                        help="the model group to send requests to")
+    parser.add_argument("--drills", type=_drills, default=list(DRILL_NAMES), metavar="LIST",
+                        help=f"comma-separated: {', '.join(DRILL_NAMES)} (default: all)")
+    parser.add_argument("--requests", type=int, default=1, metavar="N",
+                        help="requests per drill (default: 1)")
+    parser.add_argument("--api-key-env", default="LITELLM_MASTER_KEY", metavar="NAME",
+                        help="variable holding the gateway's key (default: LITELLM_MASTER_KEY)")
+    parser.add_argument("--client-timeout", type=float, default=120.0, metavar="S",
+                        help="how long the client waits for the gateway (default: 120)")
+    parser.add_argument("--contracts", type=Path, default=None, metavar="DIR",
+                        help="contracts folder (default: contracts/ beside the config)")
+    parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
+                        help="lock file with the certifications (default: beside the config)")
+    parser.add_argument("--contract-map", action="append", default=[], metavar="GROUP=ID",
+                        help="the contract a model group serves (or contracts: in "
+                             "failover-harness.yaml)")
+    parser.add_argument("--report", type=Path, default=None, metavar="FILE",
+                        help="also write the results as JSON to FILE")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.console import echo
+    from harness.domain.errors import ConfigError
+    from harness.gateways.drill import run_drills
+    from harness.gateways.litellm_config import read_litellm_config
+    from harness.gateways.source import provider_ids
+    from harness.providers.secrets import secret_from_env
+
+    if args.requests < 1:
+        raise ConfigError("--requests must be at least 1", field="--requests", fix="--requests 1")
+    config = read_litellm_config(args.config)
+    if args.model not in config.groups():
+        raise ConfigError(f"model group {args.model!r} is not in {args.config}", field="--model",
+                          fix=f"use one of: {', '.join(sorted(config.groups()))}")
+    options = gateway_options(args)
+    judge, contract = _judge(args, options)
+    key = secret_from_env(os.environ, args.api_key_env)
+
+    def progress(drill: str, result: Any) -> None:
+        if not args.json:
+            echo(f"  {drill:<13} {_line(result)}")
+
+    if not args.json:
+        echo(f"drill: {args.model} through {args.gateway} ({args.config})")
+    report = run_drills(
+        gateway=args.gateway, config=config, group=args.model,
+        provider_ids=provider_ids(config), drills=args.drills, api_key=key, judge=judge,
+        contract=contract, requests=args.requests, client_timeout_s=args.client_timeout,
+        on_request=progress,
+    )
+    data = report.to_json()
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        json.dump(data, sys.stdout, indent=2)
+        print()
+        return report.exit_code
+    for d in report.drills:
+        echo(f"{d.verdict.upper():<8} {d.drill.name}: {d.drill.description} "
+             f"(primary: {d.primary_behaviour})")
+        if d.reason:
+            echo(f"  unknown: {d.reason}")
+        for r in d.requests:
+            for problem in r.violations():
+                echo(f"  violation: {problem}")
+            for problem in r.unknowns():
+                echo(f"  unknown: {problem}")
+    code = report.exit_code
+    echo(f"drill: {['PASS', 'FAIL', '', 'UNKNOWN'][code]} (exit {code}); gateway timeout "
+         f"{report.gateway_timeout_s:g} s" + (f"; report {args.report}" if args.report else ""))
+    return code
+
+
+def _judge(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, str | None]:
+    """Whether a fallback is certified for the group's contract, from the lock file; a judge
+    that answers None (unknown) when the group serves no contract."""
+    from harness.contracts.workspace import open_workspace
+    from harness.gateways.source import load_litellm_providers, no_contract_map
+
+    if no_contract_map(args.config, options["contract_map"]):
+        return (lambda provider: None), None
+    gateway = load_litellm_providers(args.config, contract_map=options["contract_map"]).gateway
+    contract = gateway.contract_map.get(args.model) if gateway else None
+    if contract is None:
+        return (lambda provider: None), None
+    ws = open_workspace(Path(f"litellm:{args.config}"), args.contracts, args.lock,
+                        contract_map=options["contract_map"])
+    eligibility = ws.eligibility()
+
+    def judge(provider: str) -> tuple[bool, str]:
+        s = eligibility.standing(provider, contract)
+        return s.eligible, f"{s.state}: {s.why}"
+
+    return judge, contract
+
+
+def _line(r: Any) -> str:
+    calls = ", ".join(f"{pid}×{n}" for pid, n in r.calls.items()) or "none"
+    client = f"HTTP {r.status}" if r.status is not None else (r.error or "no answer")
+    extra = []
+    if r.late_primary:
+        extra.append(f"late primary answer: {r.late_primary}")
+    if r.retries:
+        extra.append(f"{r.retries_with_key} of {r.retries} retries with an idempotency key")
+    if r.fallback:
+        state = {True: "certified", False: "NOT certified", None: "unknown"}[r.fallback_certified]
+        extra.append(f"fallback {r.fallback} ({state})")
+    if r.stream_complete is not None:
+        extra.append("stream complete" if r.stream_complete else "stream broken")
+    return (f"{client} after {r.waited_s:.2f} s; provider calls {r.provider_calls} ({calls}); "
+            f"billed {r.billed}" + ("; " + "; ".join(extra) if extra else ""))

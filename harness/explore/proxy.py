@@ -1,0 +1,393 @@
+"""The gating proxy: stands between a service and its Redis or PostgreSQL, holding each step.
+
+::
+
+    service ──TCP──▶ Proxy (--listen) ──TCP──▶ storage (--through)
+                      │  each client connection is a Link: two threads, client→server (cut
+                      │  into steps, each waits at the gate) and server→client (counts the
+                      ▼  answers; PostgreSQL: the backend pid from BackendKeyData)
+                     Gate.submit(step) → returns when the controller grants it
+
+Bytes are forwarded unchanged, in both directions. Control steps (connection housekeeping,
+``BEGIN``…) pass without asking. The protocol modules (:mod:`redis_wire`, :mod:`pg_wire`) say
+where steps end. Whatever goes wrong on the way — the storage cannot be reached, a client speaks
+another protocol, a client wants TLS — is kept as a :class:`Problem` with the fix, so explore can
+stop with exit 2 and say what it saw instead of reporting "no race found".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import socket
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from harness.domain.errors import ConfigError
+from harness.explore import pg_wire, redis_wire
+from harness.scenarios.targets.base import redact
+
+RECV = 65536
+CONNECT_TIMEOUT_S = 5.0
+SCHEMES = {"redis": "redis", "postgresql": "postgres", "postgres": "postgres"}
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """The storage server the proxy stands in front of (``--through``)."""
+
+    kind: str  # redis | postgres
+    url: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Upstream:
+        parts = urlsplit(text.strip())
+        if parts.scheme in ("rediss", "redis+tls") or (
+                parts.scheme.startswith("postgres") and "sslmode=require" in parts.query):
+            raise ConfigError(
+                f"{redact(text)!r} asks for TLS; the proxy reads the protocol, so it speaks "
+                "plain TCP", field="--through",
+                fix="use redis://… or postgresql://…?sslmode=disable for a storage server on "
+                "this machine or a trusted network")
+        kind = SCHEMES.get(parts.scheme)
+        if kind is None:
+            raise ConfigError(f"{redact(text)!r} is not a storage URL the proxy speaks",
+                              field="--through",
+                              fix="write redis://HOST:PORT[/DB] or postgresql://USER@HOST:PORT/DB")
+        try:
+            port = parts.port or (6379 if kind == "redis" else 5432)
+        except ValueError:
+            raise ConfigError(f"{redact(text)!r} has a port that is not a number",
+                              field="--through", fix="write HOST:PORT, e.g. 127.0.0.1:6379") \
+                from None
+        return cls(kind, text.strip(), parts.hostname or "127.0.0.1", port)
+
+    def via(self, host: str, port: int) -> str:
+        """This URL with the proxy's address in place of the server's (user, database and
+        options kept, so the service logs in as before)."""
+        parts = urlsplit(self.url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        netloc = f"{userinfo}@{host}:{port}" if userinfo else f"{host}:{port}"
+        return urlunsplit(SplitResult(parts.scheme, netloc, parts.path, parts.query,
+                                      parts.fragment))
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something the proxy saw that means explore cannot judge: what, and the fix."""
+
+    kind: str  # unreachable | not_protocol | tls_refused
+    what: str
+    fix: str
+
+
+@dataclass(eq=False)
+class Step:
+    """One step of one connection, held at the gate until granted."""
+
+    link: Link
+    shape: str
+    raw: bytes
+    answers: int  # replies (Redis) or ReadyForQuery messages (PostgreSQL) it gets
+    seq: int
+    client: str | None = None  # set by the controller: whose request sent it
+    label: str = ""
+    guessed: bool = False  # attributed while more than one request was moving
+    granted: bool = False
+    done: bool = False  # its answer came back
+    left: int = 0  # answers still to come
+
+
+class Gate(Protocol):
+    """The controller's side of the proxy."""
+
+    def submit(self, step: Step) -> None:
+        """Return when ``step`` may go to the server (called on the link's thread)."""
+
+    def answered(self, step: Step) -> None:
+        """``step``'s answer is complete."""
+
+    def gone(self, link: Link) -> None:
+        """``link`` closed: forget its held steps."""
+
+
+class OpenGate:
+    """Every step passes at once (the proxy's overhead alone, or between schedules)."""
+
+    def submit(self, step: Step) -> None:
+        return None
+
+    def answered(self, step: Step) -> None:
+        return None
+
+    def gone(self, link: Link) -> None:
+        return None
+
+
+class Link:
+    """One client connection and its connection to the server."""
+
+    def __init__(self, proxy: Proxy, client: socket.socket, server: socket.socket,
+                 number: int) -> None:
+        self.proxy = proxy
+        self.client = client
+        self.server = server
+        self.number = number
+        self.pid: int | None = None  # PostgreSQL backend pid (BackendKeyData)
+        self.in_tx = False  # PostgreSQL: the last ReadyForQuery said "in a transaction"
+        self.waiting: deque[Step] = deque()  # forwarded steps whose answers are still due
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def start(self) -> None:
+        kind = self.proxy.upstream.kind
+        up = self._redis_up if kind == "redis" else self._pg_up
+        down = self._redis_down if kind == "redis" else self._pg_down
+        for target, name in ((up, "up"), (down, "down")):
+            threading.Thread(target=self._guard, args=(target,), daemon=True,
+                             name=f"proxy-{self.number}-{name}").start()
+
+    def _guard(self, loop: object) -> None:
+        try:
+            loop()  # type: ignore[operator]
+        except OSError:
+            pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+        for sock in (self.client, self.server):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self.proxy.gate.gone(self)
+        self.proxy.forget(self)
+
+    # -- forwarding ---------------------------------------------------------------------------
+    def forward(self, raw: bytes, shape: str | None, answers: int) -> None:
+        """Send one step to the server: through the gate unless it is control."""
+        step = Step(self, shape or "", raw, answers, next(self.proxy.seq), left=answers)
+        if shape is not None:
+            self.proxy.count(gated=True)
+            self.proxy.gate.submit(step)
+        else:
+            self.proxy.count(gated=False)
+        if answers:
+            with self.lock:
+                self.waiting.append(step)
+        self.server.sendall(raw)
+        if not answers and shape is not None:
+            step.done = True
+            self.proxy.gate.answered(step)
+
+    def _answer(self) -> None:
+        with self.lock:
+            step = self.waiting[0] if self.waiting else None
+            if step is None:
+                return
+            step.left -= 1
+            if step.left > 0:
+                return
+            self.waiting.popleft()
+        step.done = True
+        if step.shape:
+            self.proxy.gate.answered(step)
+
+    # -- Redis ----------------------------------------------------------------------------------
+    def _redis_up(self) -> None:
+        framer = redis_wire.RedisFramer()
+        buf = bytearray()
+        while data := self.client.recv(RECV):
+            buf += data
+            try:
+                commands, end, whole = framer.split(buf)
+            except redis_wire.NotRedis as exc:
+                self.proxy.problem("not_protocol", f"a client sent bytes that are not Redis "
+                                   f"commands ({exc}; first bytes {bytes(buf[:16])!r})",
+                                   "point the service's Redis URL (not its database, nor a "
+                                   "TLS client) at the proxy")
+                return
+            if not commands or (not whole and len(buf) < 1 << 20):
+                continue  # a client writes whole commands: the rest of this write is coming
+            shape, answers = framer.step(commands)
+            raw = bytes(buf[:end])
+            del buf[:end]
+            self.forward(raw, shape, answers)
+
+    def _redis_down(self) -> None:
+        buf = bytearray()
+        while data := self.server.recv(RECV):
+            buf += data
+            at = 0
+            while (found := redis_wire.reply_end(buf, at)) is not None:
+                at, push = found
+                if not push:
+                    self._answer()
+            del buf[:at]
+            self.client.sendall(data)  # after the accounting: the client acts on it at once
+
+    # -- PostgreSQL -----------------------------------------------------------------------------
+    def _pg_up(self) -> None:
+        buf = bytearray()
+        started = False
+        framer = pg_wire.PgFramer()
+        while data := self.client.recv(RECV):
+            buf += data
+            try:
+                while not started and (head := pg_wire.startup(buf)) is not None:
+                    length, code = head
+                    if len(buf) < length:
+                        break
+                    first = bytes(buf[:length])
+                    del buf[:length]
+                    if code in (pg_wire.SSL_REQUEST, pg_wire.GSSENC_REQUEST):
+                        self.proxy.problem(
+                            "tls_refused", "the service asked the proxy for an encrypted "
+                            "connection (SSLRequest); the proxy answered 'N' (plain TCP only)",
+                            "if the service gave up, set sslmode=disable (or prefer) in the "
+                            "database URL it uses")
+                        self.client.sendall(b"N")
+                        continue
+                    if code == pg_wire.CANCEL_REQUEST:
+                        self.proxy.cancel(first)
+                        return
+                    self.server.sendall(first)
+                    started = True
+                if not started:
+                    continue
+                steps, used = framer.cut(buf)
+            except pg_wire.NotPostgres as exc:
+                self.proxy.problem("not_protocol", f"a client sent bytes that are not the "
+                                   f"PostgreSQL protocol ({exc})", "point the service's "
+                                   "PostgreSQL URL (not its Redis, nor a TLS client) at the proxy")
+                return
+            del buf[:used]
+            for step in steps:
+                self.forward(step.raw, step.shape, step.answers)
+
+    def _pg_down(self) -> None:
+        buf = bytearray()
+        while data := self.server.recv(RECV):
+            buf += data
+            found, used = pg_wire.messages(buf)
+            del buf[:used]
+            for kind, payload in found:
+                if kind == ord("Z"):
+                    self.in_tx = payload[:1] in (b"T", b"E")
+                    self._answer()
+                elif self.pid is None:
+                    self.pid = pg_wire.backend_pid(kind, payload)
+            self.client.sendall(data)  # after the accounting: the client acts on it at once
+
+
+class Proxy:
+    """Listens for the service's connections and relays them to ``upstream`` through ``gate``."""
+
+    def __init__(self, upstream: Upstream, *, listen: tuple[str, int] = ("127.0.0.1", 0),
+                 gate: Gate | None = None) -> None:
+        self.upstream = upstream
+        self.gate: Gate = gate or OpenGate()
+        self.seq = itertools.count()
+        self.links: set[Link] = set()
+        self.problems: list[Problem] = []
+        self.commands = 0  # steps forwarded (gated or control)
+        self.gated = 0
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.sock.bind(listen)
+        except OSError as exc:
+            self.sock.close()
+            raise ConfigError(f"the proxy cannot listen on {listen[0]}:{listen[1]}: "
+                              f"{exc.strerror or exc}", field="--listen",
+                              fix="choose a free port, or leave --listen out for a free one") \
+                from None
+        self.sock.listen(64)
+        self.host, self.port = self.sock.getsockname()[:2]
+        self.running = True
+        self.thread = threading.Thread(target=self._accept, daemon=True, name="proxy-accept")
+
+    @property
+    def url(self) -> str:
+        """The URL the service should use instead of the storage server's."""
+        return self.upstream.via(self.host, self.port)
+
+    def start(self) -> Proxy:
+        self.thread.start()
+        return self
+
+    def _accept(self) -> None:
+        while self.running:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                server = socket.create_connection((self.upstream.host, self.upstream.port),
+                                                  timeout=CONNECT_TIMEOUT_S)
+            except OSError as exc:
+                self.problem("unreachable", f"the proxy cannot reach the storage server at "
+                             f"{self.upstream.host}:{self.upstream.port}: "
+                             f"{exc.strerror or exc}", "start it, or fix --through")
+                client.close()
+                continue
+            server.settimeout(None)
+            server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                self.connections += 1
+                link = Link(self, client, server, self.connections)
+                self.links.add(link)
+            link.start()
+
+    def count(self, *, gated: bool) -> None:
+        with self.lock:
+            self.commands += 1
+            self.gated += gated
+
+    def problem(self, kind: str, what: str, fix: str) -> None:
+        with self.lock:
+            if not any(p.kind == kind and p.what == what for p in self.problems):
+                self.problems.append(Problem(kind, what, fix))
+
+    def cancel(self, message: bytes) -> None:
+        """Pass a PostgreSQL CancelRequest to the server on a connection of its own."""
+        try:
+            with socket.create_connection((self.upstream.host, self.upstream.port),
+                                          timeout=CONNECT_TIMEOUT_S) as conn:
+                conn.sendall(message)
+        except OSError:
+            pass
+
+    def forget(self, link: Link) -> None:
+        with self.lock:
+            self.links.discard(link)
+
+    def close(self) -> None:
+        self.running = False
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() blocked on it
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        for link in list(self.links):
+            link.close()
+
+    def __enter__(self) -> Proxy:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+__all__ = ["Gate", "Link", "OpenGate", "Problem", "Proxy", "Step", "Upstream"]

@@ -1,0 +1,476 @@
+"""Explore a service through its storage: schedule its requests' Redis / PostgreSQL steps.
+
+The service is a black box on the far side of HTTP; its storage traffic goes through the gating
+:class:`~harness.explore.proxy.Proxy`, which holds every step until this controller grants it.
+There is no hypervisor, so the controller learns what the service is doing from two signals:
+which HTTP requests are outstanding, and which steps are held at the proxy.
+
+1. *settle*: wait until every outstanding request is held at the proxy, answered, parked (an
+   "in progress" answer waiting for its retry) or waiting on a lock inside PostgreSQL (asked with
+   ``pg_blocking_pids`` for the backend pid the proxy read from ``BackendKeyData``) — or until
+   ``settle_ms`` passes: an expired settle is recorded in the schedule, so a replay can say
+   "nondeterministic here" rather than lie;
+2. list what may happen next — a held step, a plan timer, and (when nothing else can run) a
+   parked retry — and ask the choice source; grant it, fire it, or release it.
+
+Whose step is it? Only one request moves at a time (the one just granted or sent), so a step
+that arrives while exactly one request is moving is that request's, whichever pooled connection
+it came on. Steps are named ``<client>: <shape>`` — the command and its keys, or the statement
+with its literals elided, with this schedule's fresh key replaced by ``*`` — so labels are the
+same from run to run and replay and shrinking survive connection pooling. A step that arrives
+while no request moves (a timer or thread of the service's own) passes as *background*; one that
+arrives while several move (after an expired settle) is attributed to the one moving longest
+and marked as a guess.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+import time
+from contextlib import ExitStack
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from harness.domain.clock import EPOCH, ManualClock, rfc3339
+from harness.domain.errors import ConfigError
+from harness.explore.controller import Chooser, ExploreStuck, Outcome, _perform
+from harness.explore.gate import IDLE, PARKED, Worker
+from harness.explore.http_session import ControlledSession
+from harness.explore.ops import Executor
+from harness.explore.plan import Plan, TimerSpec
+from harness.explore.proxy import Link, Proxy, Step
+from harness.scenarios.checkers import run_checkers, verdict_of
+from harness.scenarios.history import History
+from harness.scenarios.targets.base import Target
+
+POLL_S = 0.001  # how often a PostgreSQL statement that has not come back is asked about locks
+STUCK_S = 30.0
+DEFAULT_SETTLE_MS = 100.0
+_HEX = re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{12,}\b|\b\d{6,}\b"
+                  r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def elide(shape: str, tag: str) -> str:
+    """A shape with this schedule's key tag and generated ids (long hex or digit runs, UUIDs)
+    replaced by ``*``, so it reads the same in every run."""
+    return _HEX.sub("*", shape.replace(tag, "*"))
+
+
+class ThroughController:
+    """Runs plans against an HTTP service whose storage steps wait at ``proxy``."""
+
+    def __init__(self, target: Target, proxy: Proxy, *, settle_ms: float = DEFAULT_SETTLE_MS,
+                 control_url: str | None = None) -> None:
+        self.target = target
+        self.proxy = proxy
+        self.settle_s = settle_ms / 1000
+        self.lock = threading.Lock()
+        self.cv = threading.Condition(self.lock)  # the controller waits here for news
+        self.grants = threading.Condition(self.lock)  # held proxy threads wait here
+        self.workers: list[Worker] = []
+        self.held: dict[Worker, list[Step]] = {}
+        self.inflight: dict[Worker, list[Step]] = {}
+        self.moved: dict[Worker, int] = {}  # when each began to move (for guesses)
+        self.waiting: dict[Worker, set[int]] = {}  # blocked in PostgreSQL on these pids
+        self.due: dict[Worker, float] = {}  # parked retries: virtual time they are due
+        self.links: dict[Worker, Link] = {}  # the connection of each worker's last step
+        self.gating = False
+        self.opened = False
+        self.tag = ""
+        self.now = 0.0
+        self.ticks = 0
+        self.run_id = secrets.token_hex(4)
+        self.runs = 0
+        self.counts = {"background": 0, "guessed": 0}
+        self.baseline = 0  # the side-effect counter when the schedule began
+        self.stack = ExitStack()
+        self.session = ControlledSession(
+            self.stack.enter_context(target.session(ManualClock(EPOCH), self.run_id, 16)), self)
+        self.control: Any = None
+        if proxy.upstream.kind == "postgres":
+            self.control = _control_connection(control_url or proxy.upstream.url)
+        proxy.gate = self
+
+    # -- the proxy's side (Gate) ----------------------------------------------------------------
+    def submit(self, step: Step) -> None:
+        with self.cv:
+            if not self.gating or self.opened:
+                return
+            moving = self._moving()
+            if not moving:
+                self.counts["background"] += 1
+                return
+            worker, step.guessed = self._owner(step, moving)
+            self.counts["guessed"] += step.guessed
+            step.client = worker.client
+            label = f"{worker.client}: {elide(step.shape, self.tag)}"
+            same = sum(1 for s in self.held[worker] if s.label.split(" #")[0] == label)
+            step.label = f"{label} #{same + 1}" if same else label
+            self.held[worker].append(step)
+            self.cv.notify_all()
+            self.grants.wait_for(lambda: step.granted or self.opened)
+
+    def _owner(self, step: Step, moving: list[Worker]) -> tuple[Worker, bool]:
+        """Whose step it is when several requests move (after an expired settle, or when a
+        commit released a statement that waited): the one whose last step used this very
+        connection; never one whose connection is inside a transaction (its next statement comes
+        on that connection); else the one that began to move first — a guess."""
+        if len(moving) > 1:
+            same = [w for w in moving if self.links.get(w) is step.link]
+            free = [w for w in moving if not ((link := self.links.get(w)) is not None
+                                              and link.in_tx and link is not step.link)]
+            moving = same if len(same) == 1 else free or moving
+        return min(moving, key=lambda w: self.moved.get(w, 0)), len(moving) > 1
+
+    def answered(self, step: Step) -> None:
+        with self.cv:
+            for worker, steps in self.inflight.items():
+                if step in steps:
+                    steps.remove(step)
+                    if self.waiting.pop(worker, None) is not None:
+                        self.ticks += 1
+                        self.moved[worker] = self.ticks  # released: it moves from now on
+            self.cv.notify_all()
+
+    def gone(self, link: Link) -> None:
+        with self.cv:
+            for steps in (*self.held.values(), *self.inflight.values()):
+                steps[:] = [s for s in steps if s.link is not link]
+            self.cv.notify_all()
+
+    # -- the session's side: parked retries -----------------------------------------------------
+    def park(self, worker: Worker, label: str, wait_s: float) -> None:
+        """Park ``worker`` (its request was answered "in progress") until its retry is chosen."""
+        with self.cv:
+            self.due[worker] = self.now + wait_s
+        worker.wait_turn(label)
+
+    # -- workers ----------------------------------------------------------------------------------
+    def _workers(self, n: int) -> list[Worker]:
+        while len(self.workers) < n:
+            worker = Worker(len(self.workers), self.lock, self.cv)
+            worker.thread.start()
+            self.workers.append(worker)
+        return self.workers[:n]
+
+    def _enqueue(self, worker: Worker, job: Any) -> None:
+        with self.cv:
+            worker.queue.append(job)
+            self.ticks += 1
+            self.moved[worker] = self.ticks
+            worker.cv.notify()
+
+    def _moving(self) -> list[Worker]:
+        """Workers whose request is on its way: not held, answered, parked or blocked."""
+        return [w for w in self.held if w.unsettled() and not self.held[w]
+                and w not in self.waiting]
+
+    # -- one schedule ---------------------------------------------------------------------------
+    def run(self, plan: Plan, choices: Chooser, *, max_steps: int = 2_000) -> Outcome:
+        started = time.perf_counter()
+        self.tag = f"{self.run_id}.{self.runs}"
+        self.runs += 1
+        clock = ManualClock(EPOCH)
+        self.now = 0.0
+        history = History(now=lambda: (self.now, rfc3339(clock.now())))
+        executor = Executor(plan, self.session, self.tag, history, fresh_owners=False,
+                            promises=self.target.promises(),
+                            lease_ms=self.target.promises().get("lease_ms"))
+        before = (self.proxy.commands, dict(self.counts))
+        for op in plan.setup:
+            executor.inline(op)
+        self._observe(history, "start")
+        workers = self._workers(len(plan.racing_clients()))
+        by_client = dict(zip(plan.racing_clients(), workers, strict=True))
+        with self.cv:
+            self.held = {w: [] for w in workers}
+            self.inflight = {w: [] for w in workers}
+            self.waiting, self.due, self.moved, self.links = {}, {}, {}, {}
+            for client, worker in by_client.items():
+                worker.client, worker.events = client, []
+            self.gating, self.opened = True, False
+        schedule: list[dict[str, Any]] = []
+        self.last_schedule = schedule
+        counts = {"steps": 0, "timers": 0, "waits": 0, "expired": 0}
+        try:
+            for client in sorted(plan.clients):  # one request at a time: whose step is whose
+                worker = by_client[client]
+                for op in plan.clients[client]:
+                    self._enqueue(worker, partial(_perform, worker, executor, op))
+                expired = self._settle()
+                if expired:
+                    schedule.append({"n": len(schedule), "time": 0.0, "event": f"{client}: sent",
+                                     "kind": "send", "settle": expired})
+                    counts["expired"] += 1
+                self._flush(worker, workers, executor)
+            self._race(plan, choices, clock, by_client, executor, schedule, counts, max_steps)
+        except BaseException:
+            self._abort(workers)
+            raise
+        finally:
+            with self.cv:
+                self.gating = False
+        for op in plan.epilogue:
+            executor.inline(op)
+        self._observe(history, "end")
+        checks = run_checkers(plan.checkers, history.ops)
+        meta = {"commands": self.proxy.commands - before[0],
+                "background": self.counts["background"] - before[1]["background"],
+                "guessed": self.counts["guessed"] - before[1]["guessed"],
+                "settles_expired": counts["expired"]}
+        return Outcome(plan, history.ops, schedule, checks, verdict_of(checks), counts["steps"],
+                       counts["timers"], counts["waits"], self.now,
+                       time.perf_counter() - started, meta)
+
+    def _race(self, plan: Plan, choices: Chooser, clock: ManualClock,
+              by_client: dict[str, Worker], executor: Executor,
+              schedule: list[dict[str, Any]], counts: dict[str, int], max_steps: int) -> None:
+        workers = list(by_client.values())
+        timers = sorted(plan.timers, key=lambda t: (t.at, t.label))
+        observe = getattr(choices, "observe", None)
+        while True:
+            options = self._options(workers, timers)
+            if not options:
+                with self.cv:
+                    done = all(w.status == IDLE and not w.queue for w in workers) and not any(
+                        self.held.values())
+                if done:
+                    return
+                if not self._patient(workers, timers):
+                    raise ExploreStuck(self._describe_stuck(workers))
+                continue
+            labels = [label for label, _ in options]
+            index = choices.choose(labels) if len(options) > 1 else 0
+            label, picked = options[index]
+            if observe is not None:
+                observe(label)
+            entry: dict[str, Any] = {"n": len(schedule), "time": self.now, "event": label}
+            if len(options) > 1:
+                entry["enabled"] = labels
+            first: Worker | None = None
+            if isinstance(picked, TimerSpec):
+                timers.remove(picked)
+                self.now = max(self.now, picked.at)
+                clock.set(EPOCH + timedelta(seconds=self.now))
+                first = by_client[picked.client]
+                for op in picked.ops:
+                    self._enqueue(first, partial(_perform, first, executor, op))
+                entry["kind"] = "timer"
+                counts["timers"] += 1
+            elif isinstance(picked, Worker):  # a parked retry
+                first = picked
+                with self.cv:
+                    self.now = max(self.now, self.due.pop(picked, self.now))
+                    clock.set(EPOCH + timedelta(seconds=self.now))
+                    self.ticks += 1
+                    self.moved[picked] = self.ticks
+                    picked.granted = True
+                    picked.cv.notify()
+                entry["kind"] = "retry"
+            else:
+                counts["steps"] += 1
+                if counts["steps"] > max_steps:
+                    raise ExploreStuck(f"more than {max_steps} steps in one schedule")
+                first = next(w for w in workers if w.client == picked.client)
+                entry["kind"], entry["op"] = "step", first.doing
+                if picked.guessed:
+                    entry["guessed"] = True
+                with self.cv:
+                    self.held[first].remove(picked)
+                    self.inflight[first].append(picked)
+                    self.links[first] = picked.link
+                    self.ticks += 1
+                    self.moved[first] = self.ticks
+                    picked.granted = True
+                    self.grants.notify_all()
+            expired = self._settle()
+            if expired:
+                entry["settle"] = expired
+                counts["expired"] += 1
+            if first is not None and first in self.waiting:
+                entry["waited"] = True
+                counts["waits"] += 1
+            schedule.append(entry)
+            self._flush(first, workers, executor)
+
+    def _options(self, workers: list[Worker], timers: list[TimerSpec]) -> list[
+            tuple[str, Step | TimerSpec | Worker]]:
+        """Held steps (only lock holders while a step waits in PostgreSQL), the soonest plan
+        timers, and — when nothing else may run — the soonest parked retries."""
+        with self.cv:
+            steps = [s for w in sorted(workers, key=lambda w: w.client) for s in self.held[w]]
+            if self.waiting:
+                blockers = set().union(*self.waiting.values())
+                holding = [s for s in steps if s.link.pid in blockers]
+                steps = holding or [s for s in steps if not any(
+                    s.client == w.client for w in self.waiting)]
+            options: list[tuple[str, Step | TimerSpec | Worker]] = [(s.label, s) for s in steps]
+            if timers:
+                soonest = timers[0].at
+                options += [(t.label, t) for t in timers if t.at == soonest]
+            parked = [w for w in workers if w.status == PARKED and not w.granted and w in self.due]
+            if not options and parked:
+                soonest = min(self.due[w] for w in parked)
+                options += [(w.label or "", w) for w in sorted(parked, key=lambda w: w.client)
+                            if self.due[w] == soonest]
+        return options
+
+    def _settle(self) -> list[str]:
+        """Wait until no request moves (see the module docstring); the clients still moving when
+        the settle time ran out (empty: it settled)."""
+        deadline = time.monotonic() + self.settle_s
+        while True:
+            with self.cv:
+                probing = self.control is not None and any(self.inflight[w]
+                                                           for w in self._moving())
+                remaining = deadline - time.monotonic()
+                self.cv.wait_for(lambda: not self._moving(),
+                                 timeout=max(0.0, min(remaining, POLL_S) if probing
+                                             else remaining))
+                self._check_errors()
+                moving = self._moving()
+                candidates = {w: self.inflight[w] for w in (*moving, *self.waiting)
+                              if self.inflight[w]}
+            if self.control is not None and candidates and self._probe(candidates):
+                continue  # a statement stopped waiting: its answer is on its way
+            if not moving:
+                return []
+            if time.monotonic() >= deadline:
+                with self.cv:
+                    return sorted(w.client for w in self._moving())
+
+    def _patient(self, workers: list[Worker], timers: list[TimerSpec]) -> bool:
+        """Nothing may run, yet not every request is done (e.g. PostgreSQL resolving a deadlock
+        after its ``deadlock_timeout``): wait for a change; False if none came in time."""
+        deadline = time.monotonic() + STUCK_S
+        while time.monotonic() < deadline:
+            if self._settle() or self._options(workers, timers):
+                return True
+            with self.cv:
+                self.cv.wait(timeout=0.005)
+        return False
+
+    def _probe(self, candidates: dict[Worker, list[Step]]) -> bool:
+        """Ask PostgreSQL who each candidate's statement waits for; True when a statement that
+        was waiting no longer does."""
+        pids = sorted({s.link.pid for steps in candidates.values() for s in steps
+                       if s.link.pid is not None})
+        rows = self.control.execute(
+            "SELECT pid, pg_blocking_pids(pid) FROM unnest(%s::int[]) AS pid", (pids,)
+        ).fetchall()
+        blocked = {int(pid): {int(p) for p in blockers or ()} for pid, blockers in rows}
+        released = False
+        with self.cv:
+            for worker in candidates:
+                found = set().union(*(blocked.get(s.link.pid or -1, set())
+                                      for s in self.inflight.get(worker, ())))
+                if found:
+                    self.waiting[worker] = found
+                elif self.waiting.pop(worker, None) is not None:
+                    released = True
+                    self.ticks += 1
+                    self.moved[worker] = self.ticks
+            self.cv.notify_all()
+        return released
+
+    def _check_errors(self) -> None:
+        for worker in self.held:
+            if worker.error is not None:
+                error, worker.error = worker.error, None
+                raise error
+
+    def _flush(self, first: Worker | None, workers: list[Worker], executor: Executor) -> None:
+        order = ([first] if first else []) + sorted((w for w in workers if w is not first),
+                                                    key=lambda w: w.client)
+        for worker in order:
+            with self.cv:
+                events, worker.events[:] = list(worker.events), []
+            for event in events:
+                executor.record(event)
+        self._check_errors()
+
+    def _observe(self, history: History, moment: str) -> None:
+        """Read the service's side-effect counter (when its profile names one), relative to the
+        schedule's start: the counter runs on over thousands of schedules, and a replay must
+        write the same bytes."""
+        if "side_effects" not in self.target.capabilities:
+            return
+        count = int(self.session.count_side_effects())
+        if moment == "start":
+            self.baseline = count
+        invoke = history.invoke("observer", "side_effects", {"at": moment})
+        history.complete(invoke, "ok", {"count": count - self.baseline})
+
+    def _abort(self, workers: list[Worker]) -> None:
+        """Let every held step through and every request finish; forget the schedule."""
+        with self.cv:
+            self.opened = True
+            self.grants.notify_all()
+            for worker in workers:
+                worker.abort = True
+                worker.queue.clear()
+                worker.cv.notify()
+            self.cv.wait_for(lambda: all(w.status == IDLE for w in workers), timeout=STUCK_S)
+            for worker in workers:
+                worker.abort = worker.granted = False
+                worker.events[:] = []
+                worker.error = None
+            self.held = {w: [] for w in workers}
+            self.inflight = {w: [] for w in workers}
+            self.waiting, self.due = {}, {}
+
+    def _describe_stuck(self, workers: list[Worker]) -> str:
+        with self.cv:
+            states = []
+            for w in workers:
+                state = f"{w.client}={'held' if self.held[w] else w.status}"
+                if self.held[w]:
+                    state += f" at {self.held[w][0].label}"
+                if w in self.waiting:
+                    state += f" (waits in PostgreSQL on backend {sorted(self.waiting[w])})"
+                states.append(state)
+            pids = {link.pid: f"{link.number}" for link in self.proxy.links if link.pid}
+        return (f"the schedule is stuck at virtual time {self.now:g} s: {', '.join(states)} — "
+                f"no request can move (connections through the proxy: {len(pids)})")
+
+    def close(self) -> None:
+        with self.cv:
+            self.opened = True
+            self.grants.notify_all()
+            for worker in self.workers:
+                worker.stopping = True
+                worker.cv.notify()
+        for worker in self.workers:
+            worker.thread.join(timeout=STUCK_S)
+        self.stack.close()
+        if self.control is not None:
+            self.control.close()
+
+    def __enter__(self) -> ThroughController:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _control_connection(url: str) -> Any:
+    """A direct connection to PostgreSQL (not through the proxy) for ``pg_blocking_pids``."""
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - without the postgres extra
+        raise ConfigError("exploring through PostgreSQL needs psycopg", field="--through",
+                          fix="pip install 'failover-harness[postgres]'") from None
+    try:
+        return psycopg.connect(url, autocommit=True)
+    except psycopg.Error as exc:
+        from harness.store.postgres import _safe
+
+        raise ConfigError(f"cannot reach PostgreSQL at the --through URL: {_safe(exc, url)}",
+                          field="--through", fix="start it, or fix the URL (user, database, "
+                          "password)") from None
+
+
+__all__ = ["DEFAULT_SETTLE_MS", "ThroughController", "elide"]

@@ -1,0 +1,288 @@
+"""Fake providers that stand behind a gateway: they keep what they received and what it cost.
+
+:class:`RecordingFake` is a :class:`~harness.providers.fake.FakeProvider` (same wire formats,
+same answers) that also records, per request, the body it received, its headers (credentials
+masked), when it arrived and how it ended — and whose behaviour can be re-scripted while it runs
+(a drill changes it between drills). It answers streamed requests too (``stream: true``), and
+has one behaviour of its own, ``stream-cut``: the first bytes of a stream, then the connection
+is closed.
+
+How a request ended, and whether the provider would bill it (a real provider bills a request it
+accepted, whether or not the caller is still there when the answer is ready):
+
+==========  ==========================================================  ======  =========
+outcome     what happened                                                billed  delivered
+==========  ==========================================================  ======  =========
+answered    the answer was sent to a caller still connected              yes     yes
+late        the caller left before the (slow) answer was ready           yes     no
+abandoned   a hung request whose caller left                             yes     no
+reset       read, then the connection was reset                          yes     no
+cut         a stream cut after its first bytes                           yes     partly
+refused     an HTTP error status (429, 529, …): nothing was generated    no      —
+in_flight   still open                                                   yes     —
+==========  ==========================================================  ======  =========
+
+Control endpoints (besides FakeProvider's): ``GET /_fake/received`` (the records as JSON),
+``POST /_fake/script`` (``{"behaviour": "hang"}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harness.providers.behaviours import Behaviour, BehaviourError
+from harness.providers.fake import (
+    BEHAVIOUR_HEADER,
+    FakeProvider,
+    _drop,
+    _read_body,
+    _send_json,
+    _until_disconnect,
+)
+from harness.providers.fake_answers import AnswerFn
+from harness.providers.fake_wire import WireError
+from harness.providers.secrets import redact_headers
+
+STREAM_CUT = "stream-cut"
+TAG = re.compile(r"drill-[0-9a-f]{12}")  # how a drill names its requests inside the prompt
+BILLED = frozenset({"answered", "late", "abandoned", "reset", "cut", "in_flight"})
+
+
+@dataclass
+class Received:
+    """One request as the provider saw it."""
+
+    seq: int
+    at: float  # seconds since the fake started
+    path: str
+    behaviour: str
+    stream: bool
+    headers: dict[str, str]
+    body: Any  # the parsed JSON body (None if it was not JSON)
+    tag: str | None  # the drill request it belongs to, if any
+    outcome: str = "in_flight"
+    status: int | None = None
+    ended_at: float | None = None
+
+    @property
+    def billed(self) -> bool:
+        return self.outcome in BILLED
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "billed": self.billed}
+
+
+@dataclass
+class _Log:
+    records: list[Received] = field(default_factory=list)
+    lock: threading.Condition = field(default_factory=threading.Condition)
+
+
+class RecordingFake(FakeProvider):
+    """A FakeProvider that records what it received and how each request ended (see module)."""
+
+    def __init__(self, kind: str, behaviour: str = "conformant", answer: AnswerFn | None = None,
+                 *, name: str = "") -> None:
+        super().__init__(kind, "conformant", answer)
+        self.name = name or kind
+        self.script = _check(behaviour)
+        self._log = _Log()
+        self._started = time.monotonic()
+
+    # -- what the drill and the audit read --------------------------------------------------
+    def set_behaviour(self, behaviour: str) -> None:
+        self.script = _check(behaviour)
+
+    def received(self) -> list[Received]:
+        with self._log.lock:
+            return list(self._log.records)
+
+    def clear(self) -> None:
+        with self._log.lock:
+            self._log.records.clear()
+        self.deliveries.clear()
+
+    def wait_settled(self, timeout_s: float) -> bool:
+        """Block until no request is in flight (True), or ``timeout_s`` passed (False)."""
+        deadline = time.monotonic() + timeout_s
+        with self._log.lock:
+            while any(r.outcome == "in_flight" for r in self._log.records):
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._log.lock.wait(left):
+                    return not any(r.outcome == "in_flight" for r in self._log.records)
+            return True
+
+    # -- ASGI ---------------------------------------------------------------------------------
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        method, path = scope["method"], scope["path"]
+        if path == "/_fake/received" and method == "GET":
+            await _read_body(receive)
+            await _send_json(send, 200, [r.to_json() for r in self.received()])
+        elif path == "/_fake/script" and method == "POST":
+            try:
+                self.set_behaviour(json.loads(await _read_body(receive))["behaviour"])
+            except (ValueError, KeyError, TypeError, BehaviourError) as exc:
+                await _send_json(send, 400, {"error": str(exc)})
+                return
+            await _send_json(send, 200, {"behaviour": self.script})
+        elif path == "/_fake/reset" and method == "POST":
+            self.clear()
+            await _read_body(receive)
+            await _send_json(send, 200, {"status": "reset"})
+        elif path == self.wire.path and method == "POST":
+            await self._handle(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+    async def _handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = await _read_body(receive)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        script = self.script
+        record = self._record(scope["path"], script, headers, data, body)
+        outcome, status = "answered", None
+        try:
+            if script == STREAM_CUT:
+                await self._stream(scope, receive, send, headers, body, cut=True)
+                outcome = "cut"
+                return
+            behaviour = Behaviour.parse(script)
+            if behaviour.name == "hang":
+                await _until_disconnect(receive)
+                outcome = "abandoned"
+                return
+            if behaviour.delay_s and not await _wait_or_leave(receive, behaviour.delay_s):
+                outcome = "late"
+                return
+            if behaviour.name == "status":
+                outcome, status = "refused", behaviour.status
+            elif behaviour.name in ("reset-after-send", "truncated"):
+                outcome = "reset" if behaviour.name == "reset-after-send" else "cut"
+            answer_as = "conformant" if behaviour.name == "slow" else script
+            if record.stream and outcome == "answered":
+                await self._stream(scope, receive, send, headers, body, cut=False,
+                                   behaviour=answer_as)
+                return
+            replay = _replaying(body, receive)
+            forced = [*scope["headers"], (BEHAVIOUR_HEADER.encode(), answer_as.encode())]
+            await self._call({**scope, "headers": forced}, replay, send, body)
+        finally:
+            self._end(record, outcome, status)
+
+    def _record(self, path: str, script: str, headers: dict[str, str], data: Any,
+                body: bytes) -> Received:
+        tag = TAG.search(body.decode("utf-8", "replace"))
+        with self._log.lock:
+            record = Received(
+                seq=len(self._log.records) + 1, at=round(time.monotonic() - self._started, 4),
+                path=path, behaviour=script,
+                stream=bool(isinstance(data, dict) and data.get("stream")),
+                headers=redact_headers(headers), body=data, tag=tag.group(0) if tag else None,
+            )
+            self._log.records.append(record)
+        return record
+
+    def _end(self, record: Received, outcome: str, status: int | None) -> None:
+        with self._log.lock:
+            record.outcome, record.status = outcome, status
+            record.ended_at = round(time.monotonic() - self._started, 4)
+            self._log.lock.notify_all()
+
+    async def _stream(self, scope: dict[str, Any], receive: Any, send: Any,
+                      headers: dict[str, str], body: bytes, *, cut: bool,
+                      behaviour: str = "conformant") -> None:
+        try:
+            call = self.wire.parse(headers, body, self.expected_api_key)
+        except WireError as err:
+            payload = json.dumps(self.wire.error(err, "req_fake_stream")).encode()
+            await send({"type": "http.response.start", "status": err.status,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": payload})
+            return
+        content = self._content(Behaviour.parse(behaviour), call)
+        text = (json.dumps(content.value, ensure_ascii=False) if content.kind == "json"
+                else str(content.value))
+        events = _sse(self.kind, call.model, text)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream"),
+                                (b"cache-control", b"no-cache")]})
+        if cut:
+            await send({"type": "http.response.body", "body": events[0], "more_body": True})
+            await _drop(scope, receive, send, reset=False)
+            return
+        for event in events:
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _check(behaviour: str) -> str:
+    if behaviour != STREAM_CUT:
+        Behaviour.parse(behaviour)  # BehaviourError if unknown
+    return behaviour
+
+
+async def _wait_or_leave(receive: Any, seconds: float) -> bool:
+    """Emulated generation time: True when it passed, False if the caller left first."""
+    try:
+        await asyncio.wait_for(_until_disconnect(receive), seconds)
+    except TimeoutError:
+        return True
+    return False
+
+
+def _replaying(body: bytes, receive: Any) -> Any:
+    """A receive() that hands the already-read body over once, then listens to the real one."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _sse(kind: str, model: str, text: str) -> list[bytes]:
+    """The answer ``text`` as the kind's server-sent events, in three pieces of text."""
+    third = max(1, len(text) // 3)
+    pieces = [text[:third], text[third: 2 * third], text[2 * third:]]
+    if kind == "openai-chat":
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            data = {"id": "chatcmpl-fakestream", "object": "chat.completion.chunk",
+                    "created": 1767225600, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return f"data: {json.dumps(data)}\n\n".encode()
+        return [chunk({"role": "assistant", "content": pieces[0]}),
+                *(chunk({"content": p}) for p in pieces[1:]), chunk({}, "stop"),
+                b"data: [DONE]\n\n"]
+
+    def event(name: str, data: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
+    usage = {"input_tokens": 3, "output_tokens": 3}
+    return [
+        event("message_start", {"message": {
+            "id": "msg_fakestream", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
+        event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        *(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": p}})
+          for p in pieces),
+        event("content_block_stop", {"index": 0}),
+        event("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                "usage": {"output_tokens": 3}}),
+        event("message_stop", {}),
+    ]
+

@@ -1,0 +1,3 @@
+-- failover-harness schema v2 (SQLite): nothing to change. The intent's TEXT columns already hold
+-- its canonical text (RFC 8785); v2 brings PostgreSQL to the same representation, and the
+-- version numbers of the two backends stay equal.

@@ -1,0 +1,81 @@
+"""A real LiteLLM proxy as a subprocess on a free loopback port, kept offline."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MASTER_KEY = "sk-failover-harness-test-master"  # a test value, not a secret
+OFFLINE_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no model-cost download at start
+    "LITELLM_MASTER_KEY": MASTER_KEY,
+    "LITELLM_TELEMETRY": "False",
+    "DISABLE_ADMIN_UI": "True",
+    "LITELLM_LOG": "ERROR",
+}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiteLLMProxy:
+    """``litellm --config FILE`` on 127.0.0.1; ``start()`` returns once it answers health."""
+
+    def __init__(self, config: Path, log: Path, *, port: int | None = None) -> None:
+        self.config, self.log = config, log
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 120.0) -> LiteLLMProxy:
+        script = Path(sys.executable).with_name("litellm")
+        command = [str(script)] if script.exists() else [shutil.which("litellm") or "litellm"]
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
+        env.update(OFFLINE_ENV)
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [*command, "--config", str(self.config), "--host", "127.0.0.1",
+                 "--port", str(self.port), "--num_workers", "1"],
+                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"litellm exited with {self.process.returncode}:\n"
+                                   f"{self.log.read_text(errors='replace')[-3000:]}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                conn.request("GET", "/health/liveliness")
+                if conn.getresponse().status == 200:
+                    return self
+            except OSError:
+                pass
+            finally:
+                conn.close()
+            time.sleep(0.25)  # polling for a process to come up, not synchronising a test
+        self.stop()
+        raise TimeoutError(f"litellm did not answer in {timeout_s} s:\n"
+                           f"{self.log.read_text(errors='replace')[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)

@@ -1,0 +1,113 @@
+"""Failover drills against a real LiteLLM proxy: counted at the fakes the drill starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.contracts.fakes import golden_answer
+from harness.contracts.loader import load_contracts
+from harness.providers.fake import FakeProvider
+from harness.providers.fake_server import FakeServer
+from tests.gateways.conftest import Gateway
+from tests.gateways.litellm_proxy import MASTER_KEY
+
+pytestmark = pytest.mark.slow
+MAP = "drill-primary=ticket_triage"
+
+
+def _certify_fallback(gateway: Gateway, lock: Path) -> None:
+    """Certify drill-fallback directly (fakes briefly on the drill's ports; no gateway)."""
+    contract = load_contracts(gateway.root / "contracts")["ticket_triage"]
+    servers = [FakeServer(FakeProvider("openai-chat", answer=golden_answer(contract)),
+                          port=port) for port in gateway.drill_ports.values()]
+    for server in servers:
+        server.start()
+    try:
+        assert main(["certify", "--providers", str(gateway.config), "--contract-map", MAP,
+                     "--provider", "drill-fallback", "--lock", str(lock), "--no-progress",
+                     "--report", str(lock.parent / "cert.md")]) == 0
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_every_drill_through_the_real_gateway(
+    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("LITELLM_MASTER_KEY", MASTER_KEY)
+    monkeypatch.chdir(tmp_path)
+    lock = tmp_path / "drill.lock.json"
+    _certify_fallback(gateway, lock)
+    capsys.readouterr()
+    code = main(["drill", "--gateway", gateway.url, "--config", str(gateway.config),
+                 "--model", "drill-primary", "--contract-map", MAP, "--lock", str(lock),
+                 "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == report["exit_code"] == 1  # LiteLLM retries a timed-out primary: billed twice+
+    drills = {d["drill"]: d for d in report["drills"]}
+    assert list(drills) == ["hang", "late", "overload-429", "overload-529", "reset", "stream-cut"]
+    for name, drill in drills.items():
+        (request,) = drill["requests"]
+        assert request["calls"].get("drill-primary", 0) >= 1, name  # the failure was scripted
+        assert request["provider_calls"] == sum(request["calls"].values())
+        assert request["client_wait_s"] > 0
+        assert 0 <= request["retries_with_idempotency_key"] <= request["retries"]
+    for name in ("hang", "late", "reset"):  # the primary took the request, then failed over
+        (request,) = drills[name]["requests"]
+        assert drills[name]["verdict"] == "failed"
+        assert request["billed_completions"] >= 2
+        assert request["answered_by"] == "drill-fallback" and request["fallback_certified"]
+        assert any("billed completions" in v for v in request["violations"])
+    (late,) = drills["late"]["requests"]
+    assert late["late_primary_answer"] == "billed, not delivered"
+    assert set(late["outcomes"]["drill-primary"]) == {"late"}
+    assert set(drills["hang"]["requests"][0]["outcomes"]["drill-primary"]) == {"abandoned"}
+    assert set(drills["reset"]["requests"][0]["outcomes"]["drill-primary"]) == {"reset"}
+    for name in ("overload-429", "overload-529"):  # refused: nothing generated, nothing billed
+        (request,) = drills[name]["requests"]
+        assert set(request["outcomes"]["drill-primary"]) == {"refused"}
+        assert request["billed_completions"] == 1 and request["fallback_certified"] is True
+        assert drills[name]["verdict"] == "passed"
+    (cut,) = drills["stream-cut"]["requests"]
+    assert cut["stream_complete"] is False and "cut" in cut["outcomes"]["drill-primary"]
+
+    # The same overload with a fallback that is not certified (an empty lock): a violation.
+    empty = tmp_path / "empty.lock.json"
+    code = main(["drill", "--gateway", gateway.url, "--config", str(gateway.config),
+                 "--model", "drill-primary", "--contract-map", MAP, "--lock", str(empty),
+                 "--drills", "overload-429"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "violation: reached fallback 'drill-fallback', which is not certified: missing" in out
+    assert "FAILED   overload-429" in out
+
+
+def test_a_drill_refuses_a_config_it_cannot_stand_in_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "model_list:\n"
+        "  - model_name: g\n"
+        "    litellm_params:\n"
+        "      model: openai/gpt-4o-mini\n"
+        "      api_base: https://api.openai.com/v1\n"
+        "      timeout: 1\n")
+    args = ["drill", "--gateway", "http://127.0.0.1:9", "--config", str(config), "--model", "g"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{config}:5" in err and "loopback" in err
+    config.write_text(config.read_text().replace("https://api.openai.com/v1",
+                                                 "http://127.0.0.1:9/v1").replace(
+        "timeout: 1", "timeout: 600"))
+    assert main(args) == 2
+    assert "timeout: 1" in capsys.readouterr().err
+    assert main([*args[:-1], "nope"]) == 2
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--drills", "hang,explode"])
+    assert exited.value.code == 2

@@ -1,0 +1,57 @@
+"""Certification through a real LiteLLM proxy: client → gateway (by model group) → fake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.gateways.conftest import Gateway
+from tests.gateways.litellm_proxy import MASTER_KEY
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def via_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("LITELLM_MASTER_KEY", MASTER_KEY)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "gateway.lock.json"
+
+
+def test_a_conformant_provider_certifies_through_the_gateway(
+    gateway: Gateway, via_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["certify", "--providers", f"litellm:{gateway.config}", "--via", gateway.url,
+                 "--contract-map", "triage=ticket_triage", "--lock", str(via_env),
+                 "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    records = {r["provider"]: r for r in json.loads(via_env.read_text())["certifications"]}
+    assert set(records) == {"triage", "triage-fallback"}  # OpenAI → Anthropic translation too
+    for record in records.values():
+        assert record["verdict"] == "eligible", record
+        gateway_check = next(c for c in record["checks"] if c["name"] == "gateway")
+        assert gateway_check["passed"] and gateway_check["figures"]["observed"] >= 1
+    # the lock binds the deployment, not the road to it: a direct gate agrees
+    assert main(["gate", "--providers", str(gateway.config), "--contract-map",
+                 "triage=ticket_triage", "--lock", str(via_env)]) == 0
+
+
+def test_a_gateway_that_drops_the_schema_is_named(
+    gateway: Gateway, via_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["certify", "--providers", str(gateway.config), "--via", gateway.url,
+                 "--contract-map", "droppy=ticket_triage", "--lock", str(via_env),
+                 "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    record = json.loads(via_env.read_text())["certifications"][0]
+    assert (record["provider"], record["verdict"]) == ("droppy", "ineligible")
+    check = next(c for c in record["checks"] if c["name"] == "gateway")
+    assert not check["passed"] and check["figures"]["schema_dropped"] >= 1
+    reason = check["evidence"][0]["reason"]
+    assert f"the gateway ({gateway.url}) changed the request" in reason
+    assert "the provider received no response_format" in reason
