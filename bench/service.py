@@ -16,14 +16,21 @@ HTTP/1.1, one connection per client) then measures requests/s and p50/p99 latenc
 
 with 16 and 64 concurrent clients, and prints each route's throughput as a ratio of the bare
 route's at the same concurrency: rounds alternate bare and ours, and the medians are compared.
-The load generator shares the machine's cores with the server: the absolute figures are lower
-bounds, the ratios are what to compare. Goal: >= 0.5 on PostgreSQL.
+Beside each figure, the server process's CPU time per request (from /proc): on a shared machine
+the most stable measure of what a request costs. The load generator shares the machine's cores
+with the server: the absolute figures are lower bounds, the ratios are what to compare.
+Goal: >= 0.5 on PostgreSQL for create with 64 clients, and no row below 0.35.
+
+Then the parts of a create, measured in-process (median µs per call), so the next step is
+visible: parsing and validating the body, the fingerprint (RFC 8785 + SHA-256), the hop to a
+store thread and back, the store's insert (CPU and wall), and serialising the reply.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import statistics
@@ -92,6 +99,7 @@ def serving(args: list[str], port: int, env: dict[str, str] | None = None) -> It
                 raise SystemExit(f"server exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
             with suppress(httpx.TransportError):
                 if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    SERVER_PIDS[url] = proc.pid
                     break
             if time.monotonic() > deadline:
                 raise SystemExit(f"{args} did not become ready")
@@ -105,6 +113,7 @@ def serving(args: list[str], port: int, env: dict[str, str] | None = None) -> It
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        SERVER_PIDS.pop(url, None)
 
 
 def serve_ours(db: str, port: int) -> list[str]:
@@ -142,6 +151,19 @@ class Result:
     p50_ms: float
     p99_ms: float
     errors: int
+    cpu_us: float = float("nan")  # the server process's CPU time per request
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+SERVER_PIDS: dict[str, int] = {}  # base URL → server process id (for its CPU time)
 
 
 async def load(
@@ -150,6 +172,8 @@ async def load(
 ) -> Result:
     """Send ``requests`` over ``clients`` keep-alive connections, each closed-loop."""
     port = int(url.rsplit(":", 1)[1])
+    pid = SERVER_PIDS.get(url)
+    cpu_before = process_cpu_s(pid) if pid else float("nan")
     queue = iter(requests)
     latencies: list[float] = []
     errors = 0
@@ -170,12 +194,14 @@ async def load(
     start = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
     elapsed = time.perf_counter() - start
+    cpu = (process_cpu_s(pid) - cpu_before) if pid else float("nan")
     ordered = sorted(latencies)
     return Result(
         rps=len(latencies) / elapsed,
         p50_ms=statistics.median(ordered) * 1000,
         p99_ms=ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
         errors=errors,
+        cpu_us=cpu / len(latencies) * 1e6,
     )
 
 
@@ -237,7 +263,64 @@ def median_of(results: list[Result]) -> Result:
         p50_ms=statistics.median(r.p50_ms for r in results),
         p99_ms=statistics.median(r.p99_ms for r in results),
         errors=sum(r.errors for r in results),
+        cpu_us=statistics.median(r.cpu_us for r in results),
     )
+
+
+# -- the parts of a create, in-process ------------------------------------------------------------
+def _median_us(fn: Callable[[], object], n: int) -> float:
+    fn()
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+def parts(db: str, n: int) -> list[tuple[str, float]]:
+    """Median µs of each part of a create on the store at ``db``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.domain import Intent
+    from harness.domain.fingerprint import canonical_json
+    from harness.service.payload import parse_json
+    from harness.store import open_store
+
+    raw = json.dumps(BODY).encode()
+    body = parse_json(raw)
+    intent = Intent.from_json(body)
+    whole = {**intent.to_json()}
+    fingerprint = _median_us(lambda: hashlib.sha256(canonical_json(whole)).hexdigest(), n)
+    build = _median_us(lambda: Intent.from_json(body), n)
+    out = [("parse the body (strict JSON, storable)", _median_us(lambda: parse_json(raw), n)),
+           ("validate the intent (excl. fingerprint)", max(0.0, build - fingerprint)),
+           ("fingerprint (RFC 8785 + SHA-256)", fingerprint)]
+    store = open_store(db)
+    counter = iter(range(10**9))
+    tag = uuid.uuid4().hex[:8]
+    with ThreadPoolExecutor(1) as pool:
+
+        async def hops() -> float:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(pool, int)
+            start = time.perf_counter()
+            for _ in range(n):
+                await loop.run_in_executor(pool, int)
+            return (time.perf_counter() - start) / n * 1e6
+
+        out.append(("hop to a store thread and back", asyncio.run(hops())))
+    cpu_start, wall = time.process_time(), _median_us(
+        lambda: store.create_job("parts", f"{tag}-{next(counter)}", intent), n)
+    cpu = (time.process_time() - cpu_start) / (n + 1) * 1e6
+    out.append((f"store insert ({store.backend}): wall", wall))
+    out.append((f"store insert ({store.backend}): client CPU", cpu))
+    job = store.create_job("parts", f"{tag}-reply", intent).job
+    out.append(("serialise the reply (to_json + dumps)", _median_us(
+        lambda: json.dumps(job.to_json(), ensure_ascii=False, separators=(",", ":")).encode(),
+        n)))
+    store.close()
+    return out
 
 
 def measure_bare(url: str, n: int, clients: int) -> Result:
@@ -315,13 +398,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{args.requests} requests per round, median of {args.rounds} alternating rounds; "
           f"loopback, single-worker uvicorn, {os.cpu_count()} CPUs shared with the load "
           "generator (and PostgreSQL)")
-    print(f"{'route':<18}{'clients':>8}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>8}"
-          f"{'bare req/s':>12}{'bare p50':>9}{'bare p99':>9}{'ratio':>7}")
+    print(f"{'route':<18}{'clients':>8}{'req/s':>9}{'p50 ms':>8}{'p99 ms':>8}{'CPU µs':>8}"
+          f"{'bare req/s':>12}{'bare CPU µs':>12}{'ratio':>7}")
     for name, clients, ours_r, bare_r in rows:
         errors = f"  ({ours_r.errors} unexpected replies)" if ours_r.errors else ""
         print(f"{name:<18}{clients:>8}{ours_r.rps:>9.0f}{ours_r.p50_ms:>8.2f}"
-              f"{ours_r.p99_ms:>8.2f}{bare_r.rps:>12.0f}{bare_r.p50_ms:>9.2f}"
-              f"{bare_r.p99_ms:>9.2f}{ours_r.rps / bare_r.rps:>7.2f}{errors}")
+              f"{ours_r.p99_ms:>8.2f}{ours_r.cpu_us:>8.0f}{bare_r.rps:>12.0f}"
+              f"{bare_r.cpu_us:>12.0f}{ours_r.rps / bare_r.rps:>7.2f}{errors}")
+    print("\nthe parts of a create, in-process (median µs per call)")
+    for backend, db in backends:
+        ctx = pg_database(db) if backend == "postgres" else nullcontext(db)
+        with ctx as url_db:
+            for label, us in parts(url_db, 50 if args.smoke else 2000):
+                print(f"  {label:<44}{us:>8.1f}")
     return 0
 
 

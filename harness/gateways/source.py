@@ -279,7 +279,10 @@ def _deployment_provider(
         # an upstream we do not speak keeps LiteLLM's provider name (its wire is the gateway's)
         upstream_kind = UPSTREAMS.get(prefix, (prefix, ""))[0] if sep else (
             "anthropic-messages" if d.model.startswith("claude") else "openai-chat")
-        upstream = {"kind": upstream_kind, "base_url": d.api_base or "", "model": d.model}
+        default_base = UPSTREAMS[prefix][1] if sep and prefix in UPSTREAMS else (
+            "" if sep else UPSTREAMS["anthropic" if d.model.startswith("claude") else "openai"][1])
+        upstream = {"kind": upstream_kind, "base_url": d.api_base or default_base,
+                    "model": d.model}
     else:
         prefix, upstream_kind, base, name = _upstream(config, d)
         upstream = {"kind": upstream_kind, "base_url": base, "model": d.model}

@@ -110,6 +110,12 @@ def send_spaced(call: Callable[[], T], offsets_s: Sequence[float]) -> tuple[list
     """Run ``call`` once per offset, each on its own thread: all threads meet at a barrier, then
     copy *i* waits until ``offsets_s[i]`` after the release and sends. Returns the results in copy
     order and when each copy was really sent (seconds after the release)."""
+    return send_copies(lambda _: call(), offsets_s)
+
+
+def send_copies(call: Callable[[int], T],
+                offsets_s: Sequence[float]) -> tuple[list[T], list[float]]:
+    """:func:`send_spaced` where copy *i* runs ``call(i)`` (a mixed group: its own body)."""
     n = len(offsets_s)
     release = [0.0]
 
@@ -128,7 +134,7 @@ def send_spaced(call: Callable[[], T], offsets_s: Sequence[float]) -> tuple[list
             while (left := due - time.perf_counter()) > 0:
                 time.sleep(left)  # spacing arrivals is the behaviour under test
             sent[i] = time.perf_counter() - release[0]
-            results[i] = call()
+            results[i] = call(i)
         except BaseException as exc:  # re-raised on the caller's thread
             errors.append(exc)
 

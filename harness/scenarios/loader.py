@@ -193,10 +193,17 @@ class _Builder:
         steps = self._steps(actors, intents, providers)
         requires = set(data.get("requires") or ())
         requires.add("jobs")
+        used: dict[tuple[str, str], set[str]] = {}
         for step in steps:
             action = step.action
             if isinstance(action, Fault):
                 requires.add("handler_faults")
+            elif isinstance(action, Create):
+                owner_key = (step.actor, action.key)
+                prints = {i.fingerprint for i in action.intents} | used.get(owner_key, set())
+                used[owner_key] = prints
+                if len(prints) > 1:
+                    requires.add("conflicts")  # another body under a used key
             elif not isinstance(action, Create | Read):
                 requires.add("attempts")
             if isinstance(action, RunAttempt) and action.timeout is not None:
@@ -206,7 +213,16 @@ class _Builder:
         if len({s.actor for s in steps}) > 1:
             requires.add("owners")
         schedule = data.get("schedule")
+        optional = list(data.get("checkers_if_exercised") or ())
         checkers = list(data["checkers"])
+        for name in optional:
+            if name in checkers:
+                raise self.src.error(
+                    f"{name} is listed under both checkers: and checkers_if_exercised:",
+                    ("checkers_if_exercised",),
+                    fix=f"keep {name} in one list: checkers: when the scenario always exercises "
+                    "it, checkers_if_exercised: when only some targets do")
+            checkers.append(name)
         if any(s.expect for s in steps) and "scripted_outcomes" not in checkers:
             checkers.append("scripted_outcomes")
         return Scenario(
@@ -222,7 +238,29 @@ class _Builder:
             seed=int(data.get("seed", 0)),
             schedule=tuple(schedule) if schedule is not None else None,
             arrival=self._arrival(steps),
+            optional_checkers=frozenset(optional),
+            warnings=tuple(self._absolute_versions(steps)),
         )
+
+    def _absolute_versions(self, steps: list[Step]) -> list[str]:
+        """A warning per expectation of an absolute version: API.md leaves numbering to the
+        service, so on a service that starts at 0 or steps by 2 it is a false alarm."""
+        out = []
+        for step in steps:
+            expect = step.expect or {}
+            scopes = [((), expect)] + [((k,), v) for k, v in expect.items() if isinstance(v, dict)]
+            for sub, fields in scopes:
+                for key in ("version", "read_version"):
+                    value = fields.get(key)
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        loc = ("steps", step.index, "expect", *sub, key)
+                        line = self.src.line_of(loc) or step.line
+                        out.append(
+                            f"{self.src.path}:{line}: expects an absolute {key} ({value}); "
+                            "API.md leaves version numbers to the service, so on a service that "
+                            f"numbers them otherwise this is a false alarm: write {key}: "
+                            f"unchanged or {key}: rose")
+        return out
 
     def _arrival(self, steps: list[Step]) -> ArrivalSpec | None:
         raw = self.data.get("arrival")
@@ -313,6 +351,12 @@ class _Builder:
             if concurrent > 1 and kind not in ("create", "read"):
                 raise err(f"concurrent: applies to create and read, not {kind}",
                           (*loc, "concurrent"), fix="remove concurrent: from this step")
+            if isinstance(action, Create) and action.others and \
+                    concurrent < len(action.intents):
+                raise err(f"intents: lists {len(action.intents)} bodies for {concurrent} "
+                          "request(s)", (*loc, "concurrent"),
+                          fix=f"write concurrent: {len(action.intents)} or more (copy i sends "
+                          "intents[i mod n])")
             save = raw.get("save")
             if save is not None:
                 if kind != "create":
@@ -327,7 +371,7 @@ class _Builder:
                 owners[action.name] = owners.get(action.job, actor)
             expect = raw.get("expect")
             if expect is not None:
-                self._check_expect(loc, kind, expect)
+                self._check_expect(loc, kind, expect, jobs - ({save} if save else set()))
             steps.append(Step(
                 index=i, line=self.src.line_of(loc), at=at, actor=actor, action=action,
                 concurrent=concurrent, save=save, expect=expect,
@@ -360,7 +404,7 @@ class _Builder:
     ) -> Action:
         err = self.src.error
         if kind == "fault":
-            return Fault(kind=str(value))
+            return Fault(kind=str(value))  # a profile names its faults: checked at run time
 
         def job_ref(name: str, where: tuple[str | int, ...]) -> str:
             if name not in jobs:
@@ -383,16 +427,24 @@ class _Builder:
             return name
 
         if kind == "create":
-            ref = value["intent"]
-            if isinstance(ref, str):
-                if ref not in intents:
-                    raise err(f"no intent named {ref!r}", (*loc, "create", "intent"),
-                              fix=f"define it under intents: or use one of "
-                              f"{', '.join(sorted(intents)) or '(none defined)'}")
-                intent = intents[ref]
-            else:
-                intent = self._intent((*loc, "create", "intent"), ref)
-            return Create(key=value["key"], intent=intent)
+            where = (*loc, "create")
+            if ("intent" in value) == ("intents" in value):
+                raise err("a create needs exactly one of intent or intents", where,
+                          fix="write intent: <name> (or intents: [a, b] for a concurrent group "
+                          "whose copies alternate bodies under one key)")
+            refs = value["intents"] if "intents" in value else [value["intent"]]
+            chosen = []
+            for n, ref in enumerate(refs):
+                at = (*where, "intents", n) if "intents" in value else (*where, "intent")
+                if isinstance(ref, str):
+                    if ref not in intents:
+                        raise err(f"no intent named {ref!r}", at,
+                                  fix=f"define it under intents: or use one of "
+                                  f"{', '.join(sorted(intents)) or '(none defined)'}")
+                    chosen.append(intents[ref])
+                else:
+                    chosen.append(self._intent(at, ref))
+            return Create(key=value["key"], intent=chosen[0], others=tuple(chosen[1:]))
         if kind == "read":
             return Read(job=job_ref(value, (*loc, "read")))
         if kind == "attempts":
@@ -422,8 +474,19 @@ class _Builder:
                           reason=value.get("reason", "operator"))
         return Crash(attempt=attempt_ref(value, (*loc, "crash")))
 
-    def _check_expect(self, loc: tuple[str | int, ...], kind: str, expect: dict[str, Any]) -> None:
+    def _check_expect(self, loc: tuple[str | int, ...], kind: str, expect: dict[str, Any],
+                      jobs: set[str]) -> None:
         where = (*loc, "expect")
+        reuse = expect.get("reuse_of")
+        if reuse is not None and kind != "create":
+            raise self.src.error("expect.reuse_of belongs to a create step", (*where, "reuse_of"),
+                                 fix="remove reuse_of here; on a create it names the job whose "
+                                 "key this create sends again")
+        if reuse is not None and reuse not in jobs:
+            raise self.src.error(f"no earlier step saved a job named {reuse!r}",
+                                 (*where, "reuse_of"),
+                                 fix=f"write reuse_of: <a saved job> (saved so far: "
+                                 f"{', '.join(sorted(jobs)) or 'none'})")
         if kind != "attempt":
             for key in ("start", "succeeded", "timed_out"):
                 if key in expect:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 ProviderOutcome = Literal["result", "error", "hang"]
 
 # What each step kind needs from a target (DESIGN.md "Targets": capabilities).
-CAPABILITIES = ("jobs", "attempts", "timeouts", "hedge", "owners", "replicas")
+CAPABILITIES = ("jobs", "attempts", "timeouts", "hedge", "owners", "replicas", "conflicts")
 # Capabilities only a target profile can declare: a side-effect counter, a handler fault.
 OBSERVER_CAPABILITIES = ("side_effects", "handler_faults")
 # How the copies of a concurrent group arrive (harness.scenarios.arrivals).
@@ -45,10 +45,22 @@ class ProviderScript:
 
 @dataclass(frozen=True, slots=True)
 class Create:
-    """POST a job: ``concurrent`` identical requests at once when > 1."""
+    """POST a job: ``concurrent`` identical requests at once when > 1. With ``others`` (a
+    mixed group: ``intents: [a, b]``), copy *i* sends ``(intent, *others)[i % n]``: the same key
+    with other bodies in flight together."""
 
     key: str
     intent: IntentSpec
+    others: tuple[IntentSpec, ...] = ()
+
+    @property
+    def intents(self) -> tuple[IntentSpec, ...]:
+        return (self.intent, *self.others)
+
+    def intent_of_copy(self, copy: int) -> IntentSpec:
+        """The intent copy ``copy`` (0-based) of a concurrent group sends."""
+        intents = self.intents
+        return intents[copy % len(intents)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +196,12 @@ class Scenario:
     seed: int = 0
     schedule: tuple[str, ...] | None = None
     arrival: ArrivalSpec | None = None
+    #: checkers judged only when the run exercises them (``checkers_if_exercised:``): no
+    #: evidence is required of them (e.g. a mismatch that exists only under a bytes fingerprint)
+    optional_checkers: frozenset[str] = field(default_factory=frozenset)
+    #: what the loader noticed that breaks the oracle rule on someone else's service (an absolute
+    #: version), as ``file:line: message`` lines
+    warnings: tuple[str, ...] = ()
 
     @property
     def has_groups(self) -> bool:

@@ -66,6 +66,11 @@ def render_run(result: RunResult, *, replay: str | None = None) -> list[str]:
         return [f"{label:<9} {name}: {result.reason}"]
     lines = [f"{label:<9} {name}  ({len(result.history)} ops, {result.virtual_seconds:g} s "
              f"virtual in {result.elapsed_s * 1000:.0f} ms)"]
+    lines.extend(f"  warning: {w}" for w in result.warnings)
+    for unrun in result.unrun:
+        lines.append(f"  did not happen: {unrun['why']}")
+    if result.unrun and result.fix:
+        lines.append(f"    fix: {result.fix}")
     all_pairs = pairs(result.history)
     for check in result.checks:
         if check.verdict == "invalid":
@@ -76,6 +81,7 @@ def render_run(result: RunResult, *, replay: str | None = None) -> list[str]:
                              for p in _pairs_of(violation.ops, all_pairs))
         elif check.verdict == "unknown":
             lines.append(f"  unknown ({check.checker}): {'; '.join(check.unknowns)}")
+            lines.extend(f"    fix: {fix}" for fix in check.fixes)
     if replay and result.status in ("violated", "unknown"):
         lines.append(f"  replay: {replay}")
     return lines

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import ordered
 from harness.scenarios.history import pairs
 from harness.scenarios.render import LABELS, _pairs_of, format_pair
@@ -47,7 +46,7 @@ def render_trials(
     for failure, rates in ts.failures().items():
         checker, _, kind = failure.partition(":")
         lines.append(f"  FAILURE: {failure_title(failure)}  [{checker}]")
-        lines.append(f"    promise: {PROMISES.get(checker, checker)}")
+        lines.append(f"    promise: {ts.promise(checker)}")
         for pattern, rate in rates.items():
             shown = "" if pattern == SEQUENTIAL else f"{pattern}: "
             lines.append(f"    {shown}{rate.text}")
@@ -76,6 +75,7 @@ def render_trials(
             lines.append(f"    measure the rate again: {measure(first.arrival)}")
     for reason, n in sorted(ts.unknowns().items()):
         lines.append(f"  unknown ({n} of {runs} runs): {reason}")
+    lines.extend(f"    fix: {fix}" for fix in ts.fixes() if ts.unknowns())
     return lines
 
 
@@ -95,7 +95,7 @@ def trials_document(
             "checker": checker,
             "kind": kind or None,
             "title": failure_title(failure),
-            "promise": PROMISES.get(checker, checker),
+            "promise": ts.promise(checker),
             "rates": {p: {"failed": r.failed, "trials": r.trials, "text": r.text}
                       for p, r in rates.items()},
         }
@@ -124,4 +124,5 @@ def trials_document(
                      for p in ts.patterns},
         "failures": failures,
         "unknowns": dict(ts.unknowns()),
+        "fixes": ts.fixes() if ts.unknowns() else [],
     }

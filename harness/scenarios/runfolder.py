@@ -82,6 +82,9 @@ def results_document(result: RunResult, *, started: datetime, replay: str) -> di
         "virtual_seconds": result.virtual_seconds,
         "ops": len(result.history),
         "checks": [c.to_json() for c in result.checks],
+        "unrun": result.unrun,
+        "fix": result.fix,
+        "warnings": list(result.warnings),
         "replay": replay,
         **({"arrival": result.arrival, "arrivals": result.arrivals} if result.arrival else {}),
     }

@@ -7,7 +7,12 @@ barrier — and, with an arrival pattern other than ``burst``, spaced in real ti
 the completions sorted), because identical requests are interchangeable and the history must not
 depend on which thread the OS ran first. A target with a side-effect counter is read before and
 after the run (``side_effects`` ops). Checkers then judge the history
-(:mod:`harness.scenarios.checkers`).
+(:mod:`harness.scenarios.checkers`), each requiring the evidence it judges.
+
+No verdict without evidence: a step that could not run (the job or attempt it names was never
+bound, because the step that should have made it was refused) and an expected reply that never
+came are recorded in ``RunResult.unrun`` with the reason and the likely fix; such a run is at
+best ``unknown``, never ``passed``.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from harness.domain import payload_digest
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
 from harness.scenarios import arrivals
 from harness.scenarios.checkers import CheckResult, run_checkers, verdict_of
+from harness.scenarios.checkers.base import TOKENS_FIX
 from harness.scenarios.history import History, Op, OpType
 from harness.scenarios.model import (
     Cancel,
     Crash,
     Create,
     Fault,
+    IntentSpec,
     ListAttempts,
     ListRaces,
     Read,
@@ -78,6 +85,13 @@ class RunResult:
     folder: Any = None  # the run folder, once written
     arrival: str | None = None  # the arrival pattern of its concurrent groups (None: no group)
     arrivals: list[dict[str, Any]] = field(default_factory=list)  # each group's plan
+    #: scripted steps (or expected replies) that did not happen: ``{"step": n (1-based), "line",
+    #: "kind", "why", "fix"}``; any makes the run at best unknown
+    unrun: list[dict[str, Any]] = field(default_factory=list)
+    #: what the user can do about an unknown run (the first unrun step's fix), else None
+    fix: str | None = None
+    #: the scenario's oracle-rule warnings (absolute versions), when aimed at an HTTP target
+    warnings: tuple[str, ...] = ()
 
 
 def run_scenario(
@@ -115,8 +129,19 @@ def run_scenario(
         play = _Play(scenario, session, scheduler, history, run_id)
         play.target, play.seed, play.pattern = target, seed, base.arrival or "burst"
         play.run()
-    checks = run_checkers(scenario.checkers, history.ops)
+    checks = run_checkers(scenario.checkers, history.ops, terms=target.terms(),
+                          require_evidence=True, optional=scenario.optional_checkers)
     base.status = verdict_of(checks)
+    base.unrun = play.unrun + play.missing_replies()
+    if base.unrun:
+        if base.status == "passed":
+            base.status = "unknown"
+        if base.status == "unknown":
+            base.reason = "; ".join(u["why"] for u in base.unrun[:3]) + (
+                f" (and {len(base.unrun) - 3} more)" if len(base.unrun) > 3 else "")
+            base.fix = base.unrun[0]["fix"]
+    if target.kind == "http":
+        base.warnings = scenario.warnings
     base.checks, base.history, base.schedule = checks, history.ops, scheduler.schedule
     base.arrivals = play.plans
     base.virtual_seconds = scheduler.now
@@ -155,6 +180,13 @@ class _Play:
         self.target: Target | None = None
         self.seed, self.pattern = 0, "burst"
         self.plans: list[dict[str, Any]] = []
+        self.unrun: list[dict[str, Any]] = []
+        #: name → why the step that should have bound it did not (a refusal, no answer)
+        self.unbound: dict[str, tuple[str, str]] = {}
+        #: (step index, reply key) → recorded: which expected replies were seen
+        self.replied: set[tuple[int, str | None]] = set()
+        #: attempt name → why its worker stopped before its scripted replies
+        self.stopped: dict[str, tuple[str, str]] = {}
 
     # -- scheduling ---------------------------------------------------------------------------
     def run(self) -> None:
@@ -220,8 +252,10 @@ class _Play:
         n: int = 1,
         name_first: Callable[[Reply], None] | None = None,
         offsets_s: tuple[float, ...] | None = None,
+        copies: list[tuple[dict[str, Any], Callable[[], Reply]]] | None = None,
     ) -> list[Reply]:
-        """Invoke ``call`` (``n`` times at once), record the ops, return the replies."""
+        """Invoke ``call`` (``n`` times at once), record the ops, return the replies.
+        ``copies``: per copy, its own invoke value and call (a mixed group)."""
         if n == 1:
             invoke = self.history.invoke(process, f, value)
             reply = call()
@@ -230,16 +264,21 @@ class _Play:
             type_, result = self._judge(reply, on_ok)
             self.history.complete(invoke, type_, result)
             return [reply]
-        replies = concurrently(call, n, offsets_s)
-        replies.sort(key=lambda r: (_RANK[_type(r)], -r.status, r.code))
-        oks = [r for r in replies if r.ok]
-        if name_first and oks:
-            name_first(oks[0])
+        copies = copies or [(value, call)] * n
+        replies, _ = arrivals.send_copies(lambda i: copies[i][1](), offsets_s or (0.0,) * n)
+        first = sorted(range(n), key=lambda i: (_RANK[_type(replies[i])], -replies[i].status,
+                                                replies[i].code))
+        if name_first and replies[first[0]].ok:
+            name_first(replies[first[0]])  # before judging: the job gets the scenario's name
+        values = [_canon(v) for v, _ in copies]
         judged = [self._judge(r, on_ok) for r in replies]
-        order = sorted(range(n), key=lambda i: (_RANK[judged[i][0]],
+        # identical requests are interchangeable: a canonical order, whichever thread ran first
+        order = sorted(range(n), key=lambda i: (values[i], _RANK[judged[i][0]],
                                                 not judged[i][1].get("created"),
-                                                _canon(judged[i][1])))
-        invokes = [self.history.invoke(f"{process}/{i + 1}", f, value) for i in range(n)]
+                                                _canon(judged[i][1]), -replies[i].status,
+                                                replies[i].code))
+        invokes = [self.history.invoke(f"{process}/{k + 1}", f, copies[i][0])
+                   for k, i in enumerate(order)]
         for invoke, i in zip(invokes, order, strict=True):
             self.history.complete(invoke, *judged[i])
         return [replies[i] for i in order]
@@ -252,24 +291,64 @@ class _Play:
             return "ok", {**on_ok(reply), **reply_extras(reply, lease)}
         return _type(reply), {**error_value(reply, self.aliases), **reply_extras(reply, lease)}
 
-    @staticmethod
-    def _expect(step: Step, key: str | None = None) -> dict[str, Any]:
+    def _expect(self, step: Step, key: str | None = None) -> dict[str, Any]:
         if step.expect is None:
             return {}
         wanted = step.expect if key is None else step.expect.get(key)
         if wanted is None:
             return {}
+        self.replied.add((step.index, key))
         return {"expect": {} if wanted == "ok" else wanted}
 
+    # -- steps that did not happen -------------------------------------------------------------
+    def _where(self, step: Step) -> str:
+        line = f"line {step.line}, " if step.line else ""
+        return f"step {step.index + 1} ({line}{self._describe(step)[1]})"
+
+    def _refused(self, step: Step, reply: Reply, what: str = "") -> tuple[str, str]:
+        """Why ``step`` did not give the script what it needs, and the likely fix."""
+        answer = (f"got no answer ({reply.detail or reply.code})" if reply.status == 0
+                  else f"was refused {reply.status} {reply.code}")
+        return f"{self._where(step)}{what} {answer}", likely_fix(reply)
+
+    def _not_run(self, step: Step, name: str) -> None:
+        why, fix = self.unbound.get(name, (f"no earlier step bound {name!r}",
+                                           "check the scenario's save: and names"))
+        self.unrun.append({"step": step.index + 1, "line": step.line, "kind": step.kind,
+                           "why": f"{self._where(step)} did not run: {why}", "fix": fix})
+
+    def missing_replies(self) -> list[dict[str, Any]]:
+        """Expected replies of steps that ran but never came (a worker that stopped early)."""
+        out: list[dict[str, Any]] = []
+        not_run = {u["step"] for u in self.unrun}
+        for step in self.scenario.steps:
+            if not step.expect or step.index + 1 in not_run:
+                continue
+            attempt = isinstance(step.action, RunAttempt)
+            keys: list[str | None] = list(step.expect) if attempt else [None]
+            for key in keys:
+                if (step.index, key) in self.replied:
+                    continue
+                name = step.action.name if isinstance(step.action, RunAttempt) else ""
+                why, fix = self.stopped.get(name, ("it never happened", "see the history"))
+                what = f"its {key} reply" if key else "its answer"
+                out.append({"step": step.index + 1, "line": step.line, "kind": step.kind,
+                            "why": f"{self._where(step)}: {what} was expected but never came: "
+                                   f"{why}", "fix": fix})
+        return out
+
     # -- jobs ---------------------------------------------------------------------------------
+    def _fingerprint(self, intent: IntentSpec) -> str:
+        """The intent's fingerprint as the target compares intents (canonical JSON or bytes)."""
+        if self.target is not None and self.target.fingerprint_mode == "bytes":
+            return hashlib.sha256(intent.text.encode("utf-8")).hexdigest()
+        return intent.fingerprint
+
     def _create(self, step: Step, action: Create) -> None:
         intent = action.intent
         owner = step.actor
         key = f"{self.run_id}-{action.key}"
-        fingerprint = intent.fingerprint
-        if self.target is not None and self.target.fingerprint_mode == "bytes":
-            fingerprint = hashlib.sha256(intent.text.encode("utf-8")).hexdigest()
-        value = {"owner": owner, "key": action.key, "fingerprint": fingerprint,
+        value = {"owner": owner, "key": action.key, "fingerprint": self._fingerprint(intent),
                  "max_open_attempts": intent.max_open_attempts, **self._expect(step)}
 
         def on_ok(reply: Reply) -> dict[str, Any]:
@@ -284,9 +363,23 @@ class _Play:
         offsets = None
         if step.concurrent > 1:
             offsets = self._plan(step, value, on_ok).offsets_s
-        self._record(owner, "create", value,
-                     lambda: self.session.create_job(owner, key, intent.text),
-                     on_ok, n=step.concurrent, name_first=name_first, offsets_s=offsets)
+        copies = None
+        if action.others:
+            copies = [self._copy(step, action, value, key, i) for i in range(step.concurrent)]
+        replies = self._record(owner, "create", value,
+                               lambda: self.session.create_job(owner, key, intent.text),
+                               on_ok, n=step.concurrent, name_first=name_first,
+                               offsets_s=offsets, copies=copies)
+        if step.save and step.save not in self.jobs:
+            self.unbound[step.save] = self._refused(step, replies[0])
+
+    def _copy(self, step: Step, action: Create, value: dict[str, Any], key: str,
+              i: int) -> tuple[dict[str, Any], Callable[[], Reply]]:
+        """Copy ``i`` of a mixed group: its invoke value and its request."""
+        intent = action.intent_of_copy(i)
+        mine = {**value, "fingerprint": self._fingerprint(intent),
+                "max_open_attempts": intent.max_open_attempts}
+        return mine, partial(self.session.create_job, step.actor, key, intent.text)
 
     def _plan(self, step: Step, value: dict[str, Any],
               on_ok: Callable[[Reply], dict[str, Any]]) -> arrivals.ArrivalPlan:
@@ -317,7 +410,8 @@ class _Play:
     def _read(self, step: Step, job: str) -> None:
         raw = self.jobs.get(job)
         if raw is None:
-            return  # the job was never created: nothing to read
+            self._not_run(step, job)  # the job was never created: nothing to read
+            return
         owner = step.actor
         self._record(owner, "read", {"owner": owner, "job": job, **self._expect(step)},
                      lambda: self.session.get_job(owner, raw),
@@ -326,17 +420,23 @@ class _Play:
     def _list(self, step: Step, action: ListAttempts | ListRaces) -> None:
         raw = self.jobs.get(action.job)
         if raw is None:
+            self._not_run(step, action.job)
             return
         owner = step.actor
         key = "attempts" if isinstance(action, ListAttempts) else "races"
         call = self.session.list_attempts if key == "attempts" else self.session.list_races
-        self._record(owner, key, {"owner": owner, "job": action.job, **self._expect(step)},
+        value: dict[str, Any] = {"owner": owner, "job": action.job, **self._expect(step)}
+        digest = self.target.race_digest if self.target is not None else "none"
+        if key == "races" and digest != "none":
+            value["race_digest"] = digest  # the declared scheme: digests may be compared
+        self._record(owner, key, value,
                      lambda: call(owner, raw), lambda r: list_value(r.body, self.aliases, key))
 
     # -- a worker's attempt ---------------------------------------------------------------------
     def _start(self, step: Step, action: RunAttempt) -> None:
         raw_job = self.jobs.get(action.job)
         if raw_job is None:
+            self._not_run(step, action.job)
             return
         owner, process = step.actor, f"worker:{action.name}"
 
@@ -356,6 +456,9 @@ class _Play:
         if reply.ok and action.name in self.attempts:
             self.scheduler.at(self.scheduler.now, process, f"dispatch {action.name}",
                               partial(self._dispatch, step, action))
+        else:
+            self.unbound[action.name] = self.stopped[action.name] = self._refused(
+                step, reply, "'s start")
 
     def _event(self, step: Step, action: RunAttempt, f: str, body: dict[str, Any],
                extra: dict[str, Any]) -> Reply:
@@ -373,6 +476,7 @@ class _Play:
     def _dispatch(self, step: Step, action: RunAttempt) -> None:
         reply = self._event(step, action, "dispatched", {"type": "dispatched"}, {})
         if not reply.ok:
+            self.stopped[action.name] = self._refused(step, reply, "'s dispatched event")
             return
         now, process, provider = self.scheduler.now, f"worker:{action.name}", action.provider
         if provider.outcome != "hang":
@@ -405,7 +509,8 @@ class _Play:
     def _cancel(self, step: Step, action: Cancel) -> None:
         raw = self.attempts.get(action.attempt)
         if raw is None:
-            return  # the attempt never started
+            self._not_run(step, action.attempt)  # the attempt never started
+            return
         owner = step.actor
         value = {"owner": owner, "attempt": action.attempt, "reason": action.reason,
                  **self._expect(step)}
@@ -426,12 +531,37 @@ class _Play:
             self.history.complete(invoke, _type(reply), error_value(reply, self.aliases))
 
     def _crash(self, action: Crash) -> None:
+        self.stopped.setdefault(action.attempt, (f"its worker was crashed by the script "
+                                                 f"(crash: {action.attempt})",
+                                                 "expect no reply after a crash"))
         invoke = self.history.invoke("nemesis", "crash", {"attempt": action.attempt})
         dropped = self.scheduler.cancel_process(f"worker:{action.attempt}")
         self.timeouts.pop(action.attempt, None)
         self.history.complete(invoke, "info", {
             "attempt": action.attempt, "dropped": [e.what for e in dropped],
         })
+
+
+def likely_fix(reply: Reply) -> str:
+    """What the user most likely has to change when a step was refused like ``reply``."""
+    status = reply.status
+    if status == 0:
+        return ("no answer came: check that the service is up and that --target names it"
+                + ("" if reply.never_sent else ", and see the service's log"))
+    if status == 401:
+        return TOKENS_FIX
+    if status == 403:
+        return ("the service forbids this owner: check the tokens (--tokens-file) and the "
+                "service's permissions for them")
+    if status in (404, 405):
+        return ("the service does not serve this route: check the --target base URL, and the "
+                "operations (paths, methods) of --target-profile if its API differs from API.md")
+    if status in (400, 415, 422):
+        return ("the service rejected the request as sent: if its API differs from API.md, "
+                "describe it with --target-profile (paths, headers, body)")
+    if status >= 500:
+        return "the service failed: see its log (the answer is in the history)"
+    return "see the answer in the history, and the scenario's expect:"
 
 
 def _type(reply: Reply) -> OpType:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import loser_classes, merge
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
@@ -41,6 +42,11 @@ RATE_PHRASES = {
     "error_replay_follows_policy": "answered a retry after a handler error against the "
                                    "declared error policy",
     "mismatch_rejected_unchanged": "accepted another body under a used key",
+    "mismatch_rejected_unchanged:replayed_first": "silently replayed the first job for another "
+                                                  "body",
+    "mismatch_rejected_unchanged:new_job": "ran a new job for another body under a used key",
+    "mismatch_rejected_unchanged:refused_otherwise": "refused another body under a used key "
+                                                     "with the wrong answer",
     "scripted_outcomes": "broke a scripted expectation",
 }
 #: what each failure is called in a report
@@ -61,6 +67,11 @@ FAILURE_TITLES = {
     "identical_retry_replayed": "a retry after completion not answered as a replay",
     "error_replay_follows_policy": "a server error replayed against the declared error policy",
     "mismatch_rejected_unchanged": "another body accepted under a used key",
+    "mismatch_rejected_unchanged:replayed_first": "another body under a used key silently "
+                                                  "answered with the first job",
+    "mismatch_rejected_unchanged:new_job": "another body under a used key ran a new job",
+    "mismatch_rejected_unchanged:refused_otherwise": "another body under a used key refused "
+                                                     "with an unexpected answer",
 }
 
 
@@ -166,13 +177,33 @@ class TrialSet:
         return merge(loser_classes(r.history) for r in self.runs.get(pattern, []))
 
     def unknowns(self) -> Counter[str]:
-        """Why verdicts were unknown, with how many trials said so."""
+        """Why verdicts were unknown, with how many trials said so (a step that did not happen
+        counts too: such a run is unknown)."""
         reasons: Counter[str] = Counter()
         for run in self.all_runs:
             for check in run.checks:
                 if check.verdict == "unknown":
                     reasons.update({f"{check.checker}: {u}" for u in check.unknowns})
+            reasons.update({f"did not happen: {u['why']}" for u in run.unrun})
         return reasons
+
+    def fixes(self) -> list[str]:
+        """What the user can do about the unknowns, in the order first seen."""
+        found: dict[str, None] = {}
+        for run in self.all_runs:
+            for check in run.checks:
+                if check.verdict == "unknown":
+                    found.update(dict.fromkeys(check.fixes))
+            found.update(dict.fromkeys(u["fix"] for u in run.unrun))
+        return list(found)
+
+    def promise(self, checker: str) -> str:
+        """The promise of ``checker`` as the target's terms phrase it."""
+        for run in self.all_runs:
+            for check in run.checks:
+                if check.checker == checker:
+                    return check.promise
+        return PROMISES.get(checker, checker)
 
 
 def _broke(result: RunResult, failure: str) -> bool:

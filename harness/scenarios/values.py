@@ -116,8 +116,9 @@ def error_value(reply: Reply, aliases: Aliases) -> dict[str, Any]:
 
 
 def reply_extras(reply: Reply, lease_ms: int | None = None) -> dict[str, Any]:
-    """What a profile target adds to any answer: whether a create was marked a replay, the busy
-    answers retried before it (and the lease they are judged against), a 5xx body's start."""
+    """What a target adds to any answer: whether a create was marked a replay, the busy answers
+    retried before it (and the lease they are judged against), a 5xx body's start, and whether
+    the request had to be sent again on a new connection (``resent``: why)."""
     extras: dict[str, Any] = {}
     if reply.replayed is not None:
         extras["replayed"] = reply.replayed
@@ -128,4 +129,6 @@ def reply_extras(reply: Reply, lease_ms: int | None = None) -> dict[str, Any]:
             extras["lease_ms"] = lease_ms
     if reply.excerpt:
         extras["body"] = reply.excerpt
+    if reply.resent:
+        extras["resent"] = reply.resent  # a client-side artefact, repaired: see targets.transport
     return extras

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -12,18 +12,35 @@ from harness.domain import Intent, InvalidIntent, StoreError
 from harness.domain.errors import MissingExtra
 from harness.domain.redaction import dsn_secrets, redact, register_dsn
 from harness.store.queries import migrations
-from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, random_ids
+from harness.store.sqlstore import CursorTx, IdFactory, Row, SqlStore, Tx, random_ids
 
 try:  # the `postgres` extra
     import psycopg
+    from psycopg.pq import ExecStatus
     from psycopg.rows import dict_row
     from psycopg.types.json import Json, Jsonb
     from psycopg_pool import ConnectionPool
+
+    _TUPLES_OK = ExecStatus.TUPLES_OK
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
 
 _PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 _MIGRATION_LOCK = 0x66_68_61_72  # "fhar": serialises concurrent migrators (replicas)
+
+
+class PgTx(CursorTx):
+    """A transaction on a psycopg connection: rows only when the statement returned some,
+    read from the result's status (``cursor.description`` builds a Column per column: a
+    fifth of a create's client time)."""
+
+    def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
+        cursor = self.conn.execute(self.queries[name], params)
+        if not hasattr(cursor, "pgresult"):  # a stand-in cursor (explore's gated sessions)
+            return self._rows(cursor), cursor.rowcount
+        result = cursor.pgresult
+        rows = cursor.fetchall() if result is not None and result.status == _TUPLES_OK else []
+        return rows, cursor.rowcount
 
 
 def to_pyformat(sql: str) -> str:
@@ -67,7 +84,7 @@ class PostgresStore(SqlStore):
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
         try:
             with self.pool.connection() as conn, conn.transaction():
-                yield CursorTx(conn, self.queries)
+                yield PgTx(conn, self.queries)
         except psycopg.Error as exc:
             raise self._wrap(exc) from None
 
@@ -76,10 +93,10 @@ class PostgresStore(SqlStore):
         try:
             with self.pool.connection() as conn:
                 if conn.autocommit:
-                    yield CursorTx(conn, self.queries)
+                    yield PgTx(conn, self.queries)
                 else:  # a session someone else configured (explore's): keep it transactional
                     with conn.transaction():
-                        yield CursorTx(conn, self.queries)
+                        yield PgTx(conn, self.queries)
         except psycopg.Error as exc:
             raise self._wrap(exc) from None
 

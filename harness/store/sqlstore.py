@@ -78,8 +78,11 @@ class CursorTx(Tx):
 
     def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
         cursor = self.conn.execute(self.queries[name], params)
-        rows = cursor.fetchall() if cursor.description else []
-        return rows, cursor.rowcount
+        return self._rows(cursor), cursor.rowcount
+
+    @staticmethod
+    def _rows(cursor: Any) -> list[Row]:
+        return cursor.fetchall() if cursor.description else []
 
 
 class SqlStore(ABC):

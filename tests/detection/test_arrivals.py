@@ -94,8 +94,8 @@ checkers: [one_job_per_intent]
      "arrival patterns apply to concurrent creates", "add concurrent: N to a create step"),
     ("arrival: {patterns: [trickle]}\nsteps: [{at: 0, create: {key: k, intent: i}}]\n", 3,
      "'trickle' is not allowed here", "write one of: burst, staggered, straddle"),
-    ("steps: [{at: 0, fault: crash_everything}]\n", 3, "'crash_everything' is not allowed",
-     "write one of: handler_error"),
+    ("steps: [{at: 0, fault: crash everything}]\n", 3, "\"crash everything\": 'crash "
+     "everything' does not match", "fault: handler_error  (the profile's default handler fault)"),
 ])
 def test_a_wrong_arrival_or_fault_names_the_line(
         write_scenario: Callable[[str, str], Path], text: str, line: int, problem: str,

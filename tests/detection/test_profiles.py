@@ -23,7 +23,7 @@ def test_the_example_profiles_load() -> None:
     jobs = load_profile(PROFILE)
     assert (jobs.lease_s, jobs.on_handler_error, jobs.fingerprint) == (0.5, "retry", "canonical")
     assert jobs.side_effects is not None and jobs.side_effects.http is not None
-    assert jobs.faults is not None and jobs.faults.handler_error.path == "/_faults/fail-next"
+    assert jobs.faults is not None and jobs.faults["handler_error"].path == "/_faults/fail-next"
     sql = load_profile(SQL_PROFILE)
     assert sql.side_effects is not None and sql.side_effects.sql is not None
     assert sql.side_effects.sql.url_env == "JOBS_DB"
@@ -90,4 +90,4 @@ def test_a_password_in_a_counter_url_never_reaches_the_report(
     with pytest.raises(ConfigError) as caught:
         run_scenario(detection["replay_fidelity"], target)
     assert "s3cret-canary" not in str(caught.value)
-    assert "postgresql://harness:***@127.0.0.1:9/jobs" in caught.value.message
+    assert "postgresql://harness:[REDACTED]@127.0.0.1:9/jobs" in caught.value.message

@@ -20,6 +20,9 @@ from harness.providers.fake import FakeProvider
 from harness.providers.fake_server import FakeServer
 
 SHIPPED = Path(__file__).resolve().parents[2] / "contracts" / "ticket_triage"
+# certify options for tests: no progress bar, and a concurrency a loaded 2-core machine keeps
+# (64 connects at once to a fake served from this process can time out under load)
+QUIET = ("--no-progress", "--concurrency", "8")
 KEY_ENV = "GATEWAY_TEST_KEY"  # the fakes accept any key; the variable must exist
 
 

@@ -12,7 +12,7 @@ from harness.contracts.fakes import golden_answer
 from harness.contracts.loader import load_contracts
 from harness.providers.fake import FakeProvider
 from harness.providers.fake_server import FakeServer
-from tests.gateways.conftest import Gateway
+from tests.gateways.conftest import QUIET, Gateway
 from tests.gateways.litellm_proxy import MASTER_KEY
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ def _certify_fallback(gateway: Gateway, lock: Path) -> None:
         server.start()
     try:
         assert main(["certify", "--providers", str(gateway.config), "--contract-map", MAP,
-                     "--provider", "drill-fallback", "--lock", str(lock), "--no-progress",
+                     "--provider", "drill-fallback", "--lock", str(lock), *QUIET,
                      "--report", str(lock.parent / "cert.md")]) == 0
     finally:
         for server in servers:

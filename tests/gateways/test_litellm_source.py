@@ -13,7 +13,7 @@ from harness.gateways.litellm_config import read_litellm_config
 from harness.gateways.source import GatewayProviders, load_litellm_providers
 from harness.providers.config import load_providers
 from harness.providers.fake_server import FakeServer
-from tests.gateways.conftest import KEY_ENV, LiteLLMProject, deployment
+from tests.gateways.conftest import KEY_ENV, QUIET, LiteLLMProject, deployment
 
 CONFIG = """\
 model_list:
@@ -161,7 +161,7 @@ def test_certified_and_gated_with_no_providers_yaml(
     config = _two_deployments(project, golden_fakes)
     assert not (project.root / "providers.yaml").exists()
     assert project.cli("gate", "--providers", f"litellm:{config}") == 3  # nothing certified yet
-    assert project.cli("certify", "--providers", f"litellm:{config}", "--no-progress") == 0
+    assert project.cli("certify", "--providers", f"litellm:{config}", *QUIET) == 0
     lock = json.loads(project.lock.read_text())
     assert {c["provider"] for c in lock["certifications"]} == {"triage", "triage-fallback"}
     assert all(c["verdict"] == "eligible" for c in lock["certifications"])
@@ -187,7 +187,7 @@ def test_certified_and_gated_with_no_providers_yaml(
 
     # Certified, and it turns out ineligible (it adds a key the schema does not name) → 1.
     assert project.cli("certify", "--providers", str(config), "--provider", "cheap",
-                       "--no-progress") == 1
+                       *QUIET) == 1
     capsys.readouterr()
     assert project.cli("gate", "--providers", str(config)) == 1
     out = capsys.readouterr().out
@@ -201,7 +201,7 @@ def test_a_changed_deployment_is_stale(
 ) -> None:
     project = litellm_project
     config = _two_deployments(project, golden_fakes)
-    assert project.cli("certify", "--providers", str(config), "--no-progress") == 0
+    assert project.cli("certify", "--providers", str(config), *QUIET) == 0
     project.write(
         [deployment("triage", "openai/gpt-4o-mini", f"{golden_fakes['openai'].url}/v1"),
          deployment("triage-fallback", "anthropic/claude-3-5-haiku", golden_fakes["anthropic"].url,

@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -234,25 +233,16 @@ def judge(tokens_file: Path) -> Judge:
     return run
 
 
-def evidence(ts: TrialSet, limit: int = 3) -> str:
-    """Why a trial set did not pass: each non-valid check of the first runs, with its ops."""
-    lines = [f"{ts.scenario.name}: {ts.status} ({ts.reason or ''})"]
-    shown = 0
-    for run in ts.all_runs:
-        bad = [c for c in run.checks if c.verdict != "valid"]
-        if not bad:
-            continue
-        shown += 1
-        lines.append(f"run seed={run.seed} arrival={run.arrival}: {run.status}")
-        for check in bad:
-            lines.append(f"  {check.checker}: {check.verdict}")
-            lines += [f"    unknown: {u}" for u in check.unknowns]
-            for violation in check.violations:
-                lines.append(f"    violation: {_text(violation)}")
-        if shown >= limit:
-            break
+def evidence(ts: TrialSet, limit: int = 2) -> str:
+    """Why a trial set did not pass, as the CLI prints it: each broken promise or unknown of the
+    first runs that were not passed, with the history lines that show it."""
+    from harness.scenarios.render import format_op, render_run
+
+    lines = [f"{ts.scenario.name}: {ts.status}" + (f" ({ts.reason})" if ts.reason else "")]
+    failing = [run for run in ts.all_runs if run.status != "passed"][:limit]
+    for run in failing:
+        lines.append(f"-- seed {run.seed}, arrival {run.arrival}:")
+        lines += render_run(run)
+        refused = [op for op in run.history if op.type in ("fail", "info")][:6]
+        lines += ["  refused or unanswered:", *(f"    {format_op(op)}" for op in refused)]
     return "\n".join(lines)
-
-
-def _text(violation: Any) -> str:
-    return str(getattr(violation, "message", violation))

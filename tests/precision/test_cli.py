@@ -13,14 +13,9 @@ import pytest
 from tests.precision.conftest import ROOT, Fleet
 from tests.precision.services_registry import CONFORMANT
 
-SHIPPED_VERDICTS = ("harness: absolute versions and the harness's own race digest in the shipped "
-                    "scenarios (see test_conformant.py) make the run exit 1")
-
 
 @pytest.mark.parametrize("service", [
-    pytest.param(name, id=name, marks=[
-        *([pytest.mark.postgres] if spec.postgres else []),
-        pytest.mark.xfail(strict=True, reason=SHIPPED_VERDICTS)])
+    pytest.param(name, id=name, marks=[pytest.mark.postgres] if spec.postgres else [])
     for name, spec in CONFORMANT.items()])
 def test_scenarios_run_exits_0(service: str, fleet: Fleet, tokens_file: Path,
                                tmp_path: Path) -> None:

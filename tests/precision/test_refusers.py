@@ -19,10 +19,7 @@ VACUOUS = ("harness: vacuous pass — the run stops after the first refused step
            "checker is valid on the empty history")
 # scenario → the statuses whose refusers it passes today
 PASSING_TODAY: dict[str, tuple[int, ...]] = {
-    name: REFUSER_STATUSES for name in (
-        "cancel_then_late_result", "crash_mid_attempt", "hedge_bound",
-        "late_result_after_completion", "timeout_unknown", "timeout_while_still_running",
-        "triple_click_across_replicas", "replay_fidelity")}
+    name: REFUSER_STATUSES for name in ("triple_click_across_replicas",)}
 KNOWN = {(f"refuses-{status}", scenario): VACUOUS
          for scenario, statuses in PASSING_TODAY.items() for status in statuses}
 

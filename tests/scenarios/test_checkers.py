@@ -48,7 +48,8 @@ def test_mismatch_rejected_unchanged(history: HistoryBuilder) -> None:
     assert check("mismatch_rejected_unchanged", history).verdict == "valid"
     accepted = HistoryBuilder().create("job", created=True).create("job", fp="F2")
     result = check("mismatch_rejected_unchanged", accepted)
-    assert result.verdict == "invalid" and "instead of 409" in result.violations[0].message
+    assert result.verdict == "invalid"
+    assert "instead of answering 409" in result.violations[0].message
     wrong_code = HistoryBuilder().create("job", created=True).create(
         None, fp="F2", type_="fail", error="conflict")
     assert check("mismatch_rejected_unchanged", wrong_code).verdict == "invalid"

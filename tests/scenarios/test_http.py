@@ -63,7 +63,9 @@ def test_the_http_history_is_the_in_process_history(
         open_targets: Opener, shipped: dict[str, Scenario],
         sqlite_replicas: tuple[str, Path]) -> None:
     urls, tokens = sqlite_replicas
-    http, local = open_targets(urls, tokens_file=tokens), open_targets("sqlite")
+    # serve digests lost payloads like the in-process store; declared, races carry the scheme
+    http = open_targets(urls, tokens_file=tokens, race_digest="sha256-rfc8785")
+    local = open_targets("sqlite")
     for name in SEED_FOUR:
         over_http = [op.to_line() for op in run_scenario(shipped[name], http).history]
         in_process = [op.to_line() for op in run_scenario(shipped[name], local).history]

@@ -74,9 +74,11 @@ def test_a_profiled_service_is_judged_like_any_other(
     unread = run_scenario(shipped["double_click"], target).checks[-1]
     assert unread.checker == "scripted_outcomes"
     assert unread.unknowns == ("op 18 (read): the target does not answer 'version'",)
-    assert statuses["triple_click_across_replicas"] == "passed"
+    # one URL is one process: the replica scenario would pass vacuously
+    assert statuses["triple_click_across_replicas"] == "not_applicable"
     attempts = {n for n, s in shipped.items() if "attempts" in s.requires}
-    assert {n for n, st in statuses.items() if st == "not_applicable"} == attempts
+    assert {n for n, st in statuses.items() if st == "not_applicable"} == {
+        *attempts, "triple_click_across_replicas"}
 
 
 def test_in_flight_answers_are_retried_until_the_same_job(

@@ -7,7 +7,7 @@ the run's status: ``violated`` if any is invalid, else ``unknown`` if any is unk
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from harness.scenarios.checkers import (  # noqa: F401 - register
     attempts,
@@ -21,18 +21,32 @@ from harness.scenarios.checkers import (  # noqa: F401 - register
 )
 from harness.scenarios.checkers.base import (
     CHECKERS,
+    DEFAULT_TERMS,
+    EVIDENCE,
     PROMISES,
     Checker,
     CheckResult,
+    Evidence,
     Verdict,
     Violation,
+    promise_text,
 )
 from harness.scenarios.history import Op
 
 
-def run_checkers(names: Iterable[str], history: Sequence[Op]) -> list[CheckResult]:
-    """Run the named checkers on ``history``, in the order given."""
-    return [CHECKERS[name](history) for name in names]
+def run_checkers(
+    names: Iterable[str],
+    history: Sequence[Op],
+    *,
+    terms: Mapping[str, str] | None = None,
+    require_evidence: bool = False,
+    optional: Collection[str] = (),
+) -> list[CheckResult]:
+    """Run the named checkers on ``history``, in the order given. ``terms`` names the target's
+    answers in promises and messages; with ``require_evidence``, a checker (other than those in
+    ``optional``) whose evidence the history lacks is unknown."""
+    return [CHECKERS[name](history, terms, require_evidence and name not in optional)
+            for name in names]
 
 
 def verdict_of(results: Iterable[CheckResult]) -> str:
@@ -47,11 +61,15 @@ def verdict_of(results: Iterable[CheckResult]) -> str:
 
 __all__ = [
     "CHECKERS",
+    "DEFAULT_TERMS",
+    "EVIDENCE",
     "PROMISES",
     "CheckResult",
     "Checker",
+    "Evidence",
     "Verdict",
     "Violation",
+    "promise_text",
     "run_checkers",
     "verdict_of",
 ]

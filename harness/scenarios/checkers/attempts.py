@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from harness.scenarios.checkers.base import (
+    Evidence,
     Findings,
     attempt_jobs,
     checker,
@@ -26,8 +27,30 @@ def _closes(items: list[Pair]) -> dict[str, list[Pair]]:
     return found
 
 
+def _later_starts(items: list[Pair]) -> int:
+    """Starts answered on a job that already had a started attempt."""
+    first: dict[str, int] = {}
+    count = 0
+    for pair in of(items, "start"):
+        job = str(pair.invoke.value.get("job"))
+        if job in first and pair.type != "info" and pair.invoke.index > first[job]:
+            count += 1
+        if ok(pair) and pair.completion is not None:
+            first.setdefault(job, pair.completion.index)
+    return count
+
+
+def _starts_after_completion(items: list[Pair]) -> int:
+    done = _completed(items)
+    return sum(1 for p in of(items, "start") if p.type != "info"
+               and (d := done.get(str(p.invoke.value["job"]))) is not None
+               and d.completion is not None and d.completion.index < p.invoke.index)
+
+
 @checker("a timeout leaves the attempt unknown — never failed — the job running, and the "
-         "attempt's slot held until it is resolved or cancelled")
+         "attempt's slot held until it is resolved or cancelled",
+         Evidence("timeout (an attempt's timed_out event answered)",
+                  lambda items: sum(1 for p in of(items, "timed_out") if ok(p))))
 def timeout_unknown_blocks(items: list[Pair], found: Findings) -> None:
     known = jobs(items)
     attempt_to_job = attempt_jobs(items)
@@ -70,7 +93,8 @@ def timeout_unknown_blocks(items: list[Pair], found: Findings) -> None:
 
 
 @checker("at most one open attempt per job — two with an explicit hedge — until one is "
-         "resolved (crashed and timed-out attempts stay open)")
+         "resolved (crashed and timed-out attempts stay open)",
+         Evidence("second start on one job, answered", _later_starts))
 def open_attempts_bounded(items: list[Pair], found: Findings) -> None:
     known = jobs(items)
     closes = _closes(items)
@@ -97,8 +121,8 @@ def open_attempts_bounded(items: list[Pair], found: Findings) -> None:
                             f"allows {cap})", [*blockers, start])
 
 
-@checker("a job that succeeded refuses new attempts (409 job_completed)")
-def completed_job_refuses_attempts(items: list[Pair], found: Findings) -> None:
+def _completed(items: list[Pair]) -> dict[str, Pair]:
+    """Job alias → the first op that showed it succeeded (a won claim, or a read)."""
     attempt_to_job = attempt_jobs(items)
     completed: dict[str, Pair] = {}
     for pair in items:
@@ -115,6 +139,13 @@ def completed_job_refuses_attempts(items: list[Pair], found: Findings) -> None:
             if held is None or held.completion is None or \
                     pair.completion.index < held.completion.index:
                 completed[job] = pair
+    return completed
+
+
+@checker("a job that succeeded refuses new attempts (409 job_completed)",
+         Evidence("start on a job that had succeeded, answered", _starts_after_completion))
+def completed_job_refuses_attempts(items: list[Pair], found: Findings) -> None:
+    completed = _completed(items)
     for start in of(items, "start"):
         done = completed.get(str(start.invoke.value["job"]))
         if done is None or done.completion is None or done.completion.index > start.invoke.index:

@@ -2,18 +2,39 @@
 
 A checker is a pure function of the history (no target, no I/O): it returns ``valid``,
 ``invalid`` (with the violations and the ops that show them) or ``unknown`` (an indeterminate op
-hides the answer). Checkers are named for the promise they guard.
+hides the answer, or the history lacks what the checker judges). Checkers are named for the
+promise they guard.
+
+No verdict without evidence: each checker declares what it must have seen (:class:`Evidence`: a
+claim, a timeout, a duplicate…). Run with ``require_evidence`` (the scenario runner does), a
+checker whose evidence the history lacks is ``unknown`` — never ``valid`` on an empty history.
+An answer ``401`` is the service refusing *our* credentials, not evidence against it: a violation
+that rests on one is reported unknown, with the fix (check ``--tokens-file``).
+
+Promise texts and messages name the target's own answers (``terms``: a profile declaring ``422``
+for a reused key is told ``422``, not API.md's ``409``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from harness.scenarios.history import Op, Pair, pairs
 
 Verdict = Literal["valid", "invalid", "unknown"]
+
+#: how the checkers name a target's answers, by default (API.md); a profile replaces them
+DEFAULT_TERMS: dict[str, str] = {
+    "conflict": "409 idempotency_key_reused",
+    "replay_mark": "Idempotent-Replayed: true",
+    "locked": "423/429",
+    "in_flight": "the declared in-progress answer",
+}
+UNAUTHENTICATED = 401
+TOKENS_FIX = ("check --tokens-file (or HARNESS_TOKENS): every owner needs a token the service "
+              "accepts (and a profile's auth: header, if it has one)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,30 +55,46 @@ class Violation:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """A checker's verdict on one history."""
+    """A checker's verdict on one history.
+
+    ``unknowns``: why the verdict is unknown (reasons, one per finding); ``fixes``: what the
+    user can do about it (deduplicated). ``evidence``: what the checker must have seen to judge
+    (None: it judges whatever the history shows); ``seen``: how many ops of it the history held.
+    """
 
     checker: str
     promise: str
     verdict: Verdict
     violations: tuple[Violation, ...] = ()
     unknowns: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()
+    evidence: str | None = None
+    seen: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "checker": self.checker,
             "promise": self.promise,
             "verdict": self.verdict,
             "violations": [v.to_json() for v in self.violations],
             "unknowns": list(self.unknowns),
         }
+        if self.fixes:
+            data["fixes"] = list(self.fixes)
+        if self.evidence is not None:
+            data["evidence"] = {"needs": self.evidence, "seen": self.seen}
+        return data
 
 
 @dataclass
 class Findings:
-    """What a checker body collects: violations, and reasons the verdict may be unknown."""
+    """What a checker body collects: violations, and reasons the verdict may be unknown (with
+    what to do about them). ``terms`` names the target's answers (see :data:`DEFAULT_TERMS`)."""
 
     violations: list[Violation] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+    terms: Mapping[str, str] = field(default_factory=lambda: DEFAULT_TERMS)
 
     def violation(self, message: str, *groups: Pair | Op | Sequence[Pair | Op],
                   kind: str = "") -> None:
@@ -68,38 +105,111 @@ class Findings:
                 indices.update(item.indices if isinstance(item, Pair) else [item.index])
         self.violations.append(Violation(message, tuple(sorted(indices)), kind))
 
-    def unknown(self, reason: str) -> None:
+    def unknown(self, reason: str, fix: str | None = None) -> None:
         self.unknowns.append(reason)
+        if fix and fix not in self.fixes:
+            self.fixes.append(fix)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a checker must have seen to judge: ``what`` (a phrase: "a claim answered won or
+    lost"), and ``count(pairs)``: how many ops of it the history holds."""
+
+    what: str
+    count: Callable[[list[Pair]], int]
 
 
 Body = Callable[[list[Pair], Findings], None]
-Checker = Callable[[Sequence[Op]], CheckResult]
+
+
+class Checker(Protocol):
+    """``checker(history, terms=None, require_evidence=False) -> CheckResult``."""
+
+    __name__: str
+
+    def __call__(self, history: Sequence[Op], terms: Mapping[str, str] | None = None,
+                 require_evidence: bool = False) -> CheckResult: ...
+
+
 CHECKERS: dict[str, Checker] = {}
-PROMISES: dict[str, str] = {}
+PROMISES: dict[str, str] = {}  # the promise texts in API.md's terms
+EVIDENCE: dict[str, Evidence | None] = {}
 
 
-def checker(promise: str) -> Callable[[Body], Checker]:
-    """Register ``body(pairs, findings)`` as the checker named after the function."""
+def promise_text(name: str, terms: Mapping[str, str] | None = None) -> str:
+    """The promise of checker ``name``, naming the target's answers."""
+    return TEMPLATES[name].format_map({**DEFAULT_TERMS, **(terms or {})})
+
+
+TEMPLATES: dict[str, str] = {}
+
+
+def checker(promise: str, needs: Evidence | None = None) -> Callable[[Body], Checker]:
+    """Register ``body(pairs, findings)`` as the checker named after the function; ``promise``
+    may name the target's answers (``{conflict}``, ``{replay_mark}``, ``{locked}``…)."""
 
     def register(body: Body) -> Checker:
         name = body.__name__
 
-        def check(history: Sequence[Op]) -> CheckResult:
-            found = Findings()
-            body(pairs(history), found)
+        def check(history: Sequence[Op], terms: Mapping[str, str] | None = None,
+                  require_evidence: bool = False) -> CheckResult:
+            words = {**DEFAULT_TERMS, **(terms or {})}
+            found = Findings(terms=words)
+            items = pairs(history)
+            body(items, found)
+            _not_evidence_if_unauthenticated(items, found)
+            seen = needs.count(items) if needs is not None else None
+            if require_evidence and needs is not None and not seen and not found.violations:
+                found.unknown(f"saw no {needs.what}: there was nothing to judge",
+                              "see which step did not happen (the run's unknowns), or list this "
+                              "checker under checkers_if_exercised: when the scenario only "
+                              "sometimes exercises it")
             verdict: Verdict = (
                 "invalid" if found.violations else "unknown" if found.unknowns else "valid"
             )
-            return CheckResult(name, promise, verdict, tuple(found.violations),
-                               tuple(found.unknowns))
+            return CheckResult(name, promise.format_map(words), verdict, tuple(found.violations),
+                               tuple(found.unknowns), tuple(found.fixes),
+                               needs.what if needs is not None else None, seen)
 
         check.__name__ = name
         check.__doc__ = promise
         CHECKERS[name] = check
-        PROMISES[name] = promise
+        TEMPLATES[name] = promise
+        PROMISES[name] = promise.format_map(DEFAULT_TERMS)
+        EVIDENCE[name] = needs
         return check
 
     return register
+
+
+def _not_evidence_if_unauthenticated(items: list[Pair], found: Findings) -> None:
+    """A violation resting on a 401 answer (one the scenario did not expect) becomes unknown:
+    the service refused our credentials, which says nothing about its promises."""
+    refused = {p.completion.index: p for p in items
+               if p.completion is not None and p.type == "fail"
+               and p.value.get("status") == UNAUTHENTICATED
+               and (p.invoke.value.get("expect") or {}).get("error") != "unauthenticated"}
+    if not refused:
+        return
+    kept = []
+    for violation in found.violations:
+        hit = [refused[i] for i in violation.ops if i in refused]
+        if not hit:
+            kept.append(violation)
+            continue
+        first = hit[0]
+        who = first.invoke.value.get("owner")
+        found.unknown(f"op {first.invoke.index} ({first.invoke.f}"
+                      + (f" as {who}" if who else "") + ") was refused 401 unauthenticated: "
+                      "not evidence against the service", TOKENS_FIX)
+    found.violations[:] = kept
+
+
+# -- evidence -------------------------------------------------------------------------------------
+def answered(items: list[Pair], *fs: str) -> int:
+    """How many ops of ``fs`` got a definite answer (ok or fail)."""
+    return sum(1 for p in of(items, *fs) if p.type in ("ok", "fail"))
 
 
 # -- facts ---------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.scenarios.checkers.base import (
+    Evidence,
     Findings,
     attempt_jobs,
     checker,
@@ -10,6 +11,10 @@ from harness.scenarios.checkers.base import (
     ok,
 )
 from harness.scenarios.history import Pair
+
+#: the race digest scheme under which ``payload_sha256`` may be compared with our own digest
+#: of the result (the reference store's); any other, or none declared: races are matched by id
+DIGEST_SCHEME = "sha256-rfc8785"
 
 
 def _winners(items: list[Pair]) -> dict[str, list[Pair]]:
@@ -38,7 +43,62 @@ def _after(items: list[Pair], pair: Pair) -> list[Pair]:
     return [p for p in items if p.invoke.index > end]
 
 
-@checker("one winner per job: at most one attempt's claim wins, and the job names that winner")
+def _claims(items: list[Pair]) -> int:
+    return sum(1 for p in of(items, "succeeded") if ok(p) and p.value.get("outcome"))
+
+
+def _late(items: list[Pair]) -> list[tuple[Pair, str, Pair | None, Pair | None]]:
+    """Each late result: (the result, its job, the first winner if another won before it, the
+    cancel if it came after its attempt was cancelled)."""
+    attempt_to_job = attempt_jobs(items)
+    winners = _winners(items)
+    cancelled = {str(p.invoke.value["attempt"]): p for p in of(items, "cancelled") if ok(p)}
+    out = []
+    for result in of(items, "succeeded"):
+        attempt = str(result.invoke.value["attempt"])
+        job = attempt_to_job.get(attempt)
+        if job is None:
+            continue
+        first = winners.get(job, [None])[0]
+        by_other = (first is not None and first.invoke.value["attempt"] != attempt
+                    and first.completion is not None
+                    and first.completion.index < result.invoke.index)
+        cancel = cancelled.get(attempt)
+        after_cancel = cancel is not None and cancel.completion is not None and \
+            cancel.completion.index < result.invoke.index
+        if by_other or after_cancel:
+            out.append((result, job, first if by_other else None,
+                        cancel if after_cancel else None))
+    return out
+
+
+def _cancelled_results(items: list[Pair]) -> int:
+    cancelled = {str(p.invoke.value["attempt"]): p for p in of(items, "cancelled") if ok(p)}
+    return sum(1 for p in of(items, "succeeded") if p.type != "info"
+               and (c := cancelled.get(str(p.invoke.value.get("attempt")))) is not None
+               and c.completion is not None and c.completion.index < p.invoke.index)
+
+
+def _reads_after_win(items: list[Pair]) -> int:
+    won = [p for p in of(items, "succeeded") if ok(p) and p.value.get("outcome") == "won"]
+    if not won:
+        return 0
+    first = min(p.completion.index for p in won if p.completion is not None)
+    return sum(1 for p in of(items, "read") if ok(p) and p.invoke.index > first)
+
+
+def _versions_seen(items: list[Pair]) -> int:
+    """Versions a job showed, beyond its first: a second one is needed to see a rise."""
+    counts: dict[str, int] = {}
+    for pair in of(items, "create", "read"):
+        if ok(pair) and isinstance(pair.value.get("version"), int):
+            job = str(pair.value.get("job"))
+            counts[job] = counts.get(job, 0) + 1
+    return sum(n - 1 for n in counts.values())
+
+
+@checker("one winner per job: at most one attempt's claim wins, and the job names that winner",
+         Evidence("claim (an attempt's result answered won or lost)", _claims))
 def one_winner_per_job(items: list[Pair], found: Findings) -> None:
     for job, won in _winners(items).items():
         names = sorted({str(p.invoke.value["attempt"]) for p in won})
@@ -52,7 +112,8 @@ def one_winner_per_job(items: list[Pair], found: Findings) -> None:
                                 [won[0], read])
 
 
-@checker("a cancelled attempt never wins: its late result loses and it stays cancelled")
+@checker("a cancelled attempt never wins: its late result loses and it stays cancelled",
+         Evidence("result of a cancelled attempt, answered", _cancelled_results))
 def cancelled_never_wins(items: list[Pair], found: Findings) -> None:
     attempt_to_job = attempt_jobs(items)
     for cancel in of(items, "cancelled"):
@@ -78,26 +139,13 @@ def cancelled_never_wins(items: list[Pair], found: Findings) -> None:
 
 
 @checker("a late result is discarded and recorded: it loses, the job keeps the winner's "
-         "result, and the race is listed")
+         "result, and the race is listed (found by the attempt's id)",
+         Evidence("late result (after another attempt won, or after a cancel), answered",
+                  lambda items: sum(r.type != "info" for r, *_ in _late(items))))
 def late_result_discarded_recorded(items: list[Pair], found: Findings) -> None:
-    attempt_to_job = attempt_jobs(items)
-    winners = _winners(items)
-    cancelled = {str(p.invoke.value["attempt"]): p for p in of(items, "cancelled") if ok(p)}
-    for result in of(items, "succeeded"):
+    for result, job, first, cancel in _late(items):
         attempt = str(result.invoke.value["attempt"])
-        job = attempt_to_job.get(attempt)
-        if job is None:
-            continue
-        first = winners.get(job, [None])[0]
-        by_other = (first is not None and first.invoke.value["attempt"] != attempt
-                    and first.completion is not None
-                    and first.completion.index < result.invoke.index)
-        cancel = cancelled.get(attempt)
-        after_cancel = cancel is not None and cancel.completion is not None and \
-            cancel.completion.index < result.invoke.index
-        if not (by_other or after_cancel):
-            continue
-        why = [p for p in (first if by_other else None, cancel if after_cancel else None) if p]
+        why = [p for p in (first, cancel) if p is not None]
         payload = result.invoke.value.get("result_sha256")
         if result.type == "info":
             found.unknown(f"op {result.invoke.index}: {attempt}'s late result got no answer")
@@ -113,19 +161,41 @@ def late_result_discarded_recorded(items: list[Pair], found: Findings) -> None:
         races = [p for p in of(later, "races") if ok(p) and p.invoke.value.get("job") == job]
         if not races:
             found.unknown(f"no races read after {attempt}'s late result (op "
-                          f"{result.invoke.index})")
-        elif not any(r.get("attempt") == attempt and r.get("payload_sha256") == payload
-                     for r in races[0].value.get("races", [])):
-            found.violation(f"{attempt}'s late result is not recorded in job {job}'s races",
-                            [result, races[0]])
-        winner_payload = first.invoke.value.get("result_sha256") if by_other and first else None
+                          f"{result.invoke.index})", "add a races: step after the late result")
+        else:
+            _recorded(found, races[0], attempt, first, payload, result)
+        winner_payload = first.invoke.value.get("result_sha256") if first is not None else None
         for read in _reads(later, job):
             if read.value.get("result_sha256") == payload and payload != winner_payload:
                 found.violation(f"job {job} now holds {attempt}'s late result", [result, read])
 
 
+def _recorded(found: Findings, races: Pair, attempt: str, first: Pair | None,
+              payload: str | None, result: Pair) -> None:
+    """The race of ``attempt`` is listed: found by its id; its winner, when the service names
+    one, is the attempt that won; its digest is compared only under a declared scheme."""
+    entry = next((r for r in races.value.get("races", []) if r.get("attempt") == attempt), None)
+    job = races.invoke.value.get("job")
+    if entry is None:
+        found.violation(f"{attempt}'s late result is not recorded in job {job}'s races (no race "
+                        f"names {attempt})", [result, races])
+        return
+    winner = str(first.invoke.value["attempt"]) if first is not None else None
+    if winner is not None and entry.get("winner") is not None and entry["winner"] != winner:
+        found.violation(f"job {job}'s race for {attempt} names {entry['winner']} as the winner, "
+                        f"but {winner} won", [first, result, races] if first else [result, races])
+    scheme = races.invoke.value.get("race_digest")
+    if scheme == DIGEST_SCHEME and payload is not None \
+            and entry.get("payload_sha256") not in (None, payload):
+        found.violation(f"job {job}'s race for {attempt} records a digest "
+                        f"({str(entry.get('payload_sha256'))[:12]}…) that is not the "
+                        f"{DIGEST_SCHEME} digest of {attempt}'s result ({payload[:12]}…)",
+                        [result, races])
+
+
 @checker("no result is ever overwritten: once a job has a result, every later read shows the "
-         "same result and the same winner")
+         "same result and the same winner",
+         Evidence("read of a job after a claim won", _reads_after_win))
 def results_never_overwritten(items: list[Pair], found: Findings) -> None:
     attempt_to_job = attempt_jobs(items)
     established: dict[str, tuple[str | None, str | None, Pair]] = {}
@@ -151,7 +221,8 @@ def results_never_overwritten(items: list[Pair], found: Findings) -> None:
 
 
 @checker("versions only rise: a job's version never goes down, and is past the winner's "
-         "read version once a claim has won")
+         "read version once a claim has won",
+         Evidence("second version of a job (the target must answer versions)", _versions_seen))
 def versions_only_rise(items: list[Pair], found: Findings) -> None:
     attempt_to_job = attempt_jobs(items)
     read_version = {str(p.value["attempt"]): p.value.get("read_version")

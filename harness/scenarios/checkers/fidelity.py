@@ -10,15 +10,15 @@ so in its profile — and then a re-serialised body with the same key must be *r
 
 from __future__ import annotations
 
-from harness.scenarios.checkers.base import Findings, checker, of, ok
-from harness.scenarios.checkers.liveness import BUSY_ERRORS, after_failures
+from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
+from harness.scenarios.checkers.liveness import BUSY_ERRORS, after_failures, retries_answered
 from harness.scenarios.history import Pair
 
 
-@checker("an identical retry after completion gets the same job and says it is a replay "
-         "(Idempotent-Replayed, or the profile's header), never a conflict or a new job")
-def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
+def _identical_retries(items: list[Pair]) -> list[tuple[Pair, Pair]]:
+    """(the first served create, a later identical create invoked after it completed)."""
     creates = of(items, "create")
+    out = []
     for index, retry in enumerate(creates):
         v = retry.invoke.value
         same = (v["owner"], v["key"], v["fingerprint"])
@@ -26,8 +26,18 @@ def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
                       and p.completion.index < retry.invoke.index
                       and (p.invoke.value["owner"], p.invoke.value["key"],
                            p.invoke.value["fingerprint"]) == same), None)
-        if first is None:
-            continue
+        if first is not None:
+            out.append((first, retry))
+    return out
+
+
+@checker("an identical retry after completion gets the same job and says it is a replay "
+         "({replay_mark}), never a conflict or a new job",
+         Evidence("identical retry after completion, answered",
+                  lambda items: sum(r.type != "info" for _, r in _identical_retries(items))))
+def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
+    for first, retry in _identical_retries(items):
+        v = retry.invoke.value
         who, job = f"{v['owner']}'s {v['key']!r}", first.value.get("job")
         value = retry.value
         if retry.type == "info":
@@ -45,7 +55,8 @@ def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
             found.violation(f"an identical retry of {who} after completion made another job "
                             f"({value.get('job')}, not {job})", first, retry, kind="another_job")
         elif "replayed" not in value:
-            found.unknown("the target does not say whether an answer is a replay")
+            found.unknown("the target does not say whether an answer is a replay",
+                          "declare replay_header: (or replay:) in the target profile")
         elif not value["replayed"]:
             found.violation(f"an identical retry of {who} after completion got job {job} without "
                             "saying it is a replay (no replay header)", first, retry,
@@ -53,14 +64,16 @@ def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
 
 
 @checker("a replayed server error follows the profile's error policy: 'retry' lets the retry "
-         "run again, 'final' answers the same failure again")
+         "run again, 'final' answers the same failure again",
+         Evidence("retry after a handler failure, answered", retries_answered))
 def error_replay_follows_policy(items: list[Pair], found: Findings) -> None:
     for case in after_failures(items, found):
         policy = case.fault.invoke.value.get("policy")
         owner, key = case.failed.invoke.value["owner"], case.failed.invoke.value["key"]
         status = case.failed.value.get("status")
         if policy is None:
-            found.unknown("the target declares no error policy (on_handler_error: in its profile)")
+            found.unknown("the target declares no error policy",
+                          "declare on_handler_error: retry | final in the target profile")
             continue
         for retry in case.retries:
             value = retry.value

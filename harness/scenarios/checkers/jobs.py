@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.scenarios.checkers.base import (
+    Evidence,
     Findings,
     attempt_jobs,
     checker,
@@ -16,8 +17,53 @@ from harness.scenarios.checkers.base import (
 from harness.scenarios.history import Pair
 
 
+def _served_creates(items: list[Pair]) -> int:
+    return sum(1 for p in of(items, "create") if ok(p))
+
+
+def _duplicates(items: list[Pair]) -> int:
+    """Duplicate creates (same owner, key and intent) answered, beyond the first served one."""
+    by_intent: dict[tuple[str, str, str], list[Pair]] = defaultdict(list)
+    for pair in of(items, "create"):
+        v = pair.invoke.value
+        by_intent[(v["owner"], v["key"], v["fingerprint"])].append(pair)
+    return sum(sum(p.type != "info" for p in group) - 1 for group in by_intent.values()
+               if len(group) > 1 and any(ok(p) for p in group))
+
+
+def _reuses(items: list[Pair]) -> list[Pair]:
+    """Creates that reused a job's key with another intent."""
+    by_key = {(j.owner, j.key): j for j in jobs(items).values()}
+    out = []
+    for pair in of(items, "create"):
+        v = pair.invoke.value
+        job = by_key.get((v["owner"], v["key"]))
+        if job is not None and v["fingerprint"] != job.fingerprint:
+            out.append(pair)
+    return out
+
+
+def _cross_owner(items: list[Pair]) -> int:
+    known = jobs(items)
+    attempt_to_job = attempt_jobs(items)
+    count = 0
+    for pair in items:
+        if pair.invoke.f == "create" or pair.type == "info":
+            continue
+        alias = job_of(pair, attempt_to_job)
+        job = known.get(alias) if alias else None
+        if job is not None and pair.invoke.value.get("owner") not in (None, job.owner):
+            count += 1
+    owners_by_key: dict[str, set[str]] = defaultdict(set)
+    for pair in of(items, "create"):
+        if ok(pair):
+            owners_by_key[pair.invoke.value["key"]].add(pair.invoke.value["owner"])
+    return count + sum(len(o) - 1 for o in owners_by_key.values())
+
+
 @checker("one (owner, key) is one job: every successful create names the same job, "
-         "and exactly one of them created it")
+         "and exactly one of them created it",
+         Evidence("create answered with a job", _served_creates))
 def one_job_per_intent(items: list[Pair], found: Findings) -> None:
     by_key: dict[tuple[str, str], list[Pair]] = defaultdict(list)
     for pair in of(items, "create"):
@@ -35,7 +81,8 @@ def one_job_per_intent(items: list[Pair], found: Findings) -> None:
 
 
 @checker("a duplicate (same owner, key and intent) receives the same job, never an error — "
-         "concurrent duplicates included")
+         "concurrent duplicates included",
+         Evidence("duplicate create (same owner, key and intent) answered", _duplicates))
 def duplicates_get_same_job(items: list[Pair], found: Findings) -> None:
     by_intent: dict[tuple[str, str, str], list[Pair]] = defaultdict(list)
     for pair in of(items, "create"):
@@ -62,40 +109,49 @@ def duplicates_get_same_job(items: list[Pair], found: Findings) -> None:
                             f"of job {job}", [oks[0], *failed])
 
 
-@checker("the same key with another intent is rejected (409 idempotency_key_reused) and "
-         "changes nothing")
+@checker("the same key with another intent is rejected ({conflict}) and changes nothing: "
+         "never a silent replay of the first job, never a new job",
+         Evidence("create reusing a key with another intent, answered",
+                  lambda items: sum(p.type != "info" for p in _reuses(items))))
 def mismatch_rejected_unchanged(items: list[Pair], found: Findings) -> None:
     known = jobs(items)
     by_key = {(j.owner, j.key): j for j in known.values()}
-    for pair in of(items, "create"):
+    conflict = found.terms["conflict"]
+    for pair in _reuses(items):
         v = pair.invoke.value
-        job = by_key.get((v["owner"], v["key"]))
-        if job is None or v["fingerprint"] == job.fingerprint:
-            continue
+        job = by_key[(v["owner"], v["key"])]
+        who = f"{v['owner']}'s key {v['key']!r}"
         if pair.type == "info":
-            found.unknown(f"op {pair.invoke.index}: the mismatched create got no answer")
+            found.unknown(f"op {pair.invoke.index}: the create with another intent under {who} "
+                          "got no answer")
+        elif ok(pair) and pair.value.get("job") == job.alias and not pair.value.get("created"):
+            found.violation(
+                f"{who} was reused with another intent and the service silently replayed the "
+                f"first job ({job.alias}) instead of answering {conflict}",
+                [job.created_by, pair], kind="replayed_first")
         elif ok(pair):
             found.violation(
-                f"{v['owner']}'s key {v['key']!r} was reused with another intent and the "
-                f"store answered job {pair.value.get('job')} "
-                f"({'created' if pair.value.get('created') else 'replayed'}) instead of 409 "
-                "idempotency_key_reused", [job.created_by, pair])
+                f"{who} was reused with another intent and the service ran a new job "
+                f"({pair.value.get('job')}{', created' if pair.value.get('created') else ''}) "
+                f"instead of answering {conflict}", [job.created_by, pair], kind="new_job")
         elif pair.value.get("error") != "idempotency_key_reused":
             found.violation(
-                f"the mismatched create was answered {pair.value.get('status')} "
-                f"{pair.value.get('error')}, not 409 idempotency_key_reused",
-                [job.created_by, pair])
+                f"the create with another intent under {who} was answered "
+                f"{pair.value.get('status')} {pair.value.get('error')}, not {conflict}",
+                [job.created_by, pair], kind="refused_otherwise")
     for pair in of(items, "read"):
-        job = known.get(str(pair.invoke.value.get("job")))
-        if job is None or not ok(pair) or job.reported_fingerprint is None:
+        held = known.get(str(pair.invoke.value.get("job")))
+        if held is None or not ok(pair) or held.reported_fingerprint is None:
             continue
-        if pair.value.get("fingerprint") != job.reported_fingerprint:
-            found.violation(f"job {job.alias}'s fingerprint changed after it was created",
-                            [job.created_by, pair])
+        if pair.value.get("fingerprint") != held.reported_fingerprint:
+            found.violation(f"job {held.alias}'s fingerprint changed after it was created",
+                            [held.created_by, pair], kind="changed")
 
 
 @checker("owners are isolated: another owner's job is 404 (never readable, never 403), and a "
-         "key belongs to its owner")
+         "key belongs to its owner",
+         Evidence("request on another owner's job, or key sent by two owners, answered",
+                  _cross_owner))
 def owners_isolated(items: list[Pair], found: Findings) -> None:
     known = jobs(items)
     attempt_to_job = attempt_jobs(items)

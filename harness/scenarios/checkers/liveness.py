@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.scenarios.checkers.base import Findings, checker, of, ok
+from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
 from harness.scenarios.history import Pair
 
 BUSY_ERRORS = ("still_in_progress", "still_locked")
@@ -28,14 +28,18 @@ class AfterFailure:
     retries: list[Pair]
 
 
-def after_failures(items: list[Pair], found: Findings) -> list[AfterFailure]:
+def after_failures(items: list[Pair], found: Findings | None = None) -> list[AfterFailure]:
     """Each armed fault with its failed create and the retries after it (unknown when the fault
     was not armed or the next create did not fail)."""
+    found = found if found is not None else Findings()
     out = []
     creates = of(items, "create")
     for fault in of(items, "fault"):
         if not ok(fault):
-            found.unknown(f"op {fault.invoke.index}: the handler fault could not be armed")
+            found.unknown(f"op {fault.invoke.index}: the handler fault could not be armed "
+                          f"({fault.value.get('status')} {fault.value.get('error')})",
+                          "check the profile's faults: (the endpoint or command that makes the "
+                          "next request fail)")
             continue
         later = [p for p in creates if p.invoke.index > fault.invoke.index]
         if not later:
@@ -45,7 +49,8 @@ def after_failures(items: list[Pair], found: Findings) -> list[AfterFailure]:
                 or failed.value["status"] < 500:
             found.unknown(f"op {failed.invoke.index}: the create after the fault did not fail "
                           f"with a 5xx ({failed.type} {failed.value.get('status')}): the fault "
-                          "did not reach the handler")
+                          "did not reach the handler",
+                          "check that the profile's fault makes the service's next request fail")
             continue
         same = (failed.invoke.value["owner"], failed.invoke.value["key"],
                 failed.invoke.value["fingerprint"])
@@ -57,30 +62,45 @@ def after_failures(items: list[Pair], found: Findings) -> list[AfterFailure]:
     return out
 
 
+def retries_answered(items: list[Pair]) -> int:
+    return sum(r.type != "info" for case in after_failures(items) for r in case.retries)
+
+
 @checker("after the handler fails, a retry with the same key is eventually served (run again, "
-         "or answered the same terminal failure), never refused forever")
+         "or answered the same terminal failure), never refused forever",
+         Evidence("retry after a handler failure, answered", retries_answered))
 def retry_after_failure_served(items: list[Pair], found: Findings) -> None:
     for case in after_failures(items, found):
         owner, key = case.failed.invoke.value["owner"], case.failed.invoke.value["key"]
         lease = case.fault.invoke.value.get("lease_ms")
-        for retry in case.retries:
-            value = retry.value
-            if retry.type == "info":
-                found.unknown(f"op {retry.invoke.index}: the retry got no answer")
-            elif value.get("error") in BUSY_ERRORS:
-                asked = sum((value.get("busy") or {}).values())
-                found.violation(
-                    f"after the handler failed, {owner}'s key {key!r} was still held in progress "
-                    f"{value.get('busy_ms', 0):g} ms later"
-                    + (f" (lease {lease} ms)" if lease is not None else "")
-                    + f": the retry was refused {asked} times — the key is stuck",
-                    case.failed, retry)
-            elif retry.type == "fail" and value.get("status") != case.failed.value.get("status"):
-                found.violation(
-                    f"after the handler failed ({case.failed.value.get('status')}), the retry of "
-                    f"{owner}'s key {key!r} was answered {value.get('status')} "
-                    f"{value.get('error')}: neither served nor the same failure",
-                    case.failed, retry)
+        # The first retry that was served decides: a key refused for a while and then served
+        # was not stuck (how long it was held is in_progress_within_lease's to judge).
+        served = next((r for r in case.retries
+                       if r.type != "info" and r.value.get("error") not in BUSY_ERRORS), None)
+        if served is None:
+            stuck = [r for r in case.retries if r.value.get("error") in BUSY_ERRORS]
+            if not stuck:
+                if case.retries:
+                    found.unknown(f"op {case.retries[0].invoke.index}: no retry after the "
+                                  "handler failure got an answer")
+                continue
+            last = stuck[-1]
+            value = last.value
+            asked = sum((value.get("busy") or {}).values())
+            found.violation(
+                f"after the handler failed, {owner}'s key {key!r} was still held in progress "
+                f"{value.get('busy_ms', 0):g} ms later"
+                + (f" (lease {lease} ms)" if lease is not None else "")
+                + (f": the retry was refused {asked} times" if len(stuck) == 1 else
+                   f": all {len(stuck)} retries were refused (the last one {asked} times)")
+                + " — the key is stuck", case.failed, stuck)
+        elif served.type == "fail" and \
+                served.value.get("status") != case.failed.value.get("status"):
+            found.violation(
+                f"after the handler failed ({case.failed.value.get('status')}), the first served "
+                f"retry of {owner}'s key {key!r} was answered {served.value.get('status')} "
+                f"{served.value.get('error')}: neither run again nor the same failure",
+                case.failed, served)
 
 
 @checker("no key is held in progress past the profile's lease: a duplicate told 'in progress' "

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from harness.scenarios.checkers.base import Findings, checker, of, ok
+from harness.scenarios.checkers.base import Evidence, Findings, checker, jobs, of, ok
 from harness.scenarios.checkers.side_effects import side_effects_made
 from harness.scenarios.history import Op, Pair, pairs
 
@@ -43,13 +43,23 @@ CLASS_ORDER = ("created", "same job", "in flight → same job", "locked → same
 
 
 def groups(items: list[Pair]) -> dict[tuple[str, str, str], list[Pair]]:
-    """The members of each concurrent create group, by (owner, key, fingerprint)."""
+    """The members of each concurrent create group, by (owner, key, fingerprint). Copies sent
+    with another intent than the one that made the key's job are not duplicates of it (they
+    are judged by ``mismatch_rejected_unchanged``) and are left out."""
     found: dict[tuple[str, str, str], list[Pair]] = defaultdict(list)
+    made = {(j.owner, j.key): j.fingerprint for j in jobs(items).values()}
     for pair in of(items, "create"):
         if "/" in pair.invoke.process:
             v = pair.invoke.value
+            if made.get((v["owner"], v["key"]), v["fingerprint"]) != v["fingerprint"]:
+                continue
             found[(v["owner"], v["key"], v["fingerprint"])].append(pair)
     return found
+
+
+def _losers_answered(items: list[Pair]) -> int:
+    return sum(max(0, sum(p.type != "info" for p in members) - 1)
+               for members in groups(items).values())
 
 
 def _group_job(members: Sequence[Pair]) -> str | None:
@@ -124,8 +134,9 @@ def merge(histograms: Iterable[Counter[str]]) -> Counter[str]:
 
 
 @checker("every answer to a concurrent duplicate is allowed: the job (at once, or after the "
-         "declared in-progress answer, or after 423/429 with no extra side effect), never a "
-         "refusal for a request that never ran, an error or another job")
+         "declared in-progress answer, or after {locked} busy/locked answers with no extra side "
+         "effect), never a refusal for a request that never ran, an error or another job",
+         Evidence("concurrent duplicate answered", _losers_answered))
 def loser_answers_allowed(items: list[Pair], found: Findings) -> None:
     by_class: dict[tuple[tuple[str, str, str], str], list[Pair]] = defaultdict(list)
     sizes: Counter[tuple[str, str, str]] = Counter()
@@ -142,12 +153,16 @@ def loser_answers_allowed(items: list[Pair], found: Findings) -> None:
             found.unknown(f"{who} got no answer")
         elif label == "locked → same job":
             if observed is None:
-                found.unknown(f"{who} were answered 423/429 before the job; that is allowed only "
-                              "with no extra side effect, which this target does not let us count")
+                found.unknown(f"{who} were answered {found.terms['locked']} (busy, never ran) "
+                              "before the job; that is allowed only with no extra side effect, "
+                              "which this target does not let us count",
+                              "name a side-effect counter under side_effects: in the profile")
             elif observed[0] > len({(p.invoke.value["owner"], p.invoke.value["key"])
                                     for p in of(items, "create") if ok(p)}):
-                found.violation(f"{who} were answered 423/429 before the job, and the counter "
-                                "shows an extra side effect", members, observed[1], kind=label)
+                found.violation(f"{who} were answered {found.terms['locked']} (busy, never ran) "
+                                "before the job, and the counter shows an extra side effect: "
+                                "the busy answer hid a request that ran", members, observed[1],
+                                kind=label)
         elif label not in ALLOWED:
             found.violation(f"{who} {'was' if n == 1 else 'were'} answered {_explain(label)}"
                             f"{_body(members)}", members, kind=label)

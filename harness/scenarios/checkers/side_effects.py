@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from harness.scenarios.checkers.base import Findings, checker, of, ok
+from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
 from harness.scenarios.history import Pair
 
 CALIBRATION = "~calibrate"  # the keys of the requests that measured a first request's latency
@@ -35,11 +35,14 @@ def clicks(items: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
 
 
 @checker("one click is one side effect: the target's own counter rises by exactly the number of "
-         "clicks (owner, key) answered a job — never once more for a duplicate")
+         "clicks (owner, key) answered a job — never once more for a duplicate",
+         Evidence("click answered a job", lambda items: sum(
+             any(ok(p) for p in group) for group in clicks(items).values())))
 def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
     observed = side_effects_made(items)
     if observed is None:
-        found.unknown(NOT_OBSERVED)
+        found.unknown(NOT_OBSERVED, "name a side-effect counter under side_effects: in the "
+                      "target profile (an HTTP endpoint or a SQL query)")
         return
     made, readings = observed
     by_click = clicks(items)

@@ -32,8 +32,11 @@ def open_target(
     tokens_file: str | Path | None = None,
     profile: str | Path | None = None,
     env: Mapping[str, str] | None = None,
+    race_digest: str = "none",
 ) -> Target:
-    """The target ``text`` names (see the module docstring); errors are exit-2 input errors."""
+    """The target ``text`` names (see the module docstring); errors are exit-2 input errors.
+    ``race_digest``: for an API.md service (no profile) known to digest lost payloads like the
+    reference (``sha256-rfc8785``); a profile says it with ``race_digest:``."""
     text = (text or "sqlite").strip()
     if profile is not None and not text.startswith(("http://", "https://")):
         raise UnsupportedTarget(
@@ -63,7 +66,7 @@ def open_target(
             return ProfileTarget(text, profile, tokens_file=tokens_file, env=env)
         from harness.scenarios.targets.http import HttpTarget
 
-        return HttpTarget(text, tokens_file=tokens_file, env=env)
+        return HttpTarget(text, tokens_file=tokens_file, env=env, race_digest=race_digest)
     raise UnsupportedTarget(f"unsupported target {redact(text)!r}; use one of: {TARGET_HELP}")
 
 

@@ -36,6 +36,10 @@ class Reply:
     busy_ms: float = 0.0
     #: the start of a 5xx body, kept as evidence (profile targets)
     excerpt: str = ""
+    #: a transport artefact the client repaired: the request was written to a kept-alive
+    #: connection the service had already closed, and was sent again on a new one (why, e.g.
+    #: ``ReadError on a reused connection``); the answer is the service's answer to that resend
+    resent: str = ""
 
     @property
     def indeterminate(self) -> bool:
@@ -85,6 +89,10 @@ class Target(ABC):
     #: how the target tells intents apart: ``canonical`` (RFC 8785 JSON: key order and ``1`` vs
     #: ``1.0`` do not matter) or ``bytes`` (the exact request body)
     fingerprint_mode: str = "canonical"
+    #: how the target digests a lost claim's payload in its races list: ``sha256-rfc8785`` (the
+    #: reference's: compared with the result's digest) or ``none`` (unknown: races are matched by
+    #: attempt id only)
+    race_digest: str = "none"
 
     @property
     @abstractmethod
@@ -94,6 +102,11 @@ class Target(ABC):
     def promises(self) -> dict[str, Any]:
         """What the target promises beyond API.md (a profile's error policy and lease), written
         into the history where checkers need it; nothing for API.md targets."""
+        return {}
+
+    def terms(self) -> dict[str, str]:
+        """How the target's answers are named in promises and messages (its own statuses, when
+        a profile declares them); API.md's by default."""
         return {}
 
     def not_applicable(self, scenario: Scenario) -> str | None:

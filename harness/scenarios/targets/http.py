@@ -2,8 +2,11 @@
 
 Owners become bearer tokens through the tokens file ``serve`` takes (``{token: owner}``) or
 ``HARNESS_TOKENS``. Several base URLs (comma-separated) are replicas: requests rotate over them,
-so a concurrent group lands on different replicas. A request that got no response is
-indeterminate (``info``) unless the client knows it was never sent.
+so a concurrent group lands on different replicas (the ``replicas`` capability needs two URLs
+or more: one URL is one process, as far as the engine can tell). A request that got no response
+is indeterminate (``info``) unless the client knows it was never sent; a request written to a
+kept-alive connection the service had already closed is sent again on a new connection
+(:mod:`transport`) and the reply says so.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError, UnsupportedTarget
 from harness.scenarios.model import CAPABILITIES, Scenario
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
+from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 from harness.service.auth import ENV_TOKENS, load_tokens
 from harness.service.client import HarnessClient, TransportFailure
 from harness.service.client import Reply as ClientReply
@@ -63,6 +67,7 @@ class HttpSession(TargetSession):
     def __init__(self, target: HttpTarget) -> None:
         self.target = target
         self.clients: dict[tuple[str, str], HarnessClient] = {}
+        self.transports: dict[HarnessClient, ResendingTransport] = {}
         self.lock = threading.Lock()
         self.turn = itertools.count()
 
@@ -72,45 +77,49 @@ class HttpSession(TargetSession):
             url = urls[next(self.turn) % len(urls)]
             client = self.clients.get((owner, url))
             if client is None:
+                transport = resending_transport(url)
                 client = HarnessClient(url, self.target.tokens.get(owner),
-                                       timeout=self.target.timeout_s)
+                                       timeout=self.target.timeout_s, transport=transport)
                 self.clients[(owner, url)] = client
+                self.transports[client] = transport
         return client
 
-    @staticmethod
-    def _call(send: Any) -> Reply:
+    def _call(self, client: HarnessClient, send: Any, *, create: bool = False) -> Reply:
+        transport = self.transports[client]
         try:
             reply: ClientReply = send()
         except TransportFailure as exc:
+            transport.take_note()
             return Reply(0, None, detail=exc.message, never_sent=not exc.maybe_applied)
-        return Reply(reply.status, reply.body)
+        replayed = reply.replayed if create and reply.ok else None
+        return Reply(reply.status, reply.body, replayed=replayed, resent=transport.take_note())
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:
         client = self.client(owner)
-        return self._call(lambda: client.request(
+        return self._call(client, lambda: client.request(
             "POST", "/v1/jobs", content=body_text.encode("utf-8"),
             headers={"Idempotency-Key": key, "Content-Type": "application/json"},
-        ))
+        ), create=True)
 
     def get_job(self, owner: str, job_id: str) -> Reply:
         client = self.client(owner)
-        return self._call(lambda: client.get_job(job_id))
+        return self._call(client, lambda: client.get_job(job_id))
 
     def start_attempt(self, owner: str, job_id: str, provider: str) -> Reply:
         client = self.client(owner)
-        return self._call(lambda: client.start_attempt(job_id, provider))
+        return self._call(client, lambda: client.start_attempt(job_id, provider))
 
     def post_event(self, owner: str, attempt_id: str, event: dict[str, Any]) -> Reply:
         client = self.client(owner)
-        return self._call(lambda: client.post_event(attempt_id, event))
+        return self._call(client, lambda: client.post_event(attempt_id, event))
 
     def list_attempts(self, owner: str, job_id: str) -> Reply:
         client = self.client(owner)
-        return self._call(lambda: client.list_attempts(job_id))
+        return self._call(client, lambda: client.list_attempts(job_id))
 
     def list_races(self, owner: str, job_id: str) -> Reply:
         client = self.client(owner)
-        return self._call(lambda: client.list_races(job_id))
+        return self._call(client, lambda: client.list_races(job_id))
 
     def close(self) -> None:
         for client in self.clients.values():
@@ -121,7 +130,6 @@ class HttpTarget(Target):
     """A service speaking API.md at one or more base URLs (replicas)."""
 
     kind = "http"
-    capabilities = frozenset(CAPABILITIES)
     virtual_clock = False
 
     def __init__(
@@ -131,10 +139,17 @@ class HttpTarget(Target):
         tokens_file: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float = 30.0,
+        race_digest: str = "none",
     ) -> None:
         self.urls = split_urls(urls)
         if not self.urls:
             raise UnsupportedTarget("the HTTP target has no URL; write http://host:port")
+        # one URL is one process as far as the engine can tell: replica scenarios would pass
+        # vacuously against it
+        self.capabilities = frozenset(
+            c for c in CAPABILITIES if c != "replicas" or len(self.urls) > 1)
+        # API.md does not say how payload_sha256 is computed: compared only when declared
+        self.race_digest = race_digest
         env = os.environ if env is None else env
         if not tokens_file and not env.get(ENV_TOKENS):
             raise ConfigError(

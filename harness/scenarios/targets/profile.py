@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 
 from harness.domain.clock import ManualClock
+from harness.scenarios.model import Fault as ScenarioFault
 from harness.scenarios.model import Scenario
 from harness.scenarios.targets import faults
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
@@ -50,6 +51,7 @@ from harness.scenarios.targets.profile_model import (
 )
 from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
+from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 
 __all__ = ["Answer", "Auth", "Fault", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]
@@ -79,7 +81,11 @@ class ProfileSession(TargetSession):
     def __init__(self, target: ProfileTarget) -> None:
         self.target = target
         self.profile = target.profile
-        self.http = httpx.Client(transport=target.transport, timeout=target.timeout_s,
+        transport = target.transport
+        if transport is None:  # re-send what a closed kept-alive connection swallowed
+            transport = resending_transport(target.urls[0])
+        self.resending = transport if isinstance(transport, ResendingTransport) else None
+        self.http = httpx.Client(transport=transport, timeout=target.timeout_s,
                                  headers=dict(self.profile.headers))
         self.turn = itertools.count()
         self.lock = threading.Lock()
@@ -109,10 +115,19 @@ class ProfileSession(TargetSession):
         if content is not None:
             headers["Content-Type"] = "application/json"
         try:
-            return self.http.request(op.method, url, content=content, headers=headers)
+            response = self.http.request(op.method, url, content=content, headers=headers)
         except httpx.TransportError as exc:
+            self._note()
             never = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
             return Reply(0, None, detail=f"{type(exc).__name__}", never_sent=never)
+        note = self._note()
+        if note:
+            response.extensions = {**response.extensions, "harness_resent": note}
+        return response
+
+    def _note(self) -> str:
+        """Why this thread's last request was sent again on a new connection ('' if not)."""
+        return self.resending.take_note() if self.resending is not None else ""
 
     def _matches(self, answer: Any, response: httpx.Response, body: Any) -> bool:
         if answer is None or response.status_code != answer.status:
@@ -122,6 +137,18 @@ class ProfileSession(TargetSession):
     def _translate(self, op_name: OperationName, response: httpx.Response | Reply) -> Reply:
         if isinstance(response, Reply):
             return response
+        reply = self._translated(op_name, response)
+        resent = response.extensions.get("harness_resent")
+        return replace(reply, resent=resent) if resent else reply
+
+    def _replay_shape(self, op: Operation, response: httpx.Response, body: Any) -> bool:
+        """The profile's replay shape (``replay: {status: 409, body: original}``): that status,
+        carrying the job."""
+        shape = self.profile.replay
+        return (shape is not None and response.status_code == shape.status
+                and isinstance(body, dict) and pick(body, op.fields.get("id", "id")) is not None)
+
+    def _translated(self, op_name: OperationName, response: httpx.Response) -> Reply:
         try:
             body = response.json() if response.content else None
         except ValueError:
@@ -129,9 +156,13 @@ class ProfileSession(TargetSession):
         status = response.status_code
         replayed = None
         if op_name == "create_job":  # the service's replay mark, on any answer (a cached 500)
-            marker = self.profile.replay_header
-            replayed = response.headers.get(marker.name, "").lower() == marker.value.lower()
-        if self._matches(self.profile.conflict, response, body):
+            marker = self.profile.replay_mark
+            replayed = marker is not None and \
+                response.headers.get(marker.name, "").lower() == marker.value.lower()
+            op = self.profile.operations[op_name]
+            if self._replay_shape(op, response, body):
+                return Reply(200, self._fields(op, body), replayed=True)
+        if self._matches(self.profile.conflict_answer, response, body):
             # API.md's code, the service's own status (reports show what it really answered)
             return Reply(status, {"code": "idempotency_key_reused", "status": status},
                          replayed=replayed)
@@ -230,11 +261,12 @@ class ProfileSession(TargetSession):
         return self.counter.count()
 
     def inject_fault(self, kind: str) -> Reply:
-        """Arm the profile's fault ``kind`` (``handler_error``): the next request fails."""
-        declared = self.profile.faults
-        if declared is None or kind != "handler_error":
+        """Arm the profile's fault ``kind`` (``handler_error``: its default one): the next
+        request fails."""
+        fault = self.profile.fault(kind)
+        if fault is None:
             raise RuntimeError(f"the profile declares no {kind} fault")
-        return faults.inject(declared.handler_error, self.http, self.target.urls[0])
+        return faults.inject(fault, self.http, self.target.urls[0])
 
     def get_job(self, owner: str, job_id: str) -> Reply:
         return self._translate("get_job", self._send(owner, "get_job", {"job_id": job_id}))
@@ -282,10 +314,15 @@ class ProfileTarget(Target):
         self.transport = transport
         self.timeout_s = timeout_s
         extra = {"side_effects"} if self.profile.side_effects is not None else set()
-        if self.profile.faults is not None:
+        if self.profile.faults:
             extra.add("handler_faults")
-        self.capabilities = frozenset({*self.profile.capabilities, "owners", "replicas", *extra})
+        if self.profile.conflict_answer is not None:
+            extra.add("conflicts")
+        if len(self.urls) > 1:  # one URL is one process, unless the profile says otherwise
+            extra.add("replicas")
+        self.capabilities = frozenset({*self.profile.capabilities, "owners", *extra})
         self.fingerprint_mode = self.profile.fingerprint
+        self.race_digest = self.profile.race_digest
         sql = self.profile.side_effects.sql if self.profile.side_effects else None
         self.sql_counter = SqlSideEffects(sql, env) if sql is not None else None
 
@@ -296,6 +333,26 @@ class ProfileTarget(Target):
             promised["lease_ms"] = round(self.profile.lease_s * 1000)
         return promised
 
+    def terms(self) -> dict[str, str]:
+        """The profile's own answers, as promises and messages name them."""
+        profile = self.profile
+        conflict = profile.conflict_answer
+        terms = {"locked": "/".join(str(s) for s in profile.locked.statuses) or "locked"}
+        if conflict is None:
+            terms["conflict"] = "a key-reuse refusal (the profile declares none)"
+        else:
+            terms["conflict"] = f"{conflict.status}" + (f" {conflict.code}" if conflict.code
+                                                        else " (key reused)")
+        mark = profile.replay_mark
+        if profile.replay is not None:
+            terms["replay_mark"] = f"status {profile.replay.status} carrying the original job" + (
+                f", {mark.name}: {mark.value}" if mark is not None else "")
+        elif mark is not None:
+            terms["replay_mark"] = f"{mark.name}: {mark.value}"
+        if profile.in_flight is not None:
+            terms["in_flight"] = f"the declared in-progress answer ({profile.in_flight.status})"
+        return terms
+
     @property
     def description(self) -> str:
         return ",".join(redact(u) for u in self.urls)
@@ -303,8 +360,17 @@ class ProfileTarget(Target):
     def not_applicable(self, scenario: Scenario) -> str | None:
         missing = sorted(scenario.requires - self.capabilities)
         if missing:
-            return (f"needs {', '.join(missing)}, which profile {self.profile.name!r} does "
-                    "not declare")
+            why = {"conflicts": "conflicts (a key-reuse answer: the profile says conflict: none)",
+                   "replicas": "replicas (give two URLs or more, or declare replicas under "
+                               "capabilities: for a load balancer)"}
+            return (f"needs {', '.join(why.get(m, m) for m in missing)}, which profile "
+                    f"{self.profile.name!r} does not declare")
+        for step in scenario.steps:
+            if isinstance(step.action, ScenarioFault) and \
+                    self.profile.fault(step.action.kind) is None:
+                return (f"needs the fault {step.action.kind!r}, which profile "
+                        f"{self.profile.name!r} does not declare under faults: (it declares "
+                        f"{', '.join(self.profile.faults or {}) or 'none'})")
         actors = {s.actor for s in scenario.steps}
         if not self.tokens and len(actors) > 1:
             return "needs a bearer token per owner: pass --tokens-file"

@@ -1,11 +1,13 @@
 """The target profile file: its model (pydantic, strict) and its loader (errors name the line).
 
 A profile maps API.md's operations onto another service's API and states that service's
-idempotency promises: which header marks a replay, whether intents are compared as canonical
-JSON or as bytes, how long a key may be held "in progress" (the lease), what a retry after a
-handler failure gets (``retry``: it runs again; ``final``: the same failure), how to count the
-service's side effects (an HTTP endpoint or a SQL query) and how to make its handler fail.
-The full format, with an example, is in docs/scenarios.md ("Target profiles").
+idempotency promises: which header marks a replay (or what shape a replay has: ``replay:``),
+whether intents are compared as canonical JSON or as bytes, how another body under a used key is
+answered (``conflict:``, or ``none``), how long a key may be held "in progress" (the lease), what
+a retry after a handler failure gets (``retry``: it runs again; ``final``: the same failure), how
+lost payloads are digested (``race_digest:``), how to count the service's side effects (an HTTP
+endpoint or a SQL query) and the ways to make its handler fail (named ``faults:``, one of them the
+default). The full format, with an example, is in docs/scenarios.md ("Target profiles").
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class ReplayHeader(_Strict):
 
 class HttpCounter(_Strict):
     """An endpoint answering the number of side effects so far (``field``: where the number is;
-    absent: the body is the number)."""
+    absent: the body is the number); ``{fresh_key}`` in a header is a new key per request."""
 
     method: Literal["GET", "POST"] = "GET"
     path: str = Field(min_length=1, pattern=r"^/")
@@ -91,33 +93,67 @@ class SideEffects(_Strict):
 
 
 class Fault(_Strict):
-    """How to make the service's next request fail: an endpoint, or a command (argv list)."""
+    """How to make the service's next request fail: an endpoint (with headers and a body, in
+    which ``{fresh_key}`` is a new key per request), or a command (argv list, run without a
+    shell; ``{target}`` is the base URL)."""
 
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     path: str | None = Field(default=None, pattern=r"^/")
+    headers: dict[str, str] = {}
+    body: Any = None
     command: list[str] | None = None
 
 
-class Faults(_Strict):
-    handler_error: Fault
+class ReplayShape(_Strict):
+    """How the service answers a replay when it is not a 2xx with a replay header: e.g.
+    ``{status: 409, body: original, header: none}`` — status 409 carrying the original job."""
+
+    status: int = Field(ge=100, le=599)
+    body: Literal["original"] = "original"
+    header: Literal["none"] | ReplayHeader = "none"
 
 
 class Profile(_Strict):
     name: str = Field(min_length=1)
-    capabilities: list[Literal["jobs", "attempts", "timeouts", "hedge"]] = ["jobs"]
+    capabilities: list[Literal["jobs", "attempts", "timeouts", "hedge", "replicas"]] = ["jobs"]
     auth: Auth = Auth()
     headers: dict[str, str] = {}
     created_status: int = 201
-    conflict: Answer = Answer(status=409)
+    conflict: Answer | Literal["none"] = Answer(status=409)
     in_flight: InFlight | None = None
     locked: Locked = Locked()
     replay_header: ReplayHeader = ReplayHeader()
+    replay: ReplayShape | None = None
     fingerprint: Literal["canonical", "bytes"] = "canonical"
+    race_digest: Literal["sha256-rfc8785", "none"] = "none"
     lease_s: float | None = Field(default=None, gt=0, le=3600)
     on_handler_error: Literal["retry", "final"] = "retry"
     side_effects: SideEffects | None = None
-    faults: Faults | None = None
+    faults: dict[str, Fault] | None = None
+    default_fault: str | None = None
     operations: dict[OperationName, Operation]
+
+    @property
+    def conflict_answer(self) -> Answer | None:
+        """The key-reused answer, or None (``conflict: none``: the service has none)."""
+        return None if self.conflict == "none" else self.conflict
+
+    @property
+    def replay_mark(self) -> ReplayHeader | None:
+        """The header marking a replay (None: the replay shape says there is none)."""
+        if self.replay is None:
+            return self.replay_header
+        return None if self.replay.header == "none" else self.replay.header
+
+    def fault(self, name: str) -> Fault | None:
+        """The fault a scenario step names: ``handler_error`` is the default one (the fault so
+        named, else ``default_fault``, else the first listed)."""
+        faults = self.faults or {}
+        if name in faults:
+            return faults[name]
+        if name == "handler_error" and faults:
+            return faults[self.default_fault or next(iter(faults))]
+        return None
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -173,16 +209,28 @@ def _check_observers(src: YamlSource, profile: Profile) -> None:
             raise src.error(f"{sql.url.split(':', 1)[0]!r} databases are not supported",
                             ("side_effects", "sql", "url"),
                             fix="write sqlite:///path/file.db or postgresql://host/db")
-    if profile.faults is not None:
-        fault = profile.faults.handler_error
+    faults = profile.faults
+    if faults is not None and not faults:
+        raise src.error("faults: names no fault", ("faults",),
+                        fix="write faults: {raise: {method: POST, path: /_faults/raise-next}} "
+                        "(one entry per way to make the next request fail), or remove faults:")
+    for name, fault in (faults or {}).items():
+        where = ("faults", name)
         if (fault.path is None) == (fault.command is None):
-            raise src.error("faults.handler_error needs exactly one of path or command",
-                            ("faults", "handler_error"),
+            raise src.error(f"faults.{name} needs exactly one of path or command", where,
                             fix="write {method: POST, path: /_faults/fail-next} or "
                             "{command: [touch, /tmp/fail-next]}")
         if fault.command is not None and not fault.command:
-            raise src.error("the fault command is empty", ("faults", "handler_error", "command"),
+            raise src.error("the fault command is empty", (*where, "command"),
                             fix="write the program and its arguments: [touch, /tmp/fail-next]")
+        if fault.command is not None and (fault.headers or fault.body is not None):
+            raise src.error(f"faults.{name} is a command: headers and body apply to an endpoint",
+                            where, fix="remove headers:/body:, or use path: instead of command:")
+    if profile.default_fault is not None and profile.default_fault not in (faults or {}):
+        known = ", ".join(faults or {}) or "none declared"
+        raise src.error(f"default_fault names {profile.default_fault!r}, which faults: does not "
+                        "declare", ("default_fault",),
+                        fix=f"write one of: {known}")
 
 
 def pick(body: Any, path: str | None) -> Any:

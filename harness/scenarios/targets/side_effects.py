@@ -19,6 +19,7 @@ import httpx
 
 from harness.domain.errors import ConfigError
 from harness.providers.secrets import redact_dsn
+from harness.scenarios.targets.faults import fill_headers
 from harness.scenarios.targets.profile_model import HttpCounter, SqlCounter, pick
 
 
@@ -60,7 +61,8 @@ class HttpSideEffects:
     def count(self) -> int:
         where = f"{self.spec.method} {self.spec.path}"
         try:
-            response = self.http.request(self.spec.method, self.url, headers=self.spec.headers)
+            response = self.http.request(self.spec.method, self.url,
+                                         headers=fill_headers(self.spec.headers))
         except httpx.TransportError as exc:
             raise CounterError(f"{where}: no answer ({type(exc).__name__})") from None
         if response.status_code != 200:

@@ -11,6 +11,7 @@ import json
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from harness.scenarios.targets.base import Reply, SequentialIds, Target, TargetS
 from harness.store import SqlStore, apply_event, open_store
 from harness.store.mutants import MUTANTS, open_mutant
 
-STORE_CAPABILITIES = frozenset({"jobs", "attempts", "timeouts", "hedge", "owners"})
+STORE_CAPABILITIES = frozenset({"jobs", "attempts", "timeouts", "hedge", "owners", "conflicts"})
 
 
 def _problem(exc: HarnessError) -> Reply:
@@ -50,7 +51,9 @@ class StoreSession(TargetSession):
             result = self.store.create_job(owner, key, Intent.from_json(json.loads(body_text)))
             return (201 if result.created else 200), result.job.to_json()
 
-        return _answer(call)
+        reply = _answer(call)
+        # the service would send Idempotent-Replayed: true exactly on a 200 replay (API.md)
+        return replace(reply, replayed=reply.status == 200) if reply.ok else reply
 
     def get_job(self, owner: str, job_id: str) -> Reply:
         return _answer(lambda: (200, self.store.get_job(owner, job_id).to_json()))
@@ -84,6 +87,7 @@ class StoreTarget(Target):
     store's clock and ids are swapped for each run."""
 
     capabilities = STORE_CAPABILITIES
+    race_digest = "sha256-rfc8785"  # the reference store's payload digest (harness.domain)
 
     def __init__(self, url: str | None, *, mutant: str | None = None) -> None:
         self.url = url
