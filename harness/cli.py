@@ -76,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_log_redaction()  # no registered secret reaches a log line, whatever logs it
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(argv) if argv is not None else sys.argv[1:]  # for the reports' header
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT

@@ -1,27 +1,42 @@
-"""Turn the engines' results into the report model (harness.reports), which imports neither.
+"""Turn the engines' results into result-model events (harness.reports, which imports neither).
 
-Scenario runs (with a timeline built from the history), the detection matrix, certification
-records and gate standings each become their report dataclass here, in one place.
+Scenario runs (with a timeline built from the history and the history lines of each violation),
+trial series, the detection matrix, certification records and gate standings each become their
+event here, in one place. Explore's events are in :mod:`harness.commands._explore_events`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.reports import (
     CertCheck,
-    CertReport,
-    CheckReport,
+    Certification,
+    Check,
+    DetectionMatrix,
+    Drift,
     Evidence,
+    FirstFailure,
     GateProblem,
-    GateReport,
+    GateVerdict,
     Lane,
-    Matrix,
+    LoserCount,
     MatrixCell,
-    ScenarioReport,
+    PatternSummary,
+    Rate,
+    Sampling,
+    ScenarioRun,
+    Statistic,
     Timeline,
     TimelineEvent,
+    TrialFailure,
+    TrialSeries,
+    Unknown,
+    UnknownCount,
+    Violation,
 )
 
 if TYPE_CHECKING:
@@ -30,14 +45,18 @@ if TYPE_CHECKING:
     from harness.scenarios.history import Op
     from harness.scenarios.matrix import Matrix as ScenarioMatrix
     from harness.scenarios.runner import RunResult
+    from harness.scenarios.trials import TrialSet
 
 VERDICT = {"passed": "passed", "violated": "failed", "unknown": "unknown",
            "not_applicable": "not_applicable"}
+OUTCOME = {"passed": "pass", "violated": "fail", "unknown": "unknown", "not_applicable": "skip"}
+MAX_HISTORY_LINES = 40  # per violation in results.json; the run folder has the whole history
 # history op name -> timeline mark
 MARKS = {"start": "started", "dispatched": "dispatched", "timed_out": "timed_out",
          "failed": "failed", "cancelled": "cancelled", "crash": "crash"}
 
 
+# -- scenario runs ------------------------------------------------------------------------------
 def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
     """A lane per attempt: start, dispatch, timeout, result and claim outcome (virtual time)."""
     lanes: dict[str, dict[str, Any]] = {}
@@ -85,73 +104,6 @@ def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
     )
 
 
-def scenario_report(result: RunResult, *, replay: str | None = None) -> ScenarioReport:
-    return ScenarioReport(
-        name=result.scenario.name,
-        target=result.target,
-        verdict=VERDICT[result.status],  # type: ignore[arg-type]
-        description=result.scenario.description or "",
-        checks=tuple(
-            CheckReport(
-                c.checker, c.promise, c.verdict,
-                tuple(v.message for v in c.violations) + tuple(c.unknowns),
-                tuple(sorted({i for v in c.violations for i in v.ops})),
-            )
-            for c in result.checks
-        ),
-        timeline=timeline_of(result.history, result.virtual_seconds),
-        run_dir=str(result.folder) if result.folder else None,
-        replay_command=replay,
-        reason=result.reason or "",
-        wall_s=result.elapsed_s,
-        virtual_s=result.virtual_seconds,
-    )
-
-
-def matrix_report(matrix: ScenarioMatrix) -> Matrix:
-    return Matrix(
-        scenarios=tuple(matrix.scenarios),
-        targets=tuple(matrix.stores),
-        cells=tuple(
-            MatrixCell(scenario, store, VERDICT[matrix.status(store, scenario)])  # type: ignore[arg-type]
-            for scenario in matrix.scenarios
-            for store in matrix.stores
-        ),
-    )
-
-
-def cert_report(record: CertificationRecord, failover: str = "") -> CertReport:
-    p50 = None
-    checks = []
-    for check in record.checks:
-        figure = check.figures.get("latency_p50_s")
-        if figure is not None and p50 is None:
-            p50 = float(figure) * 1000
-        checks.append(CertCheck(
-            check.name, "pass" if check.passed else "fail", check.summary,
-            tuple(Evidence(e.input_id, e.reason, e.excerpt) for e in check.evidence),
-        ))
-    return CertReport(
-        provider=record.provider, contract=record.contract, verdict=record.verdict,
-        model=record.model, kind=record.kind, failover=failover,
-        # until the model has a provenance field (r13): a fake says so wherever mode is shown
-        mode=f"{record.mode}, {record.provenance}" if record.provenance else record.mode,
-        checks=tuple(checks), latency_ms_p50=p50,
-    )
-
-
-def gate_report(standings: Iterable[Standing]) -> GateReport:
-    standings = list(standings)
-    problems = tuple(
-        GateProblem(s.provider, s.contract, str(s.state), s.why, s.fix)
-        for s in standings if not s.eligible
-    )
-    failed = any(p.state == "failed" for p in problems)
-    code = 1 if failed else 3 if problems else 0
-    verdict = "fail" if failed else "unknown" if problems else "pass"
-    return GateReport(verdict, code, problems, links_checked=len(standings))  # type: ignore[arg-type]
-
-
 def _request_lanes(history: Sequence[Op], duration: float) -> Timeline | None:
     """For scenarios without attempts: a lane per client, a mark per answered request."""
     lanes: dict[str, list[TimelineEvent]] = {}
@@ -171,3 +123,250 @@ def _request_lanes(history: Sequence[Op], duration: float) -> Timeline | None:
     if not lanes:
         return None
     return Timeline(duration, tuple(Lane(p, "", tuple(events)) for p, events in lanes.items()))
+
+
+def history_digest(history: Sequence[Op]) -> str:
+    digest = hashlib.sha256()
+    for op in history:
+        digest.update(op.to_line().encode("utf-8") + b"\n")
+    return "sha256:" + digest.hexdigest()
+
+
+def unknown_of(item: Any) -> Unknown:
+    """An unknown as the engine gives it: a reason string, or an object with reason and fix."""
+    if isinstance(item, str):
+        return Unknown(item)
+    return Unknown(str(getattr(item, "reason", item)), str(getattr(item, "fix", "") or ""))
+
+
+def violations_of(check: Any, history: Sequence[Op], kind: str | None = None) -> tuple[
+        Violation, ...]:
+    """A checker's violations with the history lines that show them (``kind``: only those)."""
+    from harness.scenarios.history import pairs
+    from harness.scenarios.render import format_pair
+
+    all_pairs = pairs(history)
+    out = []
+    for v in check.violations:
+        if kind and v.kind != kind:
+            continue
+        wanted = set(v.ops)
+        lines = [format_pair(p) for p in all_pairs if wanted.intersection(p.indices)]
+        out.append(Violation(v.message, v.kind, tuple(v.ops), tuple(lines[:MAX_HISTORY_LINES])))
+    return tuple(out)
+
+
+def checks_of(result: Any, history: Sequence[Op]) -> tuple[Check, ...]:
+    return tuple(
+        Check(c.checker, c.promise, c.verdict, violations_of(c, history),
+              tuple(unknown_of(u) for u in c.unknowns),
+              tuple(str(n) for n in getattr(c, "needs", ()) or ()))
+        for c in result.checks
+    )
+
+
+def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun:
+    return ScenarioRun(
+        scenario=result.scenario.name,
+        target=result.target,
+        verdict=VERDICT[result.status],  # type: ignore[arg-type]
+        outcome=OUTCOME[result.status],  # type: ignore[arg-type]
+        seed=result.seed,
+        source=result.scenario.source,
+        description=result.scenario.description or "",
+        history_digest=history_digest(result.history) if result.history else "",
+        ops=len(result.history),
+        checks=checks_of(result, result.history),
+        timeline=timeline_of(result.history, result.virtual_seconds),
+        run_dir=str(result.folder) if result.folder else None,
+        replay_command=replay,
+        reason=result.reason or "",
+        fix=str(getattr(result, "fix", "") or ""),
+        arrival=result.arrival,
+        wall_s=result.elapsed_s,
+        virtual_s=result.virtual_seconds,
+    )
+
+
+# -- trial series -------------------------------------------------------------------------------
+def _losers(histogram: Counter[str]) -> tuple[LoserCount, ...]:
+    from harness.scenarios.checkers.losers import ALLOWED, ordered
+
+    return tuple(LoserCount(label, n, None if label == "no answer" else label in ALLOWED)
+                 for label, n in ordered(histogram))
+
+
+def _series_unknowns(ts: TrialSet) -> tuple[UnknownCount, ...]:
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for run in ts.all_runs:
+        seen = set()
+        for check in run.checks:
+            if check.verdict == "unknown":
+                for item in check.unknowns:
+                    u = unknown_of(item)
+                    seen.add((check.checker, u.reason, u.fix))
+        counts.update(seen)
+    return tuple(UnknownCount(reason, n, checker, fix)
+                 for (checker, reason, fix), n in sorted(counts.items()))
+
+
+def trial_series(
+    ts: TrialSet,
+    *,
+    replays: Mapping[str, str] | None = None,
+    measure: Callable[[str | None], str] | None = None,
+) -> TrialSeries:
+    """A trial set as one event: rates per failure and pattern, the losers' histogram per
+    pattern, and each failure's first failing trial (violations, timeline, commands)."""
+    from harness.scenarios.checkers.base import PROMISES
+    from harness.scenarios.trials import failure_title
+
+    failures = []
+    for failure, rates in ts.failures().items():
+        checker, _, kind = failure.partition(":")
+        first_run = max(rates.values(), key=lambda r: r.failed).first
+        first = None
+        if first_run is not None:
+            broken = [c for c in first_run.checks if c.checker == checker]
+            first = FirstFailure(
+                trial=first_run.seed - ts.seed + 1, seed=first_run.seed,
+                pattern=first_run.arrival,
+                violations=tuple(v for c in broken
+                                 for v in violations_of(c, first_run.history, kind or None)),
+                timeline=timeline_of(first_run.history, first_run.virtual_seconds),
+                run_dir=str(first_run.folder) if first_run.folder else None,
+                replay_command=(replays or {}).get(failure),
+                measure_command=measure(first_run.arrival) if measure else None,
+            )
+        failures.append(TrialFailure(
+            id=failure, checker=checker, title=failure_title(failure),
+            promise=PROMISES.get(checker, checker), kind=kind,
+            rates=tuple(Rate(p, r.failed, r.trials, r.text) for p, r in rates.items()),
+            first=first,
+        ))
+    patterns = tuple(
+        PatternSummary(p, len(ts.runs.get(p, [])), ts.violated(p), _losers(ts.histogram(p)))
+        for p in ts.patterns if ts.runs.get(p)
+    ) if ts.status != "not_applicable" else ()
+    return TrialSeries(
+        scenario=ts.scenario.name, target=ts.target,
+        verdict=VERDICT[ts.status],  # type: ignore[arg-type]
+        outcome=OUTCOME[ts.status],  # type: ignore[arg-type]
+        seed=ts.seed, trials=ts.trials, source=ts.scenario.source,
+        description=ts.scenario.description or "",
+        checkers=tuple(ts.scenario.checkers),
+        promises=tuple(PROMISES.get(c, c) for c in ts.scenario.checkers),
+        patterns=patterns, failures=tuple(failures), unknowns=_series_unknowns(ts),
+        reason=ts.reason or "", fix=str(getattr(ts, "fix", "") or ""), wall_s=ts.elapsed_s,
+    )
+
+
+# -- the detection matrix -----------------------------------------------------------------------
+def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
+    problems = tuple(matrix.problems())
+    return DetectionMatrix(
+        scenarios=tuple(matrix.scenarios),
+        targets=tuple(matrix.stores),
+        cells=tuple(
+            MatrixCell(scenario, store, VERDICT[matrix.status(store, scenario)])  # type: ignore[arg-type]
+            for scenario in matrix.scenarios
+            for store in matrix.stores
+        ),
+        outcome="fail" if problems else "pass",
+        problems=problems,
+        wall_s=matrix.elapsed_s,
+    )
+
+
+# -- certification and the gate -----------------------------------------------------------------
+def _rate(name: str, stats: Any) -> Statistic:
+    """A check's rate verdict (harness.contracts.stats.RateVerdict) as a statistic."""
+    return Statistic(name, float(stats.rate), float(stats.lower), float(stats.upper),
+                     float(stats.confidence), int(stats.samples), float(stats.threshold),
+                     str(stats.rule), str(stats.decision), str(stats.describe()))
+
+
+def _pass_k(name: str, figure: Any) -> Statistic | None:
+    if not isinstance(figure, Mapping) or "rate" not in figure:
+        return None
+    k, inputs, all_pass = figure.get("k"), figure.get("inputs"), figure.get("all_pass")
+    return Statistic(f"{name} pass^{k}", float(figure["rate"]), n=inputs,
+                     text=f"pass^{k}: {all_pass} of {inputs} inputs passed all {k} samples")
+
+
+def _drift(record: Any) -> tuple[Drift, ...]:
+    from harness.contracts.drift import describe_change
+
+    drift = getattr(record, "drift", None) or {}
+    return tuple(
+        Drift(str(c.get("input", "")), "/".join(map(str, c.get("before") or ())) or "—",
+              "/".join(map(str, c.get("after") or ())) or "—", str(c.get("change", "")),
+              describe_change(c))
+        for c in drift.get("inputs", [])
+    )
+
+
+def certification(record: CertificationRecord, failover: str = "", *, fix: str = "",
+                  gated: bool | None = None) -> Certification:
+    """A certification record as an event. ``gated``: does this pair's verdict decide the run
+    (``certify`` and ``check``: an auto link)? Default: it does unless the link is manual."""
+    p50 = p95 = None
+    checks = []
+    statistics = []
+    for check in record.checks:
+        figure = check.figures.get("latency_p50_s")
+        if figure is not None and p50 is None:
+            p50 = float(figure) * 1000
+        figure = check.figures.get("latency_p95_s")
+        if figure is not None and p95 is None:
+            p95 = float(figure) * 1000
+        stats = [_rate(check.name, check.stats)] if getattr(check, "stats", None) else []
+        pass_k = _pass_k(check.name, check.figures.get("pass_k"))
+        stats += [pass_k] if pass_k else []
+        statistics += stats
+        decision: Any = getattr(check, "decision", None) or ("pass" if check.passed else "fail")
+        checks.append(CertCheck(
+            check.name, decision, check.summary,
+            tuple(Evidence(e.input_id, e.reason, e.excerpt, e.sample) for e in check.evidence),
+            check.evidence_total, tuple(stats),
+            {k: v for k, v in check.figures.items() if isinstance(v, int | float | str | bool)},
+        ))
+    gated = failover != "manual" if gated is None else gated
+    outcome: Any = {"eligible": "pass", "ineligible": "fail" if gated else "skip",
+                    "undecided": "unknown" if gated else "skip"}[record.verdict]
+    sampling = getattr(record, "sampling", None)
+    drift = getattr(record, "drift", None) or {}
+    return Certification(
+        provider=record.provider, contract=record.contract, verdict=record.verdict,
+        outcome=outcome, model=record.model, kind=record.kind, mode=record.mode,
+        provenance=str(getattr(record, "provenance", "") or ""), failover=failover,
+        contract_version=record.contract_version, config_hash=record.config_hash,
+        contract_hash=record.contract_hash, certified_at=_time(record.certified_at),
+        expires_at=_time(record.expires_at), checks=tuple(checks),
+        statistics=tuple(statistics),
+        sampling=Sampling(sampling.rule, sampling.confidence, sampling.k, sampling.calls,
+                          sampling.rounds, sampling.adaptive) if sampling else None,
+        drift=_drift(record), drift_since=str(drift.get("since", "")),
+        previous_verdict=str(drift.get("previous_verdict", "") or ""),
+        why=record.why(), fix=fix if outcome in ("fail", "unknown") else "",
+        latency_ms_p50=p50, latency_ms_p95=p95,
+    )
+
+
+def _time(value: Any) -> str:
+    from harness.domain.clock import rfc3339
+
+    return rfc3339(value) if value is not None else ""
+
+
+def gate_verdict(standings: Iterable[Standing], *, lock_file: str = "",
+                 providers_file: str = "") -> GateVerdict:
+    standings = list(standings)
+    problems = tuple(
+        GateProblem(s.provider, s.contract, str(s.state), s.why, s.fix)
+        for s in standings if not s.eligible
+    )
+    failed = any(p.state == "failed" for p in problems)
+    verdict = "fail" if failed else "unknown" if problems else "pass"
+    return GateVerdict(verdict, verdict, len(standings), problems,  # type: ignore[arg-type]
+                       lock_file=lock_file, providers_file=providers_file)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from harness.explore.repro import Repro
     from harness.explore.search import Build, Found, Settings
     from harness.explore.through import ThroughController
+    from harness.reports.session import ReportSession
 
 DEFAULT_SETTLE_MS = 100.0
 
@@ -30,7 +31,8 @@ DEFAULT_SETTLE_MS = 100.0
 @contextmanager
 def serving(*, target_text: str | None, profile: str | None, tokens_file: str | None,
             storage: str, listen: str | None, service_cmd: str | None, health_path: str,
-            settle_ms: float, log: Path) -> Iterator[tuple[ThroughController, Proxy, str]]:
+            settle_ms: float, log: Path,
+            say: Any = print) -> Iterator[tuple[ThroughController, Proxy, str]]:
     """Proxy up, service up and healthy, controller ready; everything stopped on the way out."""
     from harness.explore.proxy import Proxy, Upstream
     from harness.explore.service import ServiceProcess, check_storage, parse_listen, wait_healthy
@@ -52,13 +54,13 @@ def serving(*, target_text: str | None, profile: str | None, tokens_file: str | 
     with ExitStack() as stack:
         stack.callback(target.close)
         proxy = stack.enter_context(Proxy(upstream, listen=address))
-        print(f"proxy: {redact(proxy.url)} → {redact(upstream.url)}  (the service must use the "
-              "proxy's URL; it is in $HARNESS_PROXY_URL)", flush=True)
+        say(f"proxy: {redact(proxy.url)} → {redact(upstream.url)}  (the service must use the "
+            "proxy's URL; it is in $HARNESS_PROXY_URL)")
         service = None
         if service_cmd:
             service = ServiceProcess(service_cmd, proxy.url, log)
             stack.callback(service.stop)
-            print(f"service: {service.shown}  (output: {log})", flush=True)
+            say(f"service: {service.shown}  (output: {log})")
         wait_healthy(target.urls[0], health_path, service,  # type: ignore[attr-defined]
                      check=lambda: _problems(proxy))
         controller = stack.enter_context(ThroughController(target, proxy, settle_ms=settle_ms))
@@ -72,7 +74,8 @@ def _problems(proxy: Proxy, kinds: tuple[str, ...] = ("unreachable", "not_protoc
             f"  - {p.what}" for p in found), field="--through", fix=found[0].fix)
 
 
-def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload: str) -> Outcome:
+def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload: str,
+            say: Any = print) -> Outcome:
     """One schedule of the smallest plan: storage commands must reach the proxy."""
     from harness.explore.choices import PrefixChoices
     from harness.explore.plan import SmallestDraw
@@ -95,10 +98,9 @@ def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload:
             "--service-cmd '… {proxy}' (or read $HARNESS_PROXY_URL), or configure it yourself "
             "and pass --listen HOST:PORT to keep the proxy at that address")
     if outcome.meta["settles_expired"]:
-        print(f"note: in the first schedule {outcome.meta['settles_expired']} settle(s) expired: "
-              "a request did something for longer than --settle-ms without touching its "
-              "storage (such choices are recorded as nondeterministic); raise --settle-ms",
-              flush=True)
+        say(f"note: in the first schedule {outcome.meta['settles_expired']} settle(s) expired: "
+            "a request did something for longer than --settle-ms without touching its "
+            "storage (such choices are recorded as nondeterministic); raise --settle-ms")
     return outcome
 
 
@@ -125,7 +127,7 @@ def pct_line(found: Found, settings: Settings) -> str:
             f"{found.progress.schedules} schedules all missing it: ≤ {miss:.2%}")
 
 
-def run_through(args: argparse.Namespace, settings: Settings) -> int:
+def run_through(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
     from harness.commands.explore import _clean, _Ticker, _violation
     from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
     from harness.explore.search import search
@@ -136,7 +138,9 @@ def run_through(args: argparse.Namespace, settings: Settings) -> int:
     with serving(target_text=args.target, profile=args.target_profile,
                  tokens_file=args.tokens_file, storage=args.through, listen=args.listen,
                  service_cmd=args.service_cmd, health_path=args.health_path, settle_ms=settle,
-                 log=args.report_dir / "explore-service.log") as (controller, proxy, target):
+                 log=session.folder / "explore-service.log",
+                 say=session.say) as (controller, proxy, target):
+        session.add_target(target)
         capabilities = set(controller.target.capabilities)
         profile = getattr(controller.target, "profile", None)
         if profile is not None and profile.in_flight is not None:
@@ -147,26 +151,30 @@ def run_through(args: argparse.Namespace, settings: Settings) -> int:
                               field="--workload", fix="declare faults: handler_error: in the "
                               "profile, or choose another workload")
         depth = f" (depth {settings.depth})" if settings.choices == "pct" else ""
-        print(f"target {target} through {proxy.upstream.kind}; workload {settings.workload}; "
-              f"clients ≤ {settings.clients}; budget {limit}; {settings.choices} "
-              f"choices{depth}; settle {settle:g} ms", flush=True)
-        warm_up(controller, proxy, build, settings.workload)
-        ticker = _Ticker(settings.budget)
+        session.say(f"target {target} through {proxy.upstream.kind}; workload "
+                    f"{settings.workload}; clients ≤ {settings.clients}; budget {limit}; "
+                    f"{settings.choices} choices{depth}; settle {settle:g} ms")
+        warm_up(controller, proxy, build, settings.workload, session.say)
+        ticker = _Ticker(session.say, settings.budget)
         found = search(controller, settings, ticker, build=build,
                        workloads=[w for w in HTTP_WORKLOADS if w != "handler-failure"
                                   or "handler_faults" in capabilities])
         ticker.final()
         _problems(proxy)
         if settings.choices == "pct":
-            print(pct_line(found, settings))
+            session.say(pct_line(found, settings))
         if found.outcome is None:
-            return _clean(found, settings)
-        return _violation(controller, found, settings, target, args,
-                          through=through_info(args, settle))
+            _clean(session, found, settings, target)
+        else:
+            _violation(session, controller, found, settings, target, args,
+                       through=through_info(args, settle))
+    return session.finish()
 
 
-def replay_through(args: argparse.Namespace, repro: Repro) -> Replayed:
-    """Set the proxy and the service up as the repro says (options override), and replay."""
+def replay_through(args: argparse.Namespace, repro: Repro,
+                   session: ReportSession) -> tuple[Replayed, str]:
+    """Set the proxy and the service up as the repro says (options override), and replay;
+    the replay and the target."""
     from harness.explore.replay import replay_repro
 
     through = repro.through or {}
@@ -181,8 +189,10 @@ def replay_through(args: argparse.Namespace, repro: Repro) -> Replayed:
                  listen=args.listen or through.get("listen"),
                  service_cmd=args.service_cmd or through.get("service_cmd"),
                  health_path=args.health_path or str(through.get("health_path") or "/healthz"),
-                 settle_ms=settle, log=args.report_dir / "replay-service.log") as (
-                     controller, _, target):
-        print(f"replaying {args.path} on {target} through {controller.proxy.upstream.kind} "
-              f"({len(repro.decisions)} recorded decisions)", flush=True)
-        return replay_repro(controller, repro)
+                 settle_ms=settle, log=session.folder / "replay-service.log",
+                 say=session.say) as (controller, _, target):
+        session.add_target(target)
+        session.say(f"replaying {args.path} on {target} through "
+                    f"{controller.proxy.upstream.kind} ({len(repro.decisions)} recorded "
+                    "decisions)")
+        return replay_repro(controller, repro), target

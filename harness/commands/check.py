@@ -1,232 +1,266 @@
 """``failover-harness check``: the main job, in one run and one report.
 
-1. the shipped scenarios against the reference store and every mutant (the detection matrix),
-   on the embedded SQLite store unless ``--db`` names another database;
-2. certification of every provider the chains in ``providers.yaml`` name (the shipped example
-   uses in-process fake providers, so this runs offline), written to ``providers.lock.json``;
-3. the gate's verdict on the auto-failover links.
+With ``--target URL[,URL…]`` (and ``--target-profile F``, ``--tokens-file F``), on the user's own
+service: every shipped scenario the target's capabilities allow (the others are reported not
+applicable, never passed), and the detection suite at its default trials (``--trials N``
+overrides them). Without it, the self-check: the shipped scenarios against the reference store
+and every mutant (the detection matrix), on the embedded SQLite store unless ``--db`` names
+another database. Then, either way:
 
-Everything lands in ``reports/<UTC time>/`` (results.json, junit.xml, summary.md, index.html)
-with ``reports/latest`` pointing at it. Exit 0 when everything holds, 1 on a violation (a
-scenario broken on the reference store, a mutant not caught, an ineligible auto link), 3 when
-nothing is broken but a verdict is unknown (a certification missing, stale or expired), 2 for
-bad input.
+- certification of every provider the chains in ``providers.yaml`` name (the shipped example
+  uses in-process fake providers, so this runs offline), written to ``providers.lock.json``;
+- the gate's verdict on the auto-failover links.
+
+A project file (``failover-harness.yaml`` beside ``providers.yaml``, or ``--project FILE``) may
+hold the target, profile, tokens file, trials, scenario paths, seed and report folder, so CI
+runs a bare ``failover-harness check``; command-line flags win.
+
+Everything lands in the report folder ``reports/<UTC time>/`` (results.json, junit.xml,
+summary.md, index.html, and the run folders of failures) with ``reports/latest`` pointing at it.
+Exit 0 when everything holds, 1 on a violation (a scenario broken, a mutant not caught, an
+ineligible auto link), 3 when nothing is broken but a verdict is unknown, 2 for bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import sys
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
+from harness.commands._report import add_report_options
 from harness.gateways.options import add_gateway_options, gateway_options
 
-HELP = "the main job: scenarios + detection matrix, certification and gate, with a report"
+HELP = ("the main job: scenarios on your service (--target) or the reference store and its "
+        "mutants, certification and gate, with a report")
+DEFAULT_PROVIDERS = Path("providers.yaml")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--providers", type=Path, default=Path("providers.yaml"), metavar="FILE",
+    from harness.scenarios.targets import TARGET_HELP
+
+    service = parser.add_argument_group("your service")
+    service.add_argument("--target", default=None, metavar="URL",
+                         help=f"run the scenarios against this target instead of the reference "
+                         f"store and its mutants: {TARGET_HELP}")
+    service.add_argument("--target-profile", default=None, metavar="FILE",
+                         help="a YAML profile mapping the operations onto your service's API")
+    service.add_argument("--tokens-file", default=None, metavar="FILE",
+                         help="YAML {token: owner} for your service (or $HARNESS_TOKENS)")
+    service.add_argument("--trials", type=int, default=None, metavar="N",
+                         help="trials per arrival pattern for the detection suite (default: "
+                         "each scenario's arrival.trials)")
+    parser.add_argument("--project", type=Path, default=None, metavar="FILE",
+                        help="project file (default: failover-harness.yaml beside the providers "
+                        "file, when there is one)")
+    parser.add_argument("--providers", type=Path, default=None, metavar="FILE",
                         help="providers file to certify and gate (default: providers.yaml)")
     parser.add_argument("--contracts", type=Path, default=None, metavar="DIR",
                         help="contracts folder (default: contracts/ beside the providers file)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="lock file (default: providers.lock.json beside the providers file)")
-    parser.add_argument("--scenarios", type=Path, nargs="*", default=[Path("scenarios")],
-                        metavar="PATH", help="scenario files or folders (default: scenarios/)")
+    parser.add_argument("--scenarios", type=Path, nargs="*", default=None, metavar="PATH",
+                        help="scenario files or folders (default: scenarios/, and "
+                        "scenarios/detection/ with --target)")
     parser.add_argument("--db", default=None, metavar="URL",
-                        help="database for the scenario runs: sqlite:///file.db or "
-                        "postgresql://… (default: a temporary SQLite file)")
+                        help="self-check only: the database for the scenario runs, "
+                        "sqlite:///file.db or postgresql://… (default: a temporary SQLite file)")
     parser.add_argument("--seed", type=int, default=None, help="scenario seed override")
     parser.add_argument("--no-certify", action="store_true",
                         help="do not certify: gate on the lock file as it is")
-    parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
-                        help="where the run folder goes (default: reports)")
-    parser.add_argument("--json", action="store_true", help="print results.json on stdout")
-    parser.add_argument("--quiet", action="store_true", help="print only problems and the verdict")
     add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
+    add_report_options(parser)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The command line over the project file (flags win)."""
+
+    target: str | None
+    target_profile: str | None
+    tokens_file: str | None
+    trials: int | None
+    scenarios: tuple[Path, ...] | None
+    seed: int | None
+    providers: Path
+    providers_explicit: bool
+
+
+def settings(args: argparse.Namespace) -> Settings:
+    from harness.domain.errors import ConfigError
+    from harness.project import MAX_TRIALS, find_project, load_project
+
+    providers = args.providers or DEFAULT_PROVIDERS
+    project = load_project(find_project(args.project, providers))
+    if args.report_dir is None and project.report_dir is not None:
+        args.report_dir = project.report_dir
+
+    def first(flag: Any, value: Any) -> Any:
+        return flag if flag is not None else value
+
+    merged = Settings(
+        target=first(args.target, project.target),
+        target_profile=first(args.target_profile, _str(project.target_profile)),
+        tokens_file=first(args.tokens_file, _str(project.tokens_file)),
+        trials=first(args.trials, project.trials),
+        scenarios=tuple(args.scenarios) if args.scenarios else project.scenarios or None,
+        seed=first(args.seed, project.seed),
+        providers=providers,
+        providers_explicit=args.providers is not None,
+    )
+    if merged.trials is not None and not 1 <= merged.trials <= MAX_TRIALS:
+        raise ConfigError(f"{merged.trials} trials", field="--trials",
+                          fix=f"give a whole number from 1 to {MAX_TRIALS}")
+    if merged.target and args.db:
+        raise ConfigError("--db chooses the database of the self-check; with --target the "
+                          "scenarios run against your service", field="--db",
+                          fix="drop --db, or drop --target")
+    return merged
+
+
+def _str(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.console import console
-    from harness.reports import RunReport, write_report
+    from harness.commands._report import open_session
 
-    started = datetime.now(UTC)
-    # Progress on stderr; results on stdout. NO_COLOR is honoured by rich itself. Foreign text
-    # (answers, reasons, service errors) is printed as text, never markup (harness.console).
-    err = console(stderr=True)
-    out = console(file=sys.stdout, width=None if sys.stdout.isatty() else 120, quiet=args.json)
-    show_progress = err.is_terminal and not args.quiet and not args.json
+    s = settings(args)
+    workspace = _open_workspace(args, s)  # bad config fails here, before any work
+    if s.target:
+        from harness.commands._trials import target_secrets
+        from harness.scenarios.targets import open_target
 
-    workspace = _open_workspace(args)  # bad config fails here, before any work
-    scenarios, matrix, exit_codes = _scenarios(args, err, show_progress)
-    certs, gate = _certification(args, workspace, err, show_progress)
-    if gate is not None:
-        exit_codes.append(gate.exit_code)
-    code = 1 if 1 in exit_codes else 3 if 3 in exit_codes else 0
-    report = RunReport(
-        verdict={0: "pass", 1: "fail", 3: "unknown"}[code],  # type: ignore[arg-type]
-        exit_code=code,
-        started_at=_stamp(started),
-        finished_at=_stamp(datetime.now(UTC)),
-        harness_version=__version__,
-        command="check",
-        store=_redact(args.db) if args.db else "sqlite (embedded, temporary file)",
-        scenarios=tuple(scenarios),
-        matrix=matrix,
-        certifications=tuple(certs),
-        gate=gate,
-    )
-    folder = write_report(report, args.report_dir)
-    if args.json:
-        json.dump(report.to_json(), sys.stdout, indent=2, ensure_ascii=False)
-        print()
+        scenarios = _load(s.scenarios or _default_scenarios(with_detection=True))
+        target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
+        try:
+            target_secrets(target, s.target)
+            session = open_session(args, "check", targets=[target.description])
+            session.say(f"check: {len(scenarios)} scenario(s) against {target.description}")
+            _on_target(session, s, scenarios, target)
+        finally:
+            target.close()
     else:
-        _print_summary(out, report, folder, quiet=args.quiet)
-    return code
+        from harness.reports.redaction import register_target_secrets
+
+        register_target_secrets(args.db)
+        scenarios = _load(s.scenarios or _default_scenarios(with_detection=False))
+        session = open_session(args, "check", targets=[args.db or "sqlite (embedded)"])
+        _self_check(session, args, s, scenarios)
+    if workspace is None:
+        session.note(f"no {s.providers}: certification and gate skipped")
+    else:
+        _certification(session, args, s, workspace)
+    return session.finish()
 
 
-def _stamp(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def _load(paths: tuple[Path, ...] | list[Path]) -> list[Any]:
+    from harness.commands.scenarios import _load as load_scenarios
+
+    return load_scenarios(list(paths))
 
 
-def _redact(url: str) -> str:
-    from harness.scenarios.targets.base import redact
+def _default_scenarios(*, with_detection: bool) -> list[Path]:
+    """``scenarios/`` of the working directory, else the ones shipped with the harness."""
+    import harness
 
-    return redact(url)
+    folder = Path("scenarios")
+    if not folder.is_dir():
+        shipped = Path(harness.__file__).resolve().parent / "shipped" / "scenarios"
+        repository = Path(harness.__file__).resolve().parents[1] / "scenarios"
+        folder = shipped if shipped.is_dir() else repository
+    paths = [folder]
+    if with_detection and (folder / "detection").is_dir():
+        paths.append(folder / "detection")
+    return paths
 
 
-def _open_workspace(args: argparse.Namespace) -> Any:
-    if args.no_certify and not args.providers.exists():
+def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
+    optional = args.no_certify or (s.target and not s.providers_explicit)
+    if optional and not s.providers.exists():
         return None
     from harness.contracts.workspace import open_workspace
 
-    return open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
+    return open_workspace(s.providers, args.contracts, args.lock, **gateway_options(args))
 
 
-def _progress(err: Any, label: str, total: int, enabled: bool) -> Any:
+def _progress(label: str, total: int) -> Any:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    err = Console(stderr=True)
     progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=err, transient=True, disable=not enabled)
+                        console=err, transient=True, disable=not err.is_terminal)
     return progress, progress.add_task(label, total=total)
 
 
-def _scenarios(args: argparse.Namespace, err: Any, show: bool) -> tuple[list[Any], Any, list[int]]:
-    from harness.commands._collect import matrix_report, scenario_report
-    from harness.scenarios.loader import load_scenario, scenario_files
-    from harness.scenarios.matrix import REFERENCE, detection_matrix
+def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> None:
+    """Every scenario on the user's service; the detection suite (scenarios with arrival
+    patterns) at its default trials, or ``--trials``."""
+    from harness.commands._trials import RunOptions, run_one, run_series
+
+    extra: list[str] = []
+    if s.tokens_file:
+        extra += ["--tokens-file", s.tokens_file]
+    if s.target_profile:
+        extra += ["--target-profile", s.target_profile]
+    options = RunOptions(seed=s.seed, target_text=s.target, extra=extra)
+    for scenario in scenarios:
+        if scenario.arrival is not None:
+            run_series(session, scenario, target, replace(options, trials=s.trials))
+        else:
+            run_one(session, scenario, target, options)
+
+
+def _self_check(session: Any, args: argparse.Namespace, s: Settings,
+                scenarios: list[Any]) -> None:
+    from harness.commands._collect import detection_matrix, scenario_run
+    from harness.commands._trials import public_target
+    from harness.scenarios.matrix import REFERENCE
+    from harness.scenarios.matrix import detection_matrix as run_matrix
     from harness.scenarios.runfolder import replay_command, write_run
     from harness.store.mutants import MUTANTS
 
-    scenarios = [load_scenario(f) for f in scenario_files(args.scenarios)]
-    progress, task = _progress(err, "scenarios × stores", len(scenarios) * (1 + len(MUTANTS)), show)
+    progress, task = _progress("scenarios × stores", len(scenarios) * (1 + len(MUTANTS)))
     with progress:
-        matrix = detection_matrix(scenarios, args.db, seed=args.seed,
-                                  on_cell=lambda _store, _result: progress.advance(task))
-    reports, codes = [], []
-    target = args.db or "sqlite"
+        matrix = run_matrix(scenarios, args.db, seed=s.seed,
+                            on_cell=lambda _store, _result: progress.advance(task))
+    target = public_target(args.db or "sqlite")
     for scenario in scenarios:
         result = matrix.cells[(REFERENCE, scenario.name)]
         replay = None
         if result.status in ("violated", "unknown"):
-            folder = write_run(result, args.report_dir)
+            folder = write_run(result, session.folder)
             replay = replay_command(folder, target)
-        reports.append(scenario_report(result, replay=replay))
-        codes.append({"violated": 1, "unknown": 3}.get(result.status, 0))
-    if matrix.problems():
-        codes.append(1)
-    return reports, matrix_report(matrix), codes
+        session.emit(scenario_run(result, replay=replay))
+    session.emit(detection_matrix(matrix))
 
 
-def _certification(
-    args: argparse.Namespace, workspace: Any, err: Any, show: bool
-) -> tuple[list[Any], Any]:
-    from harness.commands._collect import cert_report, gate_report
+def _certification(session: Any, args: argparse.Namespace, s: Settings, workspace: Any) -> None:
+    from harness.commands._collect import certification, gate_verdict
+    from harness.contracts.standing import certify_command
 
-    if workspace is None:
-        return [], None
-    records: list[Any] = []
     failover: dict[tuple[str, str], str] = {}
+    for contract, chain in workspace.providers.chains.items():
+        for link in chain:
+            failover[(link.provider, contract)] = link.failover
     if not args.no_certify:
         from harness.contracts.certifier import certify, plan
 
         targets = plan(workspace.providers, workspace.contracts,
-                       providers_path=str(args.providers))
-        failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
+                       providers_path=str(s.providers))
+        failover.update({(t.provider.id, t.contract.id): t.failover for t in targets})
         total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
-        progress, task = _progress(err, "certifying", total, show)
+        progress, task = _progress("certifying", total)
         with progress:
             result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n)))
         workspace.lock.merge(result.records)
         workspace.lock.write()
-        records = list(result.records)
-    else:
-        for contract, chain in workspace.providers.chains.items():
-            for link in chain:
-                failover[(link.provider, contract)] = link.failover
-    certs = [cert_report(r, failover.get((r.provider, r.contract), "")) for r in records]
-    return certs, gate_report(workspace.gate())
-
-
-def _print_summary(out: Any, report: Any, folder: Path, *, quiet: bool) -> None:
-    from rich.table import Table
-
-    from harness.console import markup, text
-
-    colour = {"pass": "green", "fail": "red", "unknown": "yellow"}
-    style = {"passed": "green", "failed": "red", "unknown": "yellow", "not_applicable": "dim",
-             "eligible": "green", "ineligible": "red"}
-    table = Table(title="scenarios on the reference store", title_justify="left")
-    for column in ("scenario", "verdict", "virtual", "wall", "what broke"):
-        table.add_column(column)
-    for s in report.scenarios:
-        if quiet and s.verdict in ("passed", "not_applicable"):
-            continue
-        broke = "; ".join(v for c in s.checks for v in c.violations[:1]) or s.reason
-        table.add_row(text(s.name), text(s.verdict, style[s.verdict]), f"{s.virtual_s:g} s",
-                      f"{s.wall_s * 1000:.0f} ms", text(broke))
-    if table.rows:
-        out.print(table)
-    for s in report.scenarios:
-        if s.replay_command:
-            out.print(text(f"  reproduce {s.name}: {s.replay_command}"), soft_wrap=True)
-    if report.matrix:
-        m = report.matrix
-        mutants = [t for t in m.targets if t != m.reference]
-        missed = [t for t in mutants if not m.caught(t)]
-        line = f"detection matrix: {len(mutants) - len(missed)} of {len(mutants)} mutants caught"
-        line += f"; missed: {', '.join(missed)}" if missed else ""
-        line += "; reference flagged!" if m.caught(m.reference) else "; reference clean"
-        out.print(text(line, "red" if missed or m.caught(m.reference) else "green"))
-    if report.certifications:
-        certs = Table(title="certification", title_justify="left")
-        for column in ("contract", "provider", "link", "verdict", "failed checks"):
-            certs.add_column(column)
-        for c in report.certifications:
-            if quiet and c.verdict == "eligible":
-                continue
-            failed = "; ".join(f"{k.name}: {k.summary}" for k in c.checks if k.verdict == "fail")
-            verdict = text(c.verdict, style.get(c.verdict, "yellow"))
-            if ", " in c.mode:  # "live, fake provider (answers from the golden file)"
-                verdict.append(text(f" — {c.mode.split(', ', 1)[1]}"))
-            certs.add_row(text(c.contract), text(c.provider), c.failover, verdict, text(failed))
-        if certs.rows:
-            out.print(certs)
-    if report.gate:
-        g = report.gate
-        out.print(markup(f"gate: [{colour[g.verdict]}]{{}}[/] ({{}} auto link(s))", g.verdict,
-                         g.links_checked))
-        for p in g.problems:
-            out.print(text(f"  {p.state.upper()}: {p.provider} / {p.contract}: {p.why}\n"
-                           f"    fix: {p.fix}"),
-                      soft_wrap=True)
-    out.print(text(f"report: {folder / 'index.html'} (also results.json, junit.xml, summary.md)"),
-              soft_wrap=True)
-    out.print(markup(f"[bold {colour[report.verdict]}]check: {{}}[/] (exit {{}})",
-                     report.verdict.upper(), report.exit_code))
-
+        for record in result.records:
+            link = failover.get(record.key, "")
+            command = certify_command(record.provider, record.contract, str(s.providers))
+            fix = f"run: {command}" + (" --adaptive" if record.verdict == "undecided" else "")
+            session.emit(certification(record, link, fix=fix, gated=link == "auto"))
+    session.emit(gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),
+                              providers_file=str(s.providers)))

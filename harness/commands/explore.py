@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import sys
+import shlex
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.console import echo
+from harness.commands._report import add_report_options
 from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
     from harness.explore.replay import Replayed
     from harness.explore.search import Found, Progress, Settings
+    from harness.reports.session import ReportSession
 
 HELP = ("Find, shrink and replay races: in your service through its Redis / PostgreSQL "
         "(--through), or in a store one SQL statement at a time.")
@@ -71,8 +71,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "for services explore cannot see inside")
     parser.add_argument("--tokens-file", default=None, metavar="FILE",
                         help="HTTP targets: YAML {token: owner} (or $HARNESS_TOKENS)")
-    parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
-                        help="repro folders go to DIR/repro/ (default: reports)")
+    add_report_options(parser)
 
 
 def add_through_options(parser: argparse.ArgumentParser) -> None:
@@ -143,11 +142,12 @@ class _Ticker:
     """Progress: a rich bar on a terminal (stderr), else a plain line every couple of seconds;
     the final counters are always printed."""
 
-    def __init__(self, total: int | None = None) -> None:
+    def __init__(self, say: Any, total: int | None = None) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as Bar
 
+        self.say = say
         self.last = time.perf_counter()
         self.progress: Progress | None = None
         console = Console(stderr=True)
@@ -166,24 +166,27 @@ class _Ticker:
         now = time.perf_counter()
         if now - self.last >= PROGRESS_EVERY_S:
             self.last = now
-            print(f"  {progress.line()}", flush=True)
+            self.say(f"  {progress.line()}")
 
     def final(self) -> None:
         self.bar.stop()
         if self.progress is not None:
-            print(f"  {self.progress.line()}", flush=True)
+            self.say(f"  {self.progress.line()}")
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.commands._report import open_session
+
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-    print(f"explore: seed {seed}", flush=True)
     settings = _settings(args, seed)
+    session = open_session(args, "explore")
+    session.say(f"explore: seed {seed}")
     if args.through:
         from harness.commands._explore_through import run_through
 
-        return run_through(args, settings)
+        return run_through(args, settings, session)
     if args.stress:
-        return _stress(args, settings)
+        return _stress(args, settings, session)
     from harness.explore.controller import Controller
     from harness.explore.search import search
     from harness.explore.target import explore_store
@@ -191,26 +194,32 @@ def run(args: argparse.Namespace) -> int:
     limit = (f"{settings.budget} schedules" if settings.budget is not None
              else f"{settings.time_limit:g} s")
     with explore_store(args.target) as (store, target):
-        print(f"target {target}; workload {settings.workload}; clients ≤ {settings.clients}; "
-              f"budget {limit}; {settings.choices} choices", flush=True)
+        session.add_target(target)
+        session.say(f"target {target}; workload {settings.workload}; clients ≤ "
+                    f"{settings.clients}; budget {limit}; {settings.choices} choices")
         with Controller(store, commit_steps=args.commit_steps) as controller:
-            ticker = _Ticker(settings.budget)
+            ticker = _Ticker(session.say, settings.budget)
             found = search(controller, settings, ticker)
             ticker.final()
             if found.outcome is None:
-                return _clean(found, settings)
-            return _violation(controller, found, settings, target, args)
+                _clean(session, found, settings, target)
+            else:
+                _violation(session, controller, found, settings, target, args)
+    return session.finish()
 
 
-def _clean(found: Found, settings: Settings) -> int:
+def _clean(session: ReportSession, found: Found, settings: Settings, target: str) -> None:
+    from harness.commands._explore_events import explore_result
+
     progress = found.progress
     if found.exhausted:
-        print(f"no violation: every interleaving of the smallest plan was explored "
-              f"({progress.schedules} schedules, {progress.steps} steps)")
+        note = (f"no violation: every interleaving of the smallest plan was explored "
+                f"({progress.schedules} schedules, {progress.steps} steps)")
     else:
         spent = "time limit reached" if settings.time_limit is not None else "budget spent"
-        print(f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}")
-    return 0
+        note = f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}"
+    session.emit(explore_result(None, target=target, settings=settings, found=found,
+                                note=note))
 
 
 def _headline(outcome: Outcome) -> list[str]:
@@ -222,28 +231,23 @@ def _headline(outcome: Outcome) -> list[str]:
     return lines
 
 
-def _violation(controller: Any, found: Found, settings: Settings, target: str,
-               args: argparse.Namespace, *, through: dict[str, Any] | None = None) -> int:
-    from harness.explore.explain import schedule_lines
+def _violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
+               target: str, args: argparse.Namespace, *,
+               through: dict[str, Any] | None = None) -> None:
+    from harness.commands._explore_events import explore_result
     from harness.explore.replay import replay_repro
     from harness.explore.repro import read_repro, write_repro
     from harness.explore.shrink import shrink
+    from harness.scenarios.runfolder import replay_command
 
     outcome = found.outcome
     assert outcome is not None
-    where = (f"schedule #{found.schedule} of seed {settings.seed}"
-             if settings.choices in ("seeded", "pct")
-             else f"{settings.choices} schedule #{found.schedule}")
-    if settings.choices == "pct":
-        where = f"pct, {where}"
-    print(f"VIOLATED  {', '.join(outcome.broken)} after {found.progress.schedules} schedules "
-          f"({where}; {outcome.steps} steps)")
-    for line in _headline(outcome):
-        echo(line)  # service text: printed as text (harness.console)
+    original = outcome.steps
     shrink_figures = None
     if not args.no_shrink and not found.shrunk_by_hypothesis:
-        print("shrinking:", flush=True)
-        shrunk = shrink(controller, outcome, progress=lambda text: print(f"  {text}", flush=True))
+        session.say(f"found: {', '.join(outcome.broken)} after {found.progress.schedules} "
+                    f"schedules ({outcome.steps} steps); shrinking:")
+        shrunk = shrink(controller, outcome, progress=lambda text: session.say(f"  {text}"))
         outcome = shrunk.outcome
         shrink_figures = {"original_steps": shrunk.original_steps,
                           "original_ops": shrunk.original_ops, "plan_runs": shrunk.plan_runs,
@@ -257,63 +261,60 @@ def _violation(controller: Any, found: Found, settings: Settings, target: str,
                   "commit_steps": bool(args.commit_steps)}
     if settings.choices == "pct":
         found_info["depth"] = settings.depth
-    folder = write_repro(outcome, args.report_dir, target=target, found=found_info,
+    folder = write_repro(outcome, session.folder, target=target, found=found_info,
                          shrink=shrink_figures, through=through)
-    print(f"the race, in {outcome.steps} steps ({outcome.timers} timers):")
-    for line in schedule_lines(outcome):
-        print(line)
     again = replay_repro(controller, read_repro(folder))
-    verdict = "identical" if again.identical else f"DIVERGED: {again.divergence}"
-    echo(f"replayed once: {verdict}")
-    print(f"repro: {folder}  (scenario.yaml, schedule.jsonl, history.jsonl, explanation.txt)")
-    command = f"failover-harness replay {folder}"
+    note = ""
     if through is None:
-        command += f" --target {target}"
+        command = replay_command(folder, target.replace(":***@", "@"))
         if "***" in target:
-            command += "   (put the real URL in --target; the password is not stored)"
-    elif "***" in str(through.get("storage")):
-        command += "   (add --through with the full URL; the password is not stored)"
-    print(f"replay: {command}")
-    return 1
+            note = "put the real URL in --target (or set PGPASSWORD): the password is not stored"
+    else:
+        command = shlex.join(["failover-harness", "replay", str(folder)])
+        if "***" in str(through.get("storage")):
+            note = "add --through with the full URL: the password is not stored"
+    session.emit(explore_result(
+        outcome, target=target, settings=settings, found=found, original_steps=original,
+        repro=folder, replay=command, replayed_identical=again.identical, note=note))
 
 
-def _stress(args: argparse.Namespace, settings: Settings) -> int:
+def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
+    from harness.commands._explore_events import explore_result
     from harness.explore.repro import write_repro
     from harness.explore.stress import stress
     from harness.scenarios.targets import open_target
 
     target = open_target(args.target, tokens_file=args.tokens_file)
+    session.add_target(target.description)
     limit = (f"{settings.budget} rounds" if settings.budget is not None
              else f"{settings.time_limit:g} s")
     try:
-        print(f"stress: target {target.description}; workload {settings.workload}; clients ≤ "
-              f"{settings.clients}; {limit}; free-running threads (not replayable)", flush=True)
-        ticker = _Ticker()
+        session.say(f"stress: target {target.description}; workload {settings.workload}; "
+                    f"clients ≤ {settings.clients}; {limit}; free-running threads (not "
+                    "replayable)")
+        ticker = _Ticker(session.say)
         found = stress(target, settings, ticker)
         ticker.final()
     finally:
         target.close()
     if found.outcome is None:
-        print(f"no violation in {found.progress.schedules} rounds")
-        return 0
-    outcome = found.outcome
-    print(f"VIOLATED  {', '.join(outcome.broken)} in round #{found.schedule} of seed "
-          f"{settings.seed} (free-running: not replayable)")
-    for line in _headline(outcome):
-        echo(line)  # service text: printed as text (harness.console)
-    folder = write_repro(outcome, args.report_dir, target=target.description,
+        session.emit(explore_result(None, target=target.description, settings=settings,
+                                    found=found, mode="stress",
+                                    note=f"no violation in {found.progress.schedules} rounds"))
+        return session.finish()
+    folder = write_repro(found.outcome, session.folder, target=target.description,
                          found={"workload": settings.workload, "seed": settings.seed,
                                 "schedule": found.schedule, "choices": "stress",
                                 "schedules": found.progress.schedules},
                          replayable=False)
-    print(f"history and explanation: {folder}")
-    print("to replay it, explore the same workload on an in-process store: "
-          f"failover-harness explore --workload {settings.workload} --target <store>")
-    return 1
+    session.emit(explore_result(found.outcome, target=target.description, settings=settings,
+                                found=found, mode="stress", repro=folder))
+    return session.finish()
 
 
 def run_replay(args: argparse.Namespace) -> int:
     """``failover-harness replay <explore repro>``: the same events and history, or where not."""
+    from harness.commands._report import open_session
     from harness.explore.controller import Controller
     from harness.explore.replay import replay_repro
     from harness.explore.repro import read_repro
@@ -323,30 +324,39 @@ def run_replay(args: argparse.Namespace) -> int:
     if repro.through is not None or getattr(args, "through", None):
         from harness.commands._explore_through import replay_through
 
-        return _replayed(replay_through(args, repro))
+        session = open_session(args, "replay")
+        replayed, target = replay_through(args, repro, session)
+        return _replayed(session, args, replayed, target)
     text = args.target or repro.target
     if text and "***" in text and not args.target:
         raise ConfigError("the repro's target URL had its password removed", field="--target",
                           fix="pass --target with the full URL (or set PGPASSWORD)")
+    session = open_session(args, "replay")
     with explore_store(text) as (store, target):
-        print(f"replaying {args.path} on {target} ({len(repro.decisions)} recorded decisions)")
+        session.add_target(target)
+        session.say(f"replaying {args.path} on {target} ({len(repro.decisions)} recorded "
+                    "decisions)")
         with Controller(store, commit_steps=repro.commit_steps) as controller:
-            return _replayed(replay_repro(controller, repro))
+            replayed = replay_repro(controller, repro)
+    return _replayed(session, args, replayed, target)
 
 
-def _replayed(replayed: Replayed) -> int:
+def _replayed(session: ReportSession, args: argparse.Namespace, replayed: Replayed,
+              target: str) -> int:
+    from harness.commands._explore_events import explore_result
+    from harness.reports import ReplayComparison
+
     outcome = replayed.outcome
-    label = {"violated": "VIOLATED", "passed": "PASS", "unknown": "UNKNOWN"}[outcome.status]
-    print(f"{label:<9} {outcome.plan.workload}: {outcome.steps} steps, {len(outcome.history)} ops")
-    for line in _headline(outcome):
-        echo(line)  # service text: printed as text (harness.console)
-    if replayed.divergence is not None:
-        echo(f"DIVERGED  {replayed.divergence}")
-        print(f"  (following the recording where it still could, the verdict is now "
-              f"{outcome.status})")
-        return 1
+    settings = argparse.Namespace(workload=outcome.plan.workload, seed=0, choices="replay")
+    session.emit(explore_result(outcome, target=target, settings=settings, mode="replay"))
     what = "schedule and history" if replayed.compared else "schedule"
-    print(f"{what}: identical to the recorded run ({len(outcome.schedule)} events, "
-          f"{len(outcome.history)} ops)")
-    sys.stdout.flush()
-    return 1 if outcome.status == "violated" else 3 if outcome.status == "unknown" else 0
+    if replayed.divergence is not None:
+        session.emit(ReplayComparison(
+            str(args.path), target, False, "fail", compared=what, completed=False,
+            divergence=replayed.divergence,
+            note=f"following the recording where it still could, the verdict is now "
+                 f"{outcome.status}", ops=len(outcome.history)))
+    else:
+        session.emit(ReplayComparison(str(args.path), target, True, "pass", compared=what,
+                                      ops=len(outcome.history), events=len(outcome.schedule)))
+    return session.finish()

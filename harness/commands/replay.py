@@ -2,7 +2,7 @@
 its schedule, and report whether the history is identical or where it diverged.
 
 Exit codes: the verdict's (0 holds, 1 violation, 3 unknown), 1 when the run diverged from the
-recorded schedule, 2 bad input.
+recorded schedule, 2 bad input. Writes the report folder like every judging command.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.commands._report import add_report_options
 from harness.commands.scenarios import add_target_options, target_extra
-from harness.console import echo
 from harness.domain.errors import ConfigError
 
 HELP = "Replay a run folder or scenario file; check the history is reproduced exactly."
@@ -19,8 +19,8 @@ HELP = "Replay a run folder or scenario file; check the history is reproduced ex
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, metavar="RUN_FOLDER_OR_SCENARIO",
-                        help="a folder under reports/runs/ or reports/repro/ (explore), or a "
-                        "scenario .yaml file")
+                        help="a run folder (reports/<time>/runs/…) or an explore repro folder "
+                        "(reports/<time>/repro/…), or a scenario .yaml file")
     add_target_options(parser)
     from harness.commands.explore import add_through_options
 
@@ -28,10 +28,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expect-identical", action="store_true",
                         help="exit 1 if the history differs from the recorded one "
                         "(e.g. in CI, to prove a recorded failure still reproduces)")
+    add_report_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.scenarios.render import exit_code, render_run
+    from harness.commands._collect import scenario_run
+    from harness.commands._report import open_session
+    from harness.commands._trials import public_target, target_secrets
+    from harness.reports import ReplayComparison
     from harness.scenarios.replay import recorded_target, replay
     from harness.scenarios.runfolder import replay_command, write_run
     from harness.scenarios.targets import open_target
@@ -39,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     path: Path = args.path
     if not path.exists():
         raise ConfigError("no such run folder or scenario file", file=str(path),
-                          fix="pass a folder under reports/runs/ or a scenario .yaml file")
+                          fix="pass a run folder (reports/<time>/runs/…) or a scenario .yaml "
+                          "file")
     from harness.explore.repro import is_explore_repro
 
     if is_explore_repro(path):  # a repro folder written by `failover-harness explore`
@@ -48,30 +53,31 @@ def run(args: argparse.Namespace) -> int:
         return run_replay(args)
     text = args.target or recorded_target(path)
     target = open_target(text, tokens_file=args.tokens_file, profile=args.target_profile)
-    print(f"replaying {path} on {target.description}")
     try:
+        target_secrets(target, text)
+        session = open_session(args, "replay", targets=[target.description])
+        session.say(f"replaying {path} on {target.description}")
         outcome = replay(path, target, seed=args.seed)
     finally:
         target.close()
+    extra = target_extra(args)
     if outcome.result is None:
-        echo(f"DIVERGED  {outcome.divergence}")
-        return 1
+        session.emit(ReplayComparison(str(path), target.description, False, "fail",
+                                      completed=False, divergence=outcome.divergence or ""))
+        return session.finish()
     result = outcome.result
     replayed = None
     if result.status != "not_applicable":
-        folder = write_run(result, args.report_dir, replay_extra=target_extra(args))
-        replayed = replay_command(folder, result.target, target_extra(args))
-    for line in render_run(result, replay=replayed):
-        echo(line)  # service text: printed as text (harness.console)
-    if outcome.identical is True:
-        print(f"history: identical to the recorded run ({len(result.history)} ops)")
-    elif outcome.identical is False:
-        echo(f"history: DIVERGED from the recorded run: {outcome.divergence}")
-        if target.kind == "http":
-            print("  (expected against a live service: its counters and retry timings differ "
-                  "from run to run; compare the verdicts, which replay judges afresh)")
-        if args.expect_identical:
-            return 1
-    if result.folder is not None:
-        print(f"run folder: {result.folder}")
-    return exit_code([result])
+        folder = write_run(result, session.folder, replay_extra=extra)
+        replayed = replay_command(folder, public_target(result.target), extra)
+    session.emit(scenario_run(result, replay=replayed))
+    note = ""
+    if outcome.identical is False and target.kind == "http":
+        note = ("expected against a live service: its counters and retry timings differ "
+                "from run to run; compare the verdicts, which replay judges afresh")
+    diverged = outcome.identical is False
+    session.emit(ReplayComparison(
+        str(path), target.description, outcome.identical,
+        "fail" if diverged and args.expect_identical else "pass",
+        divergence=outcome.divergence or "", note=note, ops=len(result.history)))
+    return session.finish()

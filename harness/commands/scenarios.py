@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from harness.console import echo
+from harness.commands._report import add_report_options
 from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
@@ -39,8 +38,6 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None,
                         help="seed for the choices between simultaneous events "
                         "(default: the scenario's seed:, else 0)")
-    parser.add_argument("--report-dir", type=Path, default=Path("reports"), metavar="DIR",
-                        help="run folders go to DIR/runs/ (default: reports)")
 
 
 def target_extra(args: argparse.Namespace) -> list[str]:
@@ -67,6 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--arrival", type=_patterns, default=None, metavar="PATTERNS",
                      help="arrival patterns of concurrent duplicates, comma-separated: burst, "
                      "staggered, straddle (default: the scenario's arrival.patterns, else burst)")
+    add_report_options(run)
     listing = sub.add_parser("list", help="validate scenario files and list them")
     listing.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     matrix = sub.add_parser("matrix", help="every scenario × the reference store and each "
@@ -128,39 +126,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.scenarios.render import exit_code, render_run, render_summary
-    from harness.scenarios.runfolder import write_run
-    from harness.scenarios.runner import run_scenario
+    from harness.commands._report import open_session
+    from harness.commands._trials import RunOptions, run_all, target_secrets
     from harness.scenarios.targets import open_target
 
     scenarios = _load(args.paths)
     target = open_target(args.target, tokens_file=args.tokens_file, profile=args.target_profile)
-    print(f"target {target.description}; {len(scenarios)} scenario(s)")
-    started = time.perf_counter()
-    results: list[Any] = []
     try:
-        for scenario in scenarios:
-            if args.trials or args.arrival or scenario.arrival is not None:
-                from harness.commands._trials import run_trial_set
-
-                results.append(run_trial_set(scenario, target, args, target_extra(args)))
-                continue
-            result = run_scenario(scenario, target, seed=args.seed)
-            replay = None
-            if result.status != "not_applicable":
-                folder = write_run(result, args.report_dir, replay_extra=target_extra(args))
-                from harness.scenarios.runfolder import replay_command
-
-                replay = replay_command(folder, result.target, target_extra(args))
-            for line in render_run(result, replay=replay):
-                echo(line)  # service text: printed as text (harness.console)
-            results.append(result)
+        target_secrets(target, args.target)
+        session = open_session(args, "scenarios run", targets=[target.description])
+        session.say(f"target {target.description}; {len(scenarios)} scenario(s)")
+        options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,
+                             target_text=args.target, extra=target_extra(args))
+        run_all(session, scenarios, target, options)
     finally:
         target.close()
-    print(render_summary(results, time.perf_counter() - started))
-    if results and any(getattr(r, "folder", None) for r in results):
-        print(f"run folders: {args.report_dir / 'runs'}")
-    return exit_code(results)
+    return session.finish()
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -209,30 +209,14 @@ def no_contract_map(path: str | Path, contract_map: Mapping[str, str] | None) ->
 
 
 def _project_settings(path: Path) -> dict[str, Any]:
+    """The gateway settings of the project file (read and checked by :mod:`harness.project`)."""
+    from harness.project import load_project
+
     if not path.exists():
         return {}
-    src = load_yaml(path)
-    data = src.data or {}
-    if not isinstance(data, Mapping):
-        raise src.error("failover-harness.yaml must be a mapping", (),
-                        fix="write `contracts: {my-model-group: my_contract}`")
-    allowed = {"contracts", "via", "via_api_key_env"}
-    for key in data:
-        if key not in allowed:
-            raise src.error(f"unknown field {key!r}", (str(key),),
-                            fix=f"use {', '.join(sorted(allowed))}")
-    contracts = data.get("contracts")
-    if contracts is not None and (
-        not isinstance(contracts, Mapping)
-        or not all(isinstance(v, str) for v in contracts.values())
-    ):
-        raise src.error("`contracts` maps each model group to a contract id", ("contracts",),
-                        fix="write contracts: {my-model-group: my_contract}")
-    via = data.get("via")
-    if via is not None and (not isinstance(via, str) or not re.match(r"https?://", via)):
-        raise src.error("`via` is the gateway's URL", ("via",),
-                        fix="write via: http://127.0.0.1:4000 (where the LiteLLM proxy listens)")
-    return dict(data)
+    project = load_project(path)
+    return {"contracts": project.contracts, "via": project.via,
+            "via_api_key_env": project.via_api_key_env}
 
 
 def provider_ids(config: LiteLLMConfig) -> dict[int, str]:

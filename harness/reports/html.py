@@ -1,4 +1,7 @@
-"""``index.html``: one self-contained page (inline CSS and SVG, no script, no network)."""
+"""``index.html``: one self-contained page (inline CSS and SVG, no script, no network) for people:
+the verdicts, what to act on, the losers' histograms and the timeline of each first failing trial,
+rates with their trial counts, explore's interleaving as a lane diagram, the certification
+evidence and the gate."""
 
 from __future__ import annotations
 
@@ -6,8 +9,24 @@ from functools import cache
 
 import jinja2
 
-from harness.reports.model import RunReport
+from harness.reports.charts import histogram_svg
+from harness.reports.digest import commands, problems
+from harness.reports.model import (
+    Case,
+    Certification,
+    DetectionMatrix,
+    ExploreResult,
+    GateVerdict,
+    ReplayComparison,
+    Results,
+    ScenarioRun,
+    TrialSeries,
+)
+from harness.reports.redaction import scrub
 from harness.reports.timeline import COLOURS, render_svg
+
+LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed", "cancelled",
+          "crash", "created", "replayed", "refused", "unknown")
 
 
 @cache
@@ -22,22 +41,44 @@ def _template() -> jinja2.Template:
     return env.get_template("index.html.j2")
 
 
-def render_html(report: RunReport) -> str:
+def _first_runs(series: TrialSeries) -> list[tuple[str, object]]:
+    """Each distinct first failing trial (several failures may share one), with its failures."""
+    seen: dict[tuple[str | None, int], list[object]] = {}
+    for failure in series.failures:
+        if failure.first is not None:
+            seen.setdefault((failure.first.pattern, failure.first.trial), []).append(failure)
+    return [(", ".join(f.title for f in fs), fs) for fs in seen.values()]  # type: ignore[attr-defined]
+
+
+def _mutant_counts(m: DetectionMatrix) -> tuple[int, int]:
+    mutants = [t for t in m.targets if t != m.reference]
+    return sum(1 for t in mutants if m.caught(t)), len(mutants)
+
+
+def render_html(results: Results) -> str:
+    results = scrub(results)  # no secret, no raw escape, no lone surrogate reaches the file
+    found = problems(results)
     names: list[str] = []
-    for cert in report.certifications:
+    for cert in results.of(Certification):
         for check in cert.checks:
             if check.name not in names:
                 names.append(check.name)
-    matrix = report.matrix
-    mutants = [t for t in matrix.targets if t != matrix.reference] if matrix else []
     return _template().render(
-        r=report,
+        r=results,
+        problems=found,
+        commands=commands(found),
+        scenarios=results.of(ScenarioRun),
+        series=results.of(TrialSeries),
+        matrices=results.of(DetectionMatrix),
+        explores=results.of(ExploreResult),
+        certs=results.of(Certification),
+        gates=results.of(GateVerdict),
+        replays=results.of(ReplayComparison),
+        cases=results.of(Case),
         check_names=names,
         svg=render_svg,
-        colours={k: COLOURS[k] for k in ("started", "dispatched", "timed_out", "result", "won",
-                                         "lost", "failed", "cancelled", "crash", "created",
-                                         "replayed", "refused")},
-        mutants=len(mutants),
-        caught=sum(1 for t in mutants if matrix and matrix.caught(t)),
-        ref_flagged=bool(matrix and matrix.caught(matrix.reference)),
+        histogram=histogram_svg,
+        first_runs=_first_runs,
+        mutant_counts=_mutant_counts,
+        colours={k: COLOURS[k] for k in LEGEND},
     )

@@ -1,71 +1,121 @@
-"""``summary.md``: the run in a form that fits a pull-request comment."""
+"""``summary.md``: a pull-request comment that fits on one screen — the verdicts, what broke (with
+its rate), what is unknown and why, and the commands that reproduce it; every verdict folded
+below."""
 
 from __future__ import annotations
 
-from harness.reports.model import RunReport
+from harness.reports.digest import Problem, problems
+from harness.reports.digest import commands as command_list
+from harness.reports.model import (
+    Case,
+    Certification,
+    DetectionMatrix,
+    ExploreResult,
+    GateVerdict,
+    ReplayComparison,
+    Results,
+    ScenarioRun,
+    TrialSeries,
+)
+from harness.reports.redaction import scrub
 
-_ICON = {
+ICON = {
     "pass": "✅", "passed": "✅", "eligible": "✅", "valid": "✅",
     "fail": "❌", "failed": "❌", "ineligible": "❌", "invalid": "❌",
-    "unknown": "❔", "undecided": "❔", "not_applicable": "➖", "skipped": "➖",
+    "unknown": "❔", "undecided": "❔", "not_applicable": "➖", "skipped": "➖", "skip": "➖",
 }
+MAX_PROBLEMS = 8  # a comment should fit on one screen: the rest is in index.html
 
 
 def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(report: RunReport) -> str:
-    lines = [
-        f"## failover-harness {report.command}: {_ICON[report.verdict]} {report.verdict.upper()}",
-        "",
-        f"exit code {report.exit_code} · {report.started_at} · harness {report.harness_version}",
-        "",
-    ]
-    if report.gate is not None:
-        gate = report.gate
-        lines += [f"**Gate:** {_ICON[gate.verdict]} {gate.verdict} "
-                  f"({gate.links_checked} auto-failover links checked)", ""]
-        if gate.problems:
-            lines += ["| provider | contract | state | why | fix |", "|---|---|---|---|---|"]
-            lines += [
-                f"| {p.provider} | {p.contract} | {p.state} | {_esc(p.why)} | `{_esc(p.fix)}` |"
-                for p in gate.problems
-            ]
-            lines.append("")
-    if report.scenarios:
-        counts = ", ".join(f"{n} {v}" for v, n in sorted(report.counts.items()))
-        lines += [f"### Scenarios ({counts})", "", "| scenario | target | verdict | detail |",
-                  "|---|---|---|---|"]
-        for s in report.scenarios:
-            broken = "; ".join(
-                f"{c.name}: {c.violations[0]}" for c in s.checks if c.verdict == "invalid"
-            ) or s.reason
-            lines.append(
-                f"| {s.name} | {s.target} | {_ICON[s.verdict]} {s.verdict} | {_esc(broken)} |"
-            )
-        lines.append("")
-        for s in report.scenarios:
-            if s.verdict == "failed" and s.replay_command:
-                lines += [f"Reproduce `{s.name}`:", "", f"    {s.replay_command}", ""]
-    if report.matrix is not None:
-        m = report.matrix
-        lines += ["### Detection matrix", "", "| scenario | " + " | ".join(m.targets) + " |",
-                  "|---|" + "---|" * len(m.targets)]
-        for scenario in m.scenarios:
-            cells = [_ICON.get(m.cell(scenario, t) or "", "") for t in m.targets]
-            lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
-        caught = [t for t in m.targets if t != m.reference and m.caught(t)]
-        missed = [t for t in m.targets if t != m.reference and not m.caught(t)]
-        lines += ["", f"Mutants caught: {len(caught)} of {len(caught) + len(missed)}"
-                  + (f" (missed: {', '.join(missed)})" if missed else ""), ""]
-    if report.certifications:
-        lines += ["### Certification", "", "| provider | contract | verdict | checks |",
-                  "|---|---|---|---|"]
-        for c in report.certifications:
-            checks = ", ".join(f"{_ICON[k.verdict]} {k.name}" for k in c.checks)
-            lines.append(f"| {c.provider} ({c.model}) | {c.contract} | "
-                         f"{_ICON[c.verdict]} {c.verdict} | {checks} |")
-        lines.append("")
-    lines += list(report.notes)
+def _headline(r: Results) -> list[str]:
+    parts = []
+    counts = r.counts
+    if counts:
+        parts.append("**Scenarios:** " + ", ".join(
+            f"{n} {v.replace('_', ' ')}" for v, n in sorted(counts.items())))
+    for m in r.of(DetectionMatrix):
+        mutants = [t for t in m.targets if t != m.reference]
+        caught = sum(1 for t in mutants if m.caught(t))
+        parts.append(f"**Mutants caught:** {caught} of {len(mutants)}"
+                     + (" (reference flagged!)" if m.caught(m.reference) else ""))
+    for e in r.of(ExploreResult):
+        parts.append(f"**Explore** {e.workload}: {ICON[e.verdict]} {e.verdict} after "
+                     f"{e.schedules_tried} schedules")
+    certs = r.of(Certification)
+    if certs:
+        eligible = sum(1 for c in certs if c.verdict == "eligible")
+        parts.append(f"**Certification:** {eligible} of {len(certs)} eligible")
+    for g in r.of(GateVerdict):
+        parts.append(f"**Gate:** {ICON[g.verdict]} {g.verdict} ({g.links_checked} auto links)")
+    for p in r.of(ReplayComparison):
+        same = ("identical" if p.identical else "diverged" if p.identical is False
+                else "not compared")
+        parts.append(f"**Replay:** history {same}")
+    cases = r.of(Case)
+    if cases:
+        failed = sum(1 for c in cases if c.outcome == "fail")
+        parts.append(f"**Checks:** {len(cases) - failed} of {len(cases)} hold")
+    return [" · ".join(parts), ""] if parts else []
+
+
+def _item(p: Problem) -> str:
+    detail = f" — {p.detail}" if p.detail else ""
+    fix = f" (fix: {p.fix})" if p.fix and p.fix.removeprefix("run: ") != p.command else ""
+    return f"**{p.where}**: {p.what}{detail}{fix}"
+
+
+def _listed(title: str, icon: str, items: list[str]) -> list[str]:
+    if not items:
+        return []
+    shown = [f"- {icon} {_esc(i)}" for i in items[:MAX_PROBLEMS]]
+    if len(items) > MAX_PROBLEMS:
+        shown.append(f"- … and {len(items) - MAX_PROBLEMS} more (index.html has them all)")
+    return [f"### {title}", "", *shown, ""]
+
+
+def _all_verdicts(r: Results) -> list[str]:
+    rows = []
+    for e in r.events:
+        if isinstance(e, ScenarioRun | TrialSeries):
+            rows.append(f"| {e.scenario} | `{_esc(e.target)}` | {ICON[e.verdict]} "
+                        f"{e.verdict.replace('_', ' ')} | {_esc(e.reason)} |")
+        elif isinstance(e, Certification):
+            checks = ", ".join(f"{ICON[k.verdict]} {k.name}" for k in e.checks)
+            fake = f" — {e.provenance}" if e.provenance else ""
+            rows.append(f"| {e.provider} × {e.contract} ({e.failover or 'no link'}) | "
+                        f"`{_esc(e.model)}` | {ICON[e.verdict]} {e.verdict}{_esc(fake)} | "
+                        f"{checks} |")
+        elif isinstance(e, Case):
+            rows.append(f"| {_esc(e.name)} | {e.suite} | {ICON[e.outcome]} {e.outcome} | "
+                        f"{_esc(e.message)} |")
+    if not rows:
+        return []
+    return ["<details><summary>Every verdict</summary>", "",
+            "| what | where | verdict | detail |", "|---|---|---|---|", *rows, "", "</details>",
+            ""]
+
+
+def render_markdown(results: Results) -> str:
+    results = scrub(results)  # no secret, no raw escape, no lone surrogate reaches the file
+    r = results
+    targets = f" · target {', '.join(f'`{t}`' for t in r.targets)}" if r.targets else ""
+    lines = [f"## failover-harness {r.command}: {ICON[r.verdict]} {r.verdict.upper()}", "",
+             f"exit code {r.exit_code}{targets} · {r.started_at} · harness {r.harness_version}",
+             ""]
+    lines += _headline(r)
+    found = problems(r)
+    lines += _listed("What broke", ICON["fail"], [_item(p) for p in found if p.kind == "fail"])
+    lines += _listed("Unknown", ICON["unknown"], [_item(p) for p in found if p.kind == "unknown"])
+    commands = command_list(found)
+    if commands:
+        shown = commands[:MAX_PROBLEMS]
+        lines += ["### Reproduce", "", "```sh", *shown, "```", ""]
+        if len(commands) > len(shown):
+            lines += [f"… and {len(commands) - len(shown)} more commands in results.json", ""]
+    lines += _all_verdicts(r)
+    lines += list(r.notes)
     return "\n".join(lines).rstrip() + "\n"

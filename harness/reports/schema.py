@@ -1,4 +1,4 @@
-"""The JSON Schema of ``results.json``, derived from the result model (and shipped as a file).
+"""The JSON Schema of ``results.json`` (results@2), derived from the result model and shipped.
 
 ``results.schema.json`` beside this module is the published copy; a test keeps it equal to
 :func:`results_json_schema`, so the model and the document cannot drift apart.
@@ -11,20 +11,32 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from harness.reports.model import SCHEMA, RunReport
+from harness.reports.model import EVENT_TYPES, SCHEMA, Results
+
+SCHEMA_ID = "https://failover-harness.dev/schemas/results-2.json"
 
 
 def results_json_schema() -> dict[str, Any]:
-    """Draft 2020-12 schema of ``RunReport.to_json()``."""
+    """Draft 2020-12 schema of ``Results.to_json()``: each event is tagged by its ``type``."""
     from pydantic import TypeAdapter
 
-    schema = TypeAdapter(RunReport).json_schema()
+    schema = TypeAdapter(Results).json_schema(ref_template="#/$defs/{model}")
+    defs = schema.setdefault("$defs", {})
+    for cls in EVENT_TYPES:
+        definition = defs[cls.__name__]
+        definition["properties"] = {"type": {"const": cls.TYPE}, **definition["properties"]}
+        definition["required"] = ["type", *definition.get("required", [])]
+        definition["additionalProperties"] = False
+    schema["properties"]["events"] = {
+        "type": "array",
+        "items": {"oneOf": [{"$ref": f"#/$defs/{cls.__name__}"} for cls in EVENT_TYPES]},
+    }
     schema["properties"] = {"schema": {"const": SCHEMA}, **schema["properties"]}
     schema["required"] = ["schema", *schema.get("required", [])]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://failover-harness.dev/schemas/results-1.json",
-        "title": "failover-harness results.json (version 1)",
+        "$id": SCHEMA_ID,
+        "title": "failover-harness results.json (version 2)",
         **schema,
     }
 
@@ -39,8 +51,7 @@ def validate_results(document: Any) -> None:
     """Raise ``jsonschema.ValidationError`` if ``document`` is not a valid results.json."""
     import jsonschema
 
-    jsonschema.validate(document, shipped_schema(),
-                        cls=jsonschema.Draft202012Validator)
+    jsonschema.validate(document, shipped_schema(), cls=jsonschema.Draft202012Validator)
 
 
 if __name__ == "__main__":  # regenerate: python -m harness.reports.schema > results.schema.json

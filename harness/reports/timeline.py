@@ -1,4 +1,6 @@
-"""Timelines as inline SVG: a lane per attempt, marks for what happened when (Jepsen-style)."""
+"""Timelines as inline SVG: a lane per attempt or client, marks for what happened when
+(Jepsen-style); with ``unit="step"`` the same drawing is explore's lane diagram of an
+interleaving (x = the step number)."""
 
 from __future__ import annotations
 
@@ -10,17 +12,22 @@ COLOURS = {
     "started": "#6b7280", "dispatched": "#2563eb", "timed_out": "#d97706", "unknown": "#d97706",
     "result": "#0f766e", "won": "#16a34a", "lost": "#9ca3af", "failed": "#dc2626",
     "cancelled": "#7c3aed", "crash": "#111827", "created": "#16a34a", "replayed": "#0ea5e9",
-    "refused": "#dc2626",
+    "refused": "#dc2626", "statement": "#2563eb", "timer": "#d97706",
 }
 LANE_H, LEFT, RIGHT, TOP = 34, 170, 30, 26
 
 
-def _fmt(seconds: float) -> str:
+def _seconds(seconds: float) -> str:
     return f"{seconds:g}s" if seconds >= 1 or seconds == 0 else f"{seconds * 1000:g}ms"
 
 
-def render_svg(timeline: Timeline, *, width: int = 900) -> str:
+def _step(step: float) -> str:
+    return f"step {step:g}"
+
+
+def render_svg(timeline: Timeline, *, width: int = 900, css: str = "timeline") -> str:
     """The timeline as a standalone ``<svg>`` element (no scripts, no external resources)."""
+    _fmt = _step if timeline.unit == "step" else _seconds
     lanes = timeline.lanes
     height = TOP + LANE_H * max(len(lanes), 1) + 24
     last = max((e.t for lane in lanes for e in lane.events), default=1.0)
@@ -31,12 +38,14 @@ def render_svg(timeline: Timeline, *, width: int = 900) -> str:
         return LEFT + t * scale
 
     out = [
-        f'<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'<svg class="{css}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="timeline of {len(lanes)} lanes over {_fmt(span)}">'
     ]
-    for i in range(5):  # time axis
-        t = span * i / 4
+    ticks = [span * i / 4 for i in range(5)]
+    if timeline.unit == "step":
+        ticks = sorted({round(t) for t in ticks})
+    for t in ticks:  # time axis
         out.append(f'<line x1="{x(t):.1f}" y1="{TOP - 8}" x2="{x(t):.1f}" y2="{height - 20}" '
                    'stroke="#e5e7eb"/>')
         out.append(f'<text x="{x(t):.1f}" y="{height - 6}" font-size="11" text-anchor="middle" '

@@ -48,24 +48,31 @@ def test_check_runs_scenarios_matrix_certification_and_gate_offline(
     workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(check_args(workspace, "--json")) == 0
-    report = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)  # stdout holds the document alone
+    assert "check: PASS (exit 0)" in captured.err  # the live lines went to stderr
     validate_results(report)
-    assert report["schema"] == "failover-harness/results@1" and report["verdict"] == "pass"
-    verdicts = {s["name"]: s["verdict"] for s in report["scenarios"]}
+    assert report["schema"] == "failover-harness/results@2" and report["verdict"] == "pass"
+    events = report["events"]
+    verdicts = {e["scenario"]: e["verdict"] for e in events if e["type"] == "scenario_run"}
     assert verdicts["out_of_order_completion"] == "passed"
     assert verdicts["triple_click_across_replicas"] == "not_applicable"
-    matrix = report["matrix"]
+    matrix = next(e for e in events if e["type"] == "detection_matrix")
     for target in matrix["targets"][1:]:
         assert any(c["target"] == target and c["verdict"] == "failed" for c in matrix["cells"])
     assert not any(c["target"] == "reference" and c["verdict"] == "failed"
                    for c in matrix["cells"])
-    certs = {c["provider"]: c["verdict"] for c in report["certifications"]}
-    assert certs == {"openai-primary": "eligible", "anthropic-fallback": "eligible",
-                     "local-gateway": "ineligible"}  # a manual link: reported, not gated
-    assert report["gate"]["verdict"] == "pass" and report["gate"]["links_checked"] == 2
+    certs = {e["provider"]: (e["verdict"], e["outcome"])
+             for e in events if e["type"] == "certification"}
+    assert certs == {"openai-primary": ("eligible", "pass"),
+                     "anthropic-fallback": ("eligible", "pass"),
+                     "local-gateway": ("ineligible", "skip")}  # a manual link: not gated
+    gate = next(e for e in events if e["type"] == "gate")
+    assert gate["verdict"] == "pass" and gate["links_checked"] == 2
     latest = workspace / "reports" / "latest"
     assert sorted(p.name for p in latest.iterdir()) == [
         "index.html", "junit.xml", "results.json", "summary.md"]
+    assert json.loads((latest / "results.json").read_text()) == report
     assert (workspace / "providers.lock.json").exists()
 
 
@@ -78,7 +85,7 @@ def test_check_fails_when_an_auto_fallback_is_ineligible(
     providers.write_text(text, "utf-8")
     assert main(check_args(workspace)) == 1
     out = capsys.readouterr().out
-    assert "FAILED: local-gateway / ticket_triage" in out
+    assert "FAILED: provider 'local-gateway', contract 'ticket_triage'" in out
     assert "then run: failover-harness certify" in out
     assert "check: FAIL (exit 1)" in out
 
@@ -88,7 +95,8 @@ def test_check_without_certifying_is_unknown_when_the_lock_is_missing(
 ) -> None:
     assert main(check_args(workspace, "--no-certify", "--quiet")) == 3
     out = capsys.readouterr().out
-    assert "MISSING: openai-primary" in out and "check: UNKNOWN (exit 3)" in out
+    assert "MISSING: provider 'openai-primary'" in out and "check: UNKNOWN (exit 3)" in out
+    assert "PASS      double_click" not in out  # --quiet: only problems and the verdict
 
 
 @pytest.mark.postgres
@@ -97,8 +105,10 @@ def test_check_runs_the_scenarios_on_postgresql(
 ) -> None:
     assert main(check_args(workspace, "--db", pg_dsn, "--no-certify", "--json")) == 3
     report = json.loads(capsys.readouterr().out)
-    assert {s["verdict"] for s in report["scenarios"]} == {"passed", "not_applicable"}
-    assert report["gate"]["verdict"] == "unknown"
+    events = report["events"]
+    assert {e["verdict"] for e in events if e["type"] == "scenario_run"} == {
+        "passed", "not_applicable"}
+    assert next(e for e in events if e["type"] == "gate")["verdict"] == "unknown"
 
 
 def test_check_refuses_a_missing_providers_file_with_exit_2(

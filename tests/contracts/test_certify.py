@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.contracts.conftest import Project, provider
@@ -148,9 +150,13 @@ def test_certify_exits_1_for_an_ineligible_auto_link_and_0_for_a_manual_one(
     out = capsys.readouterr().out
     assert "ineligible provider 'proser' in an auto link for contract 'ticket_triage'" in out
     assert "failover-harness certify --providers" in out and "--provider proser" in out
-    report = (project.root / "reports" / "certification.md").read_text()
-    assert "| ticket_triage@1.0.0 | proser |" in report and "**ineligible**" in report
-    assert (project.root / "reports" / "certification.json").is_file()
+    latest = project.root / "reports" / "latest"
+    summary = (latest / "summary.md").read_text()
+    assert "**proser × ticket_triage**: ineligible" in summary
+    results = json.loads((latest / "results.json").read_text())
+    proser = next(e for e in results["events"] if e.get("provider") == "proser")
+    assert proser["type"] == "certification" and proser["verdict"] == "ineligible"
+    assert proser["contract_version"] == "1.0.0" and proser["failover"] == "auto"
 
 
 def test_the_round_trip_judges_what_the_failover_runner_stored(project, check_of) -> None:

@@ -108,7 +108,7 @@ def test_certify_reports_every_hostile_answer_and_does_not_crash(
         assert reasons[name]["reason"], name
     # The printed table and the Markdown report show the markup literally.
     assert "'[/b]'" in out and "[bold red]" in out
-    report = (project.root / "reports" / "certification.md").read_text("utf-8")
+    report = (project.root / "reports" / "latest" / "summary.md").read_text("utf-8")
     _assert_printable(report)
     assert "[/b]" in report
 
@@ -150,60 +150,48 @@ RAW = [
 def _raw_report() -> Any:
     from harness.reports import (
         CertCheck,
-        CertReport,
-        CheckReport,
+        Certification,
+        Check,
         Evidence,
         GateProblem,
-        GateReport,
-        RunReport,
-        ScenarioReport,
+        GateVerdict,
+        Results,
+        ScenarioRun,
+        Violation,
     )
 
     text = "".join(RAW)
     evidence = tuple(Evidence(f"in-{i}{s[:40]}", s, s) for i, s in enumerate(RAW))
-    cert = CertReport(
-        provider="p" + RAW[0], contract="c" + RAW[3], verdict="ineligible", model=text,
-        kind="openai-chat", mode="live", failover="auto",
+    cert = Certification(
+        provider="p" + RAW[0], contract="c" + RAW[3], verdict="ineligible", outcome="fail",
+        model=text, kind="openai-chat", mode="live", failover="auto", why=text,
         checks=(CertCheck("schema", "fail", text, evidence),
                 CertCheck("tokenization", "pass", RAW[4])),
     )
-    scenario = ScenarioReport(
-        name="s" + RAW[1], target="http://x" + RAW[3], verdict="failed", description=text,
-        checks=(CheckReport("one_winner", RAW[2], "invalid", tuple(RAW), (1, 2)),),
+    scenario = ScenarioRun(
+        scenario="s" + RAW[1], target="http://x" + RAW[3], verdict="failed", outcome="fail",
+        description=text,
+        checks=(Check("one_winner", RAW[2], "invalid",
+                      tuple(Violation(v, "", (1, 2), (v,)) for v in RAW)),),
         reason=text, replay_command="failover-harness replay " + RAW[4],
     )
-    gate = GateReport("fail", 1, (GateProblem("p" + RAW[0], "c", "failed", text, RAW[6]),), 1)
-    return RunReport(
-        verdict="fail", exit_code=1, started_at="2026-01-01T00:00:00.000000Z",
-        finished_at="2026-01-01T00:00:01.000000Z", harness_version="0", command="check",
-        scenarios=(scenario,), certifications=(cert,), gate=gate, notes=(RAW[3],),
+    gate = GateVerdict("fail", "fail", 1, (GateProblem("p" + RAW[0], "c", "failed", text,
+                                                       RAW[6]),))
+    return Results(
+        command="check", verdict="fail", exit_code=1, started_at="2026-01-01T00:00:00.000000Z",
+        finished_at="2026-01-01T00:00:01.000000Z", harness_version="0",
+        events=(scenario, cert, gate), notes=(RAW[3],),
     )
-
-
-def _json(report: Any) -> str:
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)
 
 
 def _renderers() -> dict[str, Any]:
-    from harness.reports import render_html, render_junit, render_markdown
+    from harness.reports import render_html, render_json, render_junit, render_markdown
 
-    return {"json": _json, "junit": render_junit, "markdown": render_markdown,
+    return {"json": render_json, "junit": render_junit, "markdown": render_markdown,
             "html": render_html}
 
 
-R13 = "r13 (reports): see /work/notes/c15.md, 'renderers'"
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param("json", marks=pytest.mark.xfail(strict=True, reason=(
-        f"lone surrogate: results.json cannot be encoded as UTF-8 — {R13}"))),
-    pytest.param("junit", marks=pytest.mark.xfail(strict=True, reason=(
-        f"lone surrogate; raw ESC/NUL make junit.xml not well-formed XML — {R13}"))),
-    pytest.param("markdown", marks=pytest.mark.xfail(strict=True, reason=(
-        f"lone surrogate; raw terminal escapes in summary.md — {R13}"))),
-    pytest.param("html", marks=pytest.mark.xfail(strict=True, reason=(
-        f"lone surrogate; raw ESC/NUL in index.html — {R13}"))),
-])
+@pytest.mark.parametrize("name", ["json", "junit", "markdown", "html"])
 def test_every_report_renderer_survives_raw_hostile_strings(name: str) -> None:
     rendered = _renderers()[name](_raw_report())
     data = rendered.encode("utf-8")  # what the writer does: lone surrogates must not reach it

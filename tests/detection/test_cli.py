@@ -67,13 +67,14 @@ def test_the_report_names_each_failure_with_its_rate_and_how_to_reproduce_it(
     others = {"burst", "staggered", "straddle"} - {pattern}
     assert code == 1 and f"  {pattern} " in again
     assert not any(f"  {other} " in again for other in others)
-    summaries = sorted((tmp_path / "trials").glob("*-duplicate_arrivals.json"))
-    summary = json.loads(summaries[0].read_text())
-    assert summary["format"] == "failover-harness/trials-v1"
-    rates = summary["failures"]["one_side_effect_per_click"]["rates"]
-    assert set(rates) == {"burst", "staggered", "straddle"}
-    assert summary["failures"]["one_side_effect_per_click"]["first"]["replay"] in replays
-    assert summary["patterns"]["burst"]["loser_answers"]["created"] == 2
+    results = json.loads((tmp_path / "latest" / "results.json").read_text())
+    series = {e["scenario"]: e for e in results["events"] if e["type"] == "trial_series"}
+    dup = series["duplicate_arrivals"]
+    side_effect = next(f for f in dup["failures"] if f["id"] == "one_side_effect_per_click")
+    assert {r["pattern"] for r in side_effect["rates"]} == {"burst", "staggered", "straddle"}
+    assert side_effect["first"]["replay_command"] in replays
+    burst = next(p for p in dup["patterns"] if p["pattern"] == "burst")
+    assert {b["answer"]: b["count"] for b in burst["losers"]}["created"] == 2
 
 
 def test_refusals_cached_errors_and_rejected_retries_are_named(

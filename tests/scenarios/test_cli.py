@@ -31,7 +31,7 @@ def test_all_scenarios_hold_on_the_reference_store(
     assert code == 0, out
     assert "11 passed, 0 violated, 0 unknown, 1 not applicable" in out
     assert "N/A       triple_click_across_replicas: needs replicas" in out
-    folders = sorted((tmp_path / "runs").iterdir())
+    folders = sorted((tmp_path / "latest" / "runs").iterdir())
     assert len(folders) == 11
     assert all(re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-[a-z_]+", f.name) for f in folders)
     for folder in folders:
@@ -60,7 +60,7 @@ def test_a_violation_prints_the_promise_the_ops_and_a_replay_that_reproduces_it(
     assert code == 1
     assert "history: identical to the recorded run (22 ops)" in again
     assert "2 attempts won job job: A, B" in again
-    replayed = sorted((tmp_path / "replays" / "runs").iterdir())[0]
+    replayed = sorted((tmp_path / "replays" / "latest" / "runs").iterdir())[0]
     assert (replayed / "history.jsonl").read_bytes() == (folder / "history.jsonl").read_bytes()
 
 
@@ -68,7 +68,7 @@ def test_replay_on_the_fixed_store_reports_where_the_history_diverged(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _run(["scenarios", "run", OOO, "--target", "mutant:last-write-wins", "--report-dir",
           str(tmp_path)], capsys)
-    folder = next((tmp_path / "runs").iterdir())
+    folder = next((tmp_path / "latest" / "runs").iterdir()).resolve()
     code, out, _ = _run(["replay", str(folder), "--target", "sqlite", "--report-dir",
                          str(tmp_path)], capsys)
     assert code == 0

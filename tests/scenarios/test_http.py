@@ -93,7 +93,7 @@ def test_the_cli_over_http_prints_a_replay_with_the_tokens_file(
                  "--tokens-file", str(tokens), "--report-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0 and "PASS      double_click" in out
-    results = next((tmp_path / "runs").iterdir()) / "results.json"
+    results = next((tmp_path / "latest" / "runs").iterdir()) / "results.json"
     text = results.read_text()
     assert f"--tokens-file {tokens}" in text
     assert not any(token in text or token in out for token in TOKENS)

@@ -1,0 +1,113 @@
+"""What a user must act on, from any run: what broke, what is unknown (with the likely fix), and
+the commands that reproduce it. Markdown, HTML and the live output's closing lines all list it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.reports.model import (
+    Case,
+    Certification,
+    DetectionMatrix,
+    Event,
+    ExploreResult,
+    GateVerdict,
+    ReplayComparison,
+    Results,
+    ScenarioRun,
+    TrialSeries,
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing to act on: ``where`` it happened, ``what`` (the promise or the reason),
+    ``detail`` (what was seen, or the rate), the likely ``fix`` and the ``command`` to rerun."""
+
+    kind: Literal["fail", "unknown"]
+    where: str
+    what: str
+    detail: str = ""
+    fix: str = ""
+    command: str = ""
+
+
+def command_in(text: str) -> str:
+    """The ``failover-harness …`` command a fix names (``run: failover-harness certify …``)."""
+    at = text.find("failover-harness ")
+    return text[at:] if at >= 0 else ""
+
+
+def _of_scenario(e: ScenarioRun) -> Iterator[Problem]:
+    where = f"{e.scenario} on {e.target}"
+    command = e.replay_command or ""
+    if e.verdict == "failed":
+        for c in e.checks:
+            if c.verdict == "invalid":
+                first = c.violations[0].message if c.violations else ""
+                yield Problem("fail", where, f"{c.promise} ({c.name})", first, "", command)
+                command = ""  # one command per run
+    elif e.verdict == "unknown":
+        unknowns = [u for c in e.checks for u in c.unknowns]
+        if unknowns:
+            yield Problem("unknown", where, unknowns[0].reason,
+                          "; ".join(u.reason for u in unknowns[1:]), unknowns[0].fix, command)
+        else:
+            yield Problem("unknown", where, e.reason or "verdict unknown", "", e.fix, command)
+
+
+def _of_series(e: TrialSeries) -> Iterator[Problem]:
+    where = f"{e.scenario} on {e.target}"
+    for f in e.failures:
+        rates = ", ".join(f"{r.pattern} {r.failed} of {r.trials}" if r.pattern != "sequential"
+                          else f"{r.failed} of {r.trials} trials" for r in f.rates)
+        command = f.first.replay_command if f.first and f.first.replay_command else ""
+        yield Problem("fail", where, f"{f.title} ({f.checker})", rates, "", command)
+    for u in e.unknowns:
+        yield Problem("unknown", where, u.reason, f"{u.count} trials", u.fix)
+
+
+def _of(event: Event) -> Iterator[Problem]:
+    if isinstance(event, ScenarioRun):
+        yield from _of_scenario(event)
+    elif isinstance(event, TrialSeries):
+        yield from _of_series(event)
+    elif isinstance(event, DetectionMatrix):
+        for text in event.problems:
+            yield Problem("fail", "detection matrix", text)
+    elif isinstance(event, ExploreResult) and event.verdict != "passed":
+        broken = [c for c in event.checks if c.verdict == "invalid"]
+        what = "; ".join(f"{c.promise} ({c.name})" for c in broken) or "verdict unknown"
+        detail = (f"a race in {len(event.schedule)} steps, found after "
+                  f"{event.schedules_tried} schedules") if broken else ""
+        yield Problem("fail" if broken else "unknown", f"explore {event.workload} on "
+                      f"{event.target}", what, detail, "", event.replay_command or "")
+    elif isinstance(event, Certification) and event.outcome in ("fail", "unknown"):
+        yield Problem("fail" if event.outcome == "fail" else "unknown",
+                      f"{event.provider} × {event.contract}",
+                      event.verdict, event.why,
+                      event.fix, command_in(event.fix))
+    elif isinstance(event, GateVerdict):
+        for gp in event.problems:
+            yield Problem("fail" if gp.state == "failed" else "unknown",
+                          f"gate: {gp.provider} × {gp.contract}", gp.state, gp.why, gp.fix,
+                          command_in(gp.fix))
+    elif isinstance(event, ReplayComparison) and event.outcome == "fail":
+        yield Problem("fail", f"replay of {event.source}", "the history diverged",
+                      event.divergence)
+    elif isinstance(event, Case) and event.outcome in ("fail", "unknown"):
+        yield Problem(event.outcome, f"{event.name} ({event.suite})",
+                      event.message, "; ".join(event.details[:1]), "", event.command)
+
+
+def problems(results: Results) -> list[Problem]:
+    """Everything to act on, failures first, in the order the events came."""
+    found = [p for e in results.events for p in _of(e)]
+    return [p for p in found if p.kind == "fail"] + [p for p in found if p.kind == "unknown"]
+
+
+def commands(found: list[Problem]) -> list[str]:
+    return list(dict.fromkeys(p.command for p in found if p.command))

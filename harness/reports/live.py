@@ -1,0 +1,280 @@
+"""The live CLI output: one more handler of the run's events, printing plain text as they come.
+
+Text from scenarios, services, models and files is printed as text (never interpreted as markup).
+``--quiet`` prints only what broke or is unknown, and the verdict; ``--json`` sends these lines to
+stderr so that stdout holds the document alone.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from harness.console import clean
+from harness.reports.model import (
+    Case,
+    Certification,
+    DetectionMatrix,
+    Event,
+    ExploreResult,
+    GateVerdict,
+    LoserCount,
+    ReplayComparison,
+    Results,
+    ScenarioRun,
+    TrialSeries,
+    Violation,
+)
+from harness.reports.session import Handler, Header
+
+LABELS = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
+SEQUENTIAL = "sequential"
+MAX_OPS_SHOWN = 12
+
+
+def histogram_text(bars: tuple[LoserCount, ...]) -> str:
+    return ", ".join(f"{b.answer} {b.count}" for b in bars) or "—"
+
+
+def _violation(v: Violation, indent: str, limit: int | None = None) -> Iterator[str]:
+    yield f"{indent}- {v.message}"
+    shown = v.history if limit is None else v.history[:limit]
+    yield from (f"{indent}    {line}" for line in shown)
+    if limit is not None and len(v.history) > limit:
+        yield f"{indent}    … {len(v.history) - limit} more ops in the run folder"
+
+
+def scenario_lines(s: ScenarioRun) -> Iterator[str]:
+    label = LABELS[s.verdict]
+    if s.verdict == "not_applicable":
+        yield f"{label:<9} {s.scenario}: {s.reason}"
+        return
+    yield (f"{label:<9} {s.scenario}  ({s.ops} ops, {s.virtual_s:g} s virtual in "
+           f"{s.wall_s * 1000:.0f} ms)")
+    for check in s.checks:
+        if check.verdict == "invalid":
+            yield f"  promise broken ({check.name}): {check.promise}"
+            for violation in check.violations:
+                yield from _violation(violation, "    ")
+        elif check.verdict == "unknown":
+            yield f"  unknown ({check.name}): {'; '.join(u.reason for u in check.unknowns)}"
+            yield from (f"    fix: {u.fix}" for u in check.unknowns if u.fix)
+    if s.verdict == "unknown" and not any(c.verdict == "unknown" for c in s.checks) and s.reason:
+        yield f"  unknown: {s.reason}" + (f" (fix: {s.fix})" if s.fix else "")
+    if s.replay_command and s.verdict in ("failed", "unknown"):
+        yield f"  replay: {s.replay_command}"
+
+
+def series_lines(ts: TrialSeries) -> Iterator[str]:
+    label = LABELS[ts.verdict]
+    if ts.verdict == "not_applicable":
+        yield f"{label:<9} {ts.scenario}: {ts.reason}"
+        return
+    runs = sum(p.trials for p in ts.patterns)
+    yield (f"{label:<9} {ts.scenario}  ({len(ts.patterns)} pattern(s) × {ts.trials} trials: "
+           f"{runs} runs in {ts.wall_s:.1f} s)")
+    grouped = [p.pattern for p in ts.patterns] != [SEQUENTIAL]
+    width = max((len(p.pattern) for p in ts.patterns), default=0)
+    for p in ts.patterns:
+        line = f"  {p.pattern:<{width}}  {p.violated:>3} of {p.trials} trials broke a promise"
+        if grouped:
+            line += f"; loser answers: {histogram_text(p.losers)}"
+        yield line
+    for failure in ts.failures:
+        yield f"  FAILURE: {failure.title}  [{failure.checker}]"
+        yield f"    promise: {failure.promise}"
+        for rate in failure.rates:
+            shown = "" if rate.pattern == SEQUENTIAL else f"{rate.pattern}: "
+            yield f"    {shown}{rate.text}"
+        first = failure.first
+        if first is None:
+            continue
+        where = "" if first.pattern is None else f"{first.pattern}, "
+        yield f"    first seen in {where}trial {first.trial} of {ts.trials} (seed {first.seed}):"
+        for violation in first.violations:
+            yield from _violation(violation, "      ", MAX_OPS_SHOWN)
+        if first.replay_command:
+            yield f"    reproduce this trial: {first.replay_command}"
+        if first.measure_command:
+            yield f"    measure the rate again: {first.measure_command}"
+    for u in ts.unknowns:
+        reason = f"{u.checker}: {u.reason}" if u.checker else u.reason
+        yield f"  unknown ({u.count} of {runs} runs): {reason}"
+        if u.fix:
+            yield f"    fix: {u.fix}"
+
+
+def matrix_lines(m: DetectionMatrix) -> Iterator[str]:
+    mutants = [t for t in m.targets if t != m.reference]
+    missed = [t for t in mutants if not m.caught(t)]
+    line = f"detection matrix: {len(mutants) - len(missed)} of {len(mutants)} mutants caught"
+    line += f"; missed: {', '.join(missed)}" if missed else ""
+    line += "; reference flagged!" if m.caught(m.reference) else "; reference clean"
+    yield line
+    yield from (f"  problem: {p}" for p in m.problems)
+
+
+def _schedule(e: ExploreResult) -> Iterator[str]:
+    for step in e.schedule:
+        if step.kind == "timer":
+            yield f"     --  {step.statement} (virtual time jumps)"
+            continue
+        waited = "   (BUSY: waits for the writer, retried as a new step)" if step.waited else ""
+        yield f"    {step.n:>3}  {step.client:<12} {step.operation:<22} {step.statement}{waited}"
+
+
+def explore_lines(e: ExploreResult) -> Iterator[str]:
+    broken = [c for c in e.checks if c.verdict == "invalid"]
+    names = ", ".join(c.name for c in broken)
+    if e.mode == "replay":
+        yield f"{LABELS[e.verdict]:<9} {e.workload}: {e.shrunk_steps or 0} steps, {e.ops} ops"
+    elif e.verdict == "passed":
+        yield e.note or f"no violation in {e.schedules_tried} schedules ({e.steps_tried} steps)"
+        return
+    elif e.mode == "stress":
+        yield (f"VIOLATED  {names} in round #{e.found_at} of seed {e.seed} (free-running: not "
+               "replayable)")
+    else:
+        where = (f"schedule #{e.found_at} of seed {e.seed}" if e.choices in ("seeded", "pct")
+                 else f"{e.choices} schedule #{e.found_at}")
+        where = f"pct, {where}" if e.choices == "pct" else where
+        shrunk = (f", shrunk to {e.shrunk_steps}" if e.original_steps is not None
+                  and e.original_steps != e.shrunk_steps else "")
+        steps = e.original_steps if e.original_steps is not None else e.shrunk_steps
+        yield (f"VIOLATED  {names} after {e.schedules_tried} schedules ({where}; {steps} steps"
+               f"{shrunk})")
+    for check in broken:
+        yield f"  promise broken ({check.name}): {check.promise}"
+        yield from (f"    - {v.message}" for v in check.violations)
+    if e.mode == "replay":
+        return
+    if e.schedule:
+        yield f"the race, in {e.shrunk_steps} steps ({e.timers} timers):"
+        yield from _schedule(e)
+    if e.replayed_identical is not None:
+        yield "replayed once: " + ("identical" if e.replayed_identical else "DIVERGED")
+    if e.mode == "stress":
+        yield f"history and explanation: {e.repro_dir}"
+        yield ("to replay it, explore the same workload on an in-process store: "
+               f"failover-harness explore --workload {e.workload} --target <store>")
+        return
+    if e.repro_dir:
+        yield f"repro: {e.repro_dir}  (scenario.yaml, schedule.jsonl, history.jsonl, " \
+              "explanation.txt)"
+    if e.replay_command:
+        yield f"replay: {e.replay_command}"
+    if e.note:
+        yield e.note
+
+
+def certification_lines(c: Certification) -> Iterator[str]:
+    link = c.failover or "-"
+    sampled = f" [{c.sampling.calls} calls, k={c.sampling.k}]" if c.sampling else ""
+    yield f"{c.verdict.upper():<11} {c.contract:<16} {c.provider:<22} {link:<7} {c.why}{sampled}"
+    for s in c.statistics:
+        if s.decision in ("fail", "undecided") or c.outcome in ("fail", "unknown"):
+            yield f"    {s.name}: {s.text or f'{s.value:g}'}"
+    if c.drift:
+        since = c.drift_since[:16].replace("T", " ")
+        yield (f"  drift since {since}" + (f" ({c.previous_verdict})" if c.previous_verdict
+                                           else "") + ":")
+        yield from (f"    {d.text or f'{d.field}: {d.previous} → {d.current}'}" for d in c.drift)
+    if c.verdict != "eligible" and c.failover == "auto":
+        yield (f"  {c.verdict} provider {c.provider!r} in an auto link for contract "
+               f"{c.contract!r}: {c.why}")
+    if c.fix and c.outcome in ("fail", "unknown"):
+        yield f"  fix: {c.fix}"
+
+
+def gate_lines(g: GateVerdict) -> Iterator[str]:
+    for p in g.problems:
+        yield f"{p.state.upper()}: provider {p.provider!r}, contract {p.contract!r}: {p.why}"
+        yield f"  fix: {p.fix}"
+    if not g.links_checked:
+        yield f"gate: no auto failover links in {g.providers_file}; nothing to certify"
+    elif not g.problems:
+        yield (f"gate: ok — {g.links_checked} auto link(s) certified at their current config "
+               f"and contract ({g.lock_file})")
+    else:
+        counts: dict[str, int] = {}
+        for p in g.problems:
+            counts[p.state] = counts.get(p.state, 0) + 1
+        summary = ", ".join(f"{n} {state}" for state, n in counts.items())
+        yield (f"gate: {g.verdict} — {len(g.problems)} of {g.links_checked} auto link(s) not "
+               f"certified ({summary})")
+
+
+def replay_lines(r: ReplayComparison) -> Iterator[str]:
+    if not r.completed:
+        yield f"DIVERGED  {r.divergence}"
+    elif r.identical is True:
+        detail = f"{r.events} events, {r.ops} ops" if r.events else f"{r.ops} ops"
+        yield f"{r.compared}: identical to the recorded run ({detail})"
+    elif r.identical is False:
+        yield f"{r.compared}: DIVERGED from the recorded run: {r.divergence}"
+    if r.note:
+        yield f"  ({r.note})"
+
+
+def case_lines(c: Case) -> Iterator[str]:
+    label = {"pass": "PASS", "fail": "FAILED", "unknown": "UNKNOWN", "skip": "SKIPPED"}
+    yield f"{label[c.outcome]:<9} {c.suite}: {c.name}" + (f" — {c.message}" if c.message else "")
+    yield from (f"    {d}" for d in c.details)
+    if c.command and c.outcome in ("fail", "unknown"):
+        yield f"  reproduce: {c.command}"
+
+
+RENDER: dict[type[Any], Callable[[Any], Iterator[str]]] = {
+    ScenarioRun: scenario_lines, TrialSeries: series_lines, DetectionMatrix: matrix_lines,
+    ExploreResult: explore_lines, Certification: certification_lines, GateVerdict: gate_lines,
+    ReplayComparison: replay_lines, Case: case_lines,
+}
+
+
+def _worth_showing_quietly(event: Event) -> bool:
+    return event.outcome in ("fail", "unknown") or isinstance(event, DetectionMatrix | GateVerdict)
+
+
+class LiveOutput(Handler):
+    """Prints each event as it comes, then the summary, the report folder and the verdict."""
+
+    def __init__(self, stream: IO[str] | None = None, *, quiet: bool = False,
+                 folder: Callable[[], Any] | None = None) -> None:
+        self.stream = stream
+        self.quiet = quiet
+        self.folder = folder
+        self.started = time.perf_counter()
+
+    def _print(self, line: str) -> None:
+        # Lines quote services, models and files: printed as text (escapes neutralised).
+        print(clean(line), file=self.stream or sys.stdout, flush=True)
+
+    def start(self, header: Header) -> None:
+        self.started = time.perf_counter()
+
+    def handle(self, event: Event) -> None:
+        if self.quiet and not _worth_showing_quietly(event):
+            return
+        for line in RENDER[type(event)](event):
+            self._print(line)
+
+    def progress(self, text: str) -> None:
+        if not self.quiet:
+            self._print(text)
+
+    def finish(self, results: Results) -> None:
+        runs = results.of(ScenarioRun) + results.of(TrialSeries)
+        if len(runs) > 1 or results.of(TrialSeries):
+            counts = {v: sum(1 for r in runs if r.verdict == v) for v in LABELS}
+            self._print(f"{len(runs)} scenarios: {counts['passed']} passed, {counts['failed']} "
+                        f"violated, {counts['unknown']} unknown, {counts['not_applicable']} not "
+                        f"applicable ({time.perf_counter() - self.started:.2f} s)")
+        for note in results.notes:
+            self._print(note)
+        folder = self.folder() if self.folder else None
+        if folder is not None:
+            self._print(f"report: {folder / 'index.html'} (also results.json, junit.xml, "
+                        "summary.md)")
+        self._print(f"{results.command}: {results.verdict.upper()} (exit {results.exit_code})")

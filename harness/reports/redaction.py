@@ -1,0 +1,75 @@
+"""No secret — and no raw escape — reaches a report or a printed line: every event is scrubbed
+before any handler sees it, and every rendering scrubs what it is given.
+
+Two kinds of secret: values the run registered with :mod:`harness.providers.secrets` (API keys,
+bearer tokens, DSN passwords: :func:`register_target_secrets` registers the ones a target URL or
+DSN carries), replaced by ``[REDACTED]``; and credentials inside a URL or a ``key=value`` DSN,
+*removed* (:func:`without_credentials`), so that a printed command still runs — the password
+then comes from ``PGPASSWORD`` or ``~/.pgpass``, never from the command line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields, is_dataclass, replace
+from typing import TypeVar
+
+from harness.console import clean as printable
+from harness.providers.secrets import redact, register_secret
+
+# scheme://user:password@host → scheme://user@host (the user stays: it says who connects)
+# (bounded repetitions: a megabyte of foreign text must not make these quadratic)
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}):[^@\s/]{0,1024}@")
+# password=… in a key=value DSN (quoted or not)
+_DSN_PASSWORD = re.compile(r"(?i)\s*\bpassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S+)")
+_URL_PASSWORD_VALUE = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}:(?P<pw>[^@\s/]{1,1024})@")
+_DSN_PASSWORD_VALUE = re.compile(r"(?i)\bpassword\s*=\s*(?:'(?P<q>(?:[^'\\]|\\.)*)'|(?P<p>\S+))")
+
+T = TypeVar("T")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with URL passwords and ``password=`` DSN fields removed."""
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: m.group("head") + "@", text)
+    if "password" in text.lower():
+        text = _DSN_PASSWORD.sub("", text)
+    return text
+
+
+def register_target_secrets(text: str | None) -> None:
+    """Register every password a target URL or DSN holds, so it is redacted wherever it shows."""
+    if not text:
+        return
+    for match in _URL_PASSWORD_VALUE.finditer(text):
+        register_secret(match.group("pw"))
+        from urllib.parse import unquote
+
+        register_secret(unquote(match.group("pw")))
+    for match in _DSN_PASSWORD_VALUE.finditer(text):
+        register_secret(match.group("q") if match.group("q") is not None else match.group("p"))
+
+
+def clean(text: str) -> str:
+    """A text as it may be shown: credentials removed, registered secrets redacted, and no
+    escape a terminal acts on, no control character XML refuses, no lone surrogate
+    (:func:`harness.console.clean` makes them visible instead)."""
+    return printable(redact(without_credentials(text)))
+
+
+def scrub(value: T) -> T:
+    """A copy of an event (any dataclass, tuple, dict or string) with every text cleaned."""
+    if isinstance(value, str):
+        return clean(value)  # type: ignore[return-value]
+    if is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: scrub(getattr(value, f.name)) for f in fields(value)}
+        return replace(value, **changes)
+    if isinstance(value, tuple):
+        return tuple(scrub(v) for v in value)  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [scrub(v) for v in value]  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}  # type: ignore[return-value]
+    return value

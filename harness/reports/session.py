@@ -1,0 +1,239 @@
+"""Typed events → handlers: how a command reports (the way schemathesis does it).
+
+A command opens a :class:`ReportSession`, emits events as it judges, and finishes it::
+
+    session = ReportSession("scenarios run", handlers=[...], report_dir=Path("reports"))
+    session.start(invocation="failover-harness scenarios run …", targets=["sqlite"])
+    session.emit(ScenarioRun(...))        # every handler sees it at once (the live CLI prints)
+    code = session.finish()               # Results → results.json, junit.xml, summary.md, …
+
+Each handler has ``start(header)``, ``handle(event)``, ``progress(text)`` and ``finish(results)``
+(:class:`Handler`); the live CLI output (:mod:`harness.reports.live`), the report folder
+(:class:`FolderWriter`), ``--junit FILE`` and ``--json`` are handlers. Every event is scrubbed of
+secrets before any handler sees it (:mod:`harness.reports.redaction`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+from harness import __version__
+from harness.reports.model import EXIT_CODES, Event, Results, run_verdict
+from harness.reports.redaction import clean, scrub
+
+FILES = ("results.json", "junit.xml", "summary.md", "index.html")
+
+
+def stamp(when: datetime) -> str:
+    """RFC 3339 UTC with microseconds, as every report writes times."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a run is, known when it starts."""
+
+    command: str
+    started_at: str
+    invocation: str = ""
+    targets: tuple[str, ...] = ()
+
+
+class Handler:
+    """Consumes a run's events; every method may be left as is."""
+
+    def start(self, header: Header) -> None:
+        """The run started."""
+
+    def handle(self, event: Event) -> None:
+        """One event, as it happens."""
+
+    def progress(self, text: str) -> None:
+        """A progress line (not part of the results)."""
+
+    def finish(self, results: Results) -> None:
+        """The run ended; ``results`` holds every event."""
+
+
+class ReportSession:
+    """One command's run: emits events to handlers, builds :class:`Results`, owns the folder.
+
+    The report folder ``<report_dir>/<UTC time>/`` is created on first use (:attr:`folder`), so
+    run folders and repro folders written during the run land inside it, and a command that
+    fails on bad input before judging anything leaves nothing behind.
+    """
+
+    def __init__(self, command: str, *, handlers: Iterable[Handler] = (),
+                 report_dir: Path | None = Path("reports"),
+                 now: datetime | None = None) -> None:
+        self.command = command
+        self.handlers = list(handlers)
+        self.report_dir = report_dir
+        self.started = now or datetime.now(UTC)
+        self.events: list[Event] = []
+        self.notes: list[str] = []
+        self.header: Header | None = None
+        self.results: Results | None = None
+        self._folder: Path | None = None
+
+    # -- the folder -----------------------------------------------------------------------------
+    @property
+    def folder(self) -> Path:
+        """``<report_dir>/<UTC time>/``, created now if it does not exist yet."""
+        if self._folder is None:
+            if self.report_dir is None:
+                raise RuntimeError("this session writes no report folder")
+            self.report_dir.mkdir(parents=True, exist_ok=True)
+            name = self.started.strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
+            candidate, n = self.report_dir / name, 2
+            while True:
+                try:
+                    candidate.mkdir()
+                    break
+                except FileExistsError:
+                    candidate, n = self.report_dir / f"{name}-{n}", n + 1
+            self._folder = candidate
+        return self._folder
+
+    # -- the run --------------------------------------------------------------------------------
+    def start(self, *, invocation: str = "", targets: Iterable[str] = ()) -> Header:
+        self.header = Header(self.command, stamp(self.started), clean(invocation),
+                             tuple(clean(t) for t in targets))
+        for handler in self.handlers:
+            handler.start(self.header)
+        return self.header
+
+    def add_target(self, target: str) -> None:
+        """A target learnt after the start (shown in the header of every rendering)."""
+        header = self.header or self.start()
+        text = clean(target)
+        if text not in header.targets:
+            self.header = Header(header.command, header.started_at, header.invocation,
+                                 (*header.targets, text))
+
+    def emit(self, event: Event) -> Event:
+        """Scrub ``event`` of secrets, record it and hand it to every handler; return it."""
+        if self.header is None:
+            self.start()
+        event = scrub(event)
+        self.events.append(event)
+        for handler in self.handlers:
+            handler.handle(event)
+        return event
+
+    def say(self, text: str) -> None:
+        """A progress line for the live output (not part of the results)."""
+        text = clean(text)
+        for handler in self.handlers:
+            handler.progress(text)
+
+    def note(self, text: str) -> None:
+        """A line every rendering shows at its end."""
+        self.notes.append(clean(text))
+
+    def finish(self) -> int:
+        """Build the results, hand them to every handler, and return the exit code."""
+        header = self.header or self.start()
+        verdict = run_verdict(self.events)
+        self.results = Results(
+            command=self.command, verdict=verdict, exit_code=EXIT_CODES[verdict],
+            started_at=header.started_at, finished_at=stamp(datetime.now(UTC)),
+            harness_version=__version__, invocation=header.invocation,
+            targets=header.targets, events=tuple(self.events), notes=tuple(self.notes),
+        )
+        for handler in self.handlers:
+            handler.finish(self.results)
+        return self.results.exit_code
+
+
+# -- handlers that write files ------------------------------------------------------------------
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def render_json(results: Results) -> str:
+    """``results.json``: the results scrubbed (no secret, no raw escape, encodable as UTF-8)."""
+    return json.dumps(scrub(results).to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_renderings(results: Results, folder: Path) -> None:
+    """The four renderings of ``results`` into ``folder`` (each file replaced atomically)."""
+    from harness.reports.html import render_html
+    from harness.reports.junit import render_junit
+    from harness.reports.markdown import render_markdown
+
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_atomically(folder / "results.json", render_json(results))
+    _write_atomically(folder / "junit.xml", render_junit(results))
+    _write_atomically(folder / "summary.md", render_markdown(results))
+    _write_atomically(folder / "index.html", render_html(results))
+
+
+def point_latest(report_dir: Path, folder: Path) -> bool:
+    """``<report_dir>/latest`` → ``folder`` (a relative symlink, replaced atomically). A
+    ``latest`` that is not a symlink (a copy of a report folder) is left alone: False."""
+    link = report_dir / "latest"
+    if link.exists() and not link.is_symlink():
+        return False
+    tmp_link = report_dir / f".latest-{folder.name}"
+    tmp_link.unlink(missing_ok=True)
+    tmp_link.symlink_to(folder.name)
+    os.replace(tmp_link, link)
+    return True
+
+
+class FolderWriter(Handler):
+    """Writes the report folder at the end and points ``latest`` at it."""
+
+    def __init__(self, session: ReportSession) -> None:
+        self.session = session
+        self.written: Path | None = None
+
+    def finish(self, results: Results) -> None:
+        folder = self.session.folder
+        write_renderings(results, folder)
+        assert self.session.report_dir is not None
+        point_latest(self.session.report_dir, folder)
+        self.written = folder
+
+
+class JunitFile(Handler):
+    """``--junit FILE``: junit.xml also written where CI looks for it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def finish(self, results: Results) -> None:
+        from harness.reports.junit import render_junit
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(self.path, render_junit(results))
+
+
+@dataclass
+class JsonOut(Handler):
+    """``--json``: results.json on a stream (stdout) at the end."""
+
+    stream: IO[str] = field(default_factory=lambda: sys.stdout)
+
+    def finish(self, results: Results) -> None:
+        self.stream.write(render_json(results))
+        self.stream.flush()
+
+
+def write_report(results: Results, report_dir: Path) -> Path:
+    """Write ``results`` as a new report folder under ``report_dir``; return the folder."""
+    session = ReportSession(results.command, report_dir=report_dir)
+    folder = session.folder
+    write_renderings(results, folder)
+    point_latest(report_dir, folder)
+    return folder
