@@ -17,6 +17,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -47,6 +48,7 @@ OWNER = "failover-harness-certification"
 
 
 SEEDED_KINDS = frozenset({"openai-chat"})  # wire formats whose API takes a sampling seed
+SEEDED_HOSTS = frozenset({"api.openai.com"})  # …and the hosts known to accept it
 
 
 def sample_seed(salt: str, golden_id: str, index: int) -> int:
@@ -78,10 +80,17 @@ class Channel:
 
     @property
     def seeded(self) -> bool:
-        # Through a gateway (--via) the deployment's own wire decides: LiteLLM refuses `seed`
-        # for an Anthropic deployment even though the client speaks OpenAI's format to it.
+        """Send a per-sample seed? Only where the API is known to take one: OpenAI's own API
+        (and our fakes). An OpenAI-*compatible* endpoint may refuse it — LiteLLM answers 400
+        for ``seed`` to an Anthropic deployment — so a gateway or other host gets none."""
+        # Through a gateway (--via) the deployment's own wire decides.
         upstream = getattr(self.provider, "upstream", None) or {}
-        return str(upstream.get("kind", self.provider.kind)) in SEEDED_KINDS
+        if str(upstream.get("kind", self.provider.kind)) not in SEEDED_KINDS:
+            return False
+        if self.provider.is_fake:
+            return True
+        host = urlsplit(str(upstream.get("base_url") or self.provider.base_url)).hostname
+        return host in SEEDED_HOSTS
 
     def request_for(self, golden: Golden, index: int = 0) -> ProviderRequest | str:
         """The provider request for one sample of a golden case, or why it cannot be rendered."""

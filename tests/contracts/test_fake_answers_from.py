@@ -61,10 +61,10 @@ def test_a_loopback_fake_answering_from_the_golden_files_is_eligible_and_says_so
         "primary": "fake provider (answers from the golden file)",
         "loopback": "fake provider (answers from the golden file)",
     }
-    report = (project.root / "reports" / "certification.md").read_text("utf-8")
-    assert report.count("fake provider (answers from the golden file)") >= 4
+    latest = project.root / "reports" / "latest"
+    for name in ("summary.md", "index.html", "junit.xml", "results.json"):
+        text = (latest / name).read_text("utf-8")
+        assert text.count("fake provider (answers from the golden file)") >= 2, name
     assert project.cli("gate") == 0
-    assert ("note: 'primary', 'loopback' certified as a fake provider (answers from the golden "
-            "file): not evidence about a real model") in capsys.readouterr().out
     standing = project.workspace().eligibility().standing("loopback", "ticket_triage")
     assert "fake provider (answers from the golden file)" in standing.why
