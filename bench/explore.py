@@ -1,8 +1,24 @@
-"""Explore benchmark: schedules/s and steps/s per workload, time to the first violation per mutant.
+"""Explore benchmark: your service through its storage (the three examples), and the store.
 
-    python -m bench.explore [--schedules 300] [--seeds 5] [--pg postgresql://…]
+    python -m bench.explore [--smoke] [--schedules 300] [--seeds 5] [--trials 20]
+                            [--pg postgresql://…] [--only through|store]
                             (PostgreSQL also from HARNESS_PG_DSN; a scratch database
-                             harness_bench_explore is created and dropped)
+                             harness_bench_explore is created and dropped; redis-server from
+                             PATH is started on a free port)
+
+Through the proxy, per example service (examples/), measured in the same run:
+- free running: the rate at which ``scenarios run scenarios/detection/duplicate_arrivals.yaml
+  --trials N`` (burst, staggered, straddle; 8 copies) catches the race, the service talking to
+  its storage directly;
+- explore --through: the schedules and wall time to the first violation (median of ``--seeds``
+  seeds; PCT depth 2, and seeded swarm choices), and schedules/s on the correct twin;
+- the proxy's overhead per command against a direct connection (Redis GET, PostgreSQL
+  SELECT 1; the gate open).
+Goal (issue 14): each race in ≤ 100 schedules (median) where free running finds it in ≤ 5 % of
+trials, and ≤ 0.2 ms per command. A miss is printed as MISSED with the figures. ``--smoke``:
+tiny sizes, no goal judged.
+
+On the store (SQLite and PostgreSQL):
 
 Prints, measured in the same run, on SQLite and (given a DSN) PostgreSQL:
 - per workload, explored schedules/s and steps/s on the reference store, against a baseline:
@@ -18,11 +34,16 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from harness.domain.clock import EPOCH, ManualClock
@@ -92,6 +113,8 @@ def throughput(url: str, schedules: int) -> None:
 
 def first_violation(url: str, seeds: int) -> None:
     for mutant, workload in MUTANT_WORKLOADS.items():
+        if seeds == 1 and mutant not in ("check-then-insert", "last-write-wins"):
+            continue  # smoke: two mutants are enough to prove the script runs
         explore_s, counts, shrink_s, stress_s = [], [], [], []
         stress_missed = 0
         for seed in range(seeds):
@@ -108,7 +131,8 @@ def first_violation(url: str, seeds: int) -> None:
             target = open_target(f"mutant:{mutant}@{url}")
             try:
                 start = time.perf_counter()
-                free = stress(target, Settings(workload=workload, budget=STRESS_CAP, seed=seed))
+                free = stress(target, Settings(workload=workload, budget=STRESS_CAP if seeds > 1
+                                               else 5, seed=seed))
                 if free.outcome is None:
                     stress_missed += 1
                 else:
@@ -117,13 +141,202 @@ def first_violation(url: str, seeds: int) -> None:
                 target.close()
         ms = statistics.median(explore_s) * 1000
         free_text = (f"{statistics.median(stress_s) * 1000:7.1f} ms" if stress_s else "   never")
-        missed = (f" (missed {stress_missed}/{seeds} in {STRESS_CAP} rounds)"
+        missed = (f" (missed {stress_missed}/{seeds} in {STRESS_CAP if seeds > 1 else 5} rounds)"
                   if stress_missed else "")
         ratio = (f"   stress/explore {statistics.median(stress_s) * 1000 / ms:5.2f}x"
                  if stress_s else "")
         print(f"  {mutant:<21} {ms:7.1f} ms, {statistics.median(counts):3.0f} schedules "
               f"(shrink {statistics.median(shrink_s) * 1000:6.0f} ms)   stress baseline "
               f"{free_text}{missed}{ratio}")
+
+
+# -- your service, through its storage ---------------------------------------------------------
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+THROUGH = [  # example, service script, storage, the race's checker
+    ("redis-lock", "redis_lock_service.py", "redis"),
+    ("redis-two-writes", "redis_two_writes_service.py", "redis"),
+    ("pg-claim", "pg_claim_service.py", "postgresql"),
+]
+SCHEDULE_CAP = 500
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A redis-server of this run on a free loopback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no"],
+                              stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    for line in server.stdout:
+        if "Ready to accept connections" in line:
+            break
+    stdout = server.stdout
+    threading.Thread(target=lambda: stdout.read(), daemon=True).start()
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait()
+        stdout.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _command(script: str, flag: str, folder: str, port: int, correct: bool) -> str:
+    return (f"{sys.executable} {EXAMPLES / script} --port {port} --db {folder}/{port}.db "
+            f"--{flag} {{proxy}}{' --correct' if correct else ''}")
+
+
+def free_running(example: str, script: str, flag: str, storage: str, folder: str,
+                 trials: int) -> tuple[int, int]:
+    """``scenarios run duplicate_arrivals --trials N`` against the service on its storage
+    directly: (trials that caught the race, trials)."""
+    from harness.explore.service import ServiceProcess, wait_healthy
+    from harness.scenarios.loader import load_scenario
+    from harness.scenarios.trials import run_trials
+
+    port = _free_port()
+    service = ServiceProcess(_command(script, flag, folder, port, False), storage,
+                             Path(folder) / f"{example}-free.log")
+    target = open_target(f"http://127.0.0.1:{port}",
+                         profile=EXAMPLES / f"{example}.profile.yaml")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", "/healthz", service)
+        scenario = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" /
+                                 "detection" / "duplicate_arrivals.yaml")
+        ts = run_trials(scenario, target, seed=1, trials=trials, patterns=None)
+        caught = sum(ts.violated(p) for p in ts.patterns)
+        print(f"  {example:<17} free running: " + ", ".join(
+            f"{p} {ts.violated(p)}/{len(ts.runs.get(p, []))}" for p in ts.patterns), flush=True)
+        return caught, len(ts.all_runs)
+    finally:
+        target.close()
+        service.stop()
+
+
+def through_runs(example: str, script: str, flag: str, storage: str, folder: str,
+                 seeds: int, schedules: int) -> dict[str, object]:
+    """Explore through the proxy: schedules and seconds to the first violation per seed (PCT
+    and seeded swarm), then schedules/s on the correct twin."""
+    from harness.commands._explore_through import serving, warm_up
+    from harness.explore.http_workloads import http_builder
+
+    figures: dict[str, object] = {}
+    for correct in (False, True):
+        port = _free_port()
+        with serving(target_text=f"http://127.0.0.1:{port}",
+                     profile=str(EXAMPLES / f"{example}.profile.yaml"), tokens_file=None,
+                     storage=storage, listen=None, health_path="/healthz", settle_ms=100.0,
+                     service_cmd=_command(script, flag, folder, port, correct),
+                     log=Path(folder) / f"{example}-{correct}.log") as (controller, proxy, _):
+            build = http_builder(set(controller.target.capabilities) | {"in_flight"})
+            warm_up(controller, proxy, build, "double-click")
+            if correct:
+                start = time.perf_counter()
+                found = search(controller, Settings(workload="all", budget=schedules,
+                                                    seed=99, choices="pct"), build=build)
+                figures["twin"] = (found.progress.schedules / (time.perf_counter() - start),
+                                   found.outcome is None)
+                continue
+            for choices in ("pct", "seeded"):
+                counts, seconds = [], []
+                for seed in range(seeds):
+                    start = time.perf_counter()
+                    found = search(controller, Settings(
+                        workload="double-click", budget=SCHEDULE_CAP, seed=seed,
+                        choices=choices), build=build)
+                    seconds.append(time.perf_counter() - start)
+                    counts.append(found.progress.schedules if found.outcome is not None
+                                  else None)
+                figures[choices] = (counts, seconds)
+    return figures
+
+
+def overhead(storage: str, n: int) -> tuple[float, float]:
+    """Microseconds per command, direct and through the proxy (gate open): nine paired rounds
+    of ``n`` commands each, the median of each (the machine is shared: pairs see the same load)."""
+    from harness.explore.proxy import Proxy, Upstream
+
+    with Proxy(Upstream.parse(storage)) as proxy:
+        if storage.startswith("redis"):
+            import redis
+
+            clients = [redis.Redis.from_url(u) for u in (storage, proxy.url)]
+            calls = [lambda c=c: c.get("bench:overhead") for c in clients]
+        else:
+            import psycopg
+
+            clients = [psycopg.connect(u, autocommit=True) for u in (storage, proxy.url)]
+            calls = [lambda c=c: c.execute("SELECT 1").fetchone() for c in clients]
+        rounds: list[list[float]] = [[], []]
+        for call in calls:
+            call()
+        for _ in range(9):
+            for i, call in enumerate(calls):
+                start = time.perf_counter()
+                for _ in range(n):
+                    call()
+                rounds[i].append((time.perf_counter() - start) / n * 1e6)
+        for client in clients:
+            client.close()
+    return statistics.median(rounds[0]), statistics.median(rounds[1])
+
+
+def _median(values: list[int | None]) -> str:
+    found = sorted(v for v in values if v is not None)
+    missed = len(values) - len(found)
+    if not found:
+        return f"none in {SCHEDULE_CAP}"
+    text = f"{statistics.median(found):g}"
+    return text + (f" ({missed} missed in {SCHEDULE_CAP})" if missed else "")
+
+
+def through_bench(*, smoke: bool, seeds: int, trials: int, schedules: int,
+                  pg: str | None) -> None:
+    print("Your service through its storage (examples/; goal: ≤ 100 schedules median where free "
+          "running finds the race in ≤ 5 % of trials; ≤ 0.2 ms per command)")
+    misses = []
+    with tempfile.TemporaryDirectory() as folder, redis_server() as redis_url, \
+            (scratch_pg(pg) if pg else nullcontext(None)) as pg_url:
+        for example, script, flag in THROUGH:
+            storage = redis_url if flag == "redis" else pg_url
+            if storage is None:
+                print(f"  {example:<17} skipped: no PostgreSQL (--pg or HARNESS_PG_DSN)")
+                continue
+            caught, runs = free_running(example, script, flag, storage, folder, trials)
+            figures = through_runs(example, script, flag, storage, folder, seeds, schedules)
+            pct_counts, pct_s = figures["pct"]  # type: ignore[misc]
+            swarm_counts, _ = figures["seeded"]  # type: ignore[misc]
+            rate, twin_clean = figures["twin"]  # type: ignore[misc]
+            print(f"  {example:<17} free running {caught}/{runs} trials ({caught / runs:.1%}); "
+                  f"through the proxy: PCT {_median(pct_counts)} schedules, "
+                  f"{statistics.median(pct_s) * 1000:.0f} ms (seeded: "
+                  f"{_median(swarm_counts)}); twin {rate:.0f} schedules/s, "
+                  f"{'clean' if twin_clean else 'VIOLATED'} in {schedules}")
+            found = [c for c in pct_counts if c is not None]
+            if not smoke and (len(found) < len(pct_counts) or statistics.median(found) > 100):
+                misses.append(f"{example}: PCT median {_median(pct_counts)} schedules > 100")
+            if not smoke and caught / runs > 0.05:
+                misses.append(f"{example}: free running caught it in {caught / runs:.1%} of "
+                              "trials (> 5 %: the race is not rare there)")
+        n = 100 if smoke else 1000
+        for name, storage in (("Redis GET", redis_url), ("PostgreSQL SELECT 1", pg_url)):
+            if storage is None:
+                continue
+            direct, proxied = overhead(storage, n)
+            print(f"  proxy overhead, {name:<19} direct {direct:6.1f} µs, through the proxy "
+                  f"{proxied:6.1f} µs: +{(proxied - direct) / 1000:.3f} ms per command")
+            if not smoke and proxied - direct > 200:
+                misses.append(f"proxy overhead for {name}: {(proxied - direct) / 1000:.3f} ms")
+    for miss in misses:
+        print(f"  MISSED  {miss}")
 
 
 @contextmanager
@@ -143,10 +356,22 @@ def scratch_pg(dsn: str) -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, no goal judged (CI: proves the script runs)")
     parser.add_argument("--schedules", type=int, default=300)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--trials", type=int, default=20,
+                        help="free-running trials per arrival pattern (x3 patterns)")
     parser.add_argument("--pg", default=os.environ.get("HARNESS_PG_DSN"))
+    parser.add_argument("--only", choices=("through", "store"), default=None)
     args = parser.parse_args()
+    if args.smoke:
+        args.schedules, args.seeds, args.trials = 4, 1, 1
+    if args.only != "store":
+        through_bench(smoke=args.smoke, seeds=args.seeds, trials=args.trials,
+                      schedules=max(args.schedules, 10), pg=args.pg)
+    if args.only == "through":
+        return
     with tempfile.TemporaryDirectory() as folder:
         print(f"SQLite: throughput on the reference store ({args.schedules} schedules each)")
         throughput(f"sqlite:///{folder}/throughput.db", args.schedules)

@@ -52,9 +52,11 @@ CREATE TABLE IF NOT EXISTS example_claims (owner TEXT NOT NULL, key TEXT NOT NUL
 class ClaimService:
     """The service: the idempotency layer and the handler share one connection per request."""
 
-    def __init__(self, pool: AsyncConnectionPool, *, correct: bool = False) -> None:
+    def __init__(self, pool: AsyncConnectionPool, *, correct: bool = False,
+                 work_ms: float = 20.0) -> None:
         self.pool = pool
         self.correct = correct
+        self.work_ms = work_ms
         self.fail_next = False
         self.ready = asyncio.Event()
         self.opening: asyncio.Lock | None = None
@@ -151,7 +153,9 @@ class ClaimService:
             await respond(send, answer[1], answer[2].encode())
 
     async def _handle(self, conn: AsyncConnection[Any], create: Create) -> tuple[int, str]:
-        """The handler: a new job (the side effect), or the injected failure."""
+        """The handler: some work (a payment call, a queue push…), then a new job (the side
+        effect), or the injected failure."""
+        await asyncio.sleep(self.work_ms / 1000)
         if self.fail_next:
             self.fail_next = False
             return 500, json.dumps({"error": "handler_failed"})
@@ -191,7 +195,7 @@ class _Failed(Exception):
 def build(args: argparse.Namespace) -> ASGIApp:
     pool = AsyncConnectionPool(args.postgresql, min_size=16, max_size=16, open=False,
                                kwargs={"autocommit": True})
-    return ClaimService(pool, correct=args.correct)
+    return ClaimService(pool, correct=args.correct, work_ms=args.work_ms)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ async def replay(send: Send, stored_fingerprint: str, fp: str, status: int,
 
 
 async def in_progress(send: Send) -> None:
-    await respond(send, 409, IN_PROGRESS, {"Retry-After": "0"})
+    await respond(send, 409, IN_PROGRESS, {"Retry-After": "1"})
 
 
 async def forward(send: Send, status: int, headers: list[Any], content: bytes) -> None:
@@ -89,6 +89,4 @@ def parser(description: str, storage: str, default_url: str) -> argparse.Argumen
         p.add_argument("--correct", action="store_true",
                        help="the correct twin: the same service without the race")
 
-    built = build_parser(description, options)
-    built.set_defaults(work_ms=1.0)
-    return built
+    return build_parser(description, options)

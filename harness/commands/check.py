@@ -177,8 +177,10 @@ def _default_scenarios(*, with_detection: bool) -> list[Path]:
 
 
 def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
+    from harness.gateways.litellm_config import strip_prefix  # litellm:config.yaml
+
     optional = args.no_certify or (s.target and not s.providers_explicit)
-    if optional and not s.providers.exists():
+    if optional and not strip_prefix(s.providers)[0].exists():
         return None
     from harness.contracts.workspace import open_workspace
 

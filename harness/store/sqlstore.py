@@ -9,7 +9,7 @@ supply connections, parameter style and value conversion. Mutants subclass it an
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -47,8 +47,8 @@ IdFactory = Callable[[str], str]
 
 
 def random_ids(prefix: str) -> str:
-    """Opaque, unguessable ids: ``job_…``, ``att_…``, ``race_…``."""
-    return f"{prefix}_{uuid.uuid4().hex}"
+    """Opaque, unguessable ids: ``job_…``, ``att_…``, ``race_…`` (128 random bits in hex)."""
+    return f"{prefix}_{os.urandom(16).hex()}"
 
 
 class Tx(ABC):
@@ -143,20 +143,22 @@ class SqlStore(ABC):
     def create_job(self, owner_id: str, idempotency_key: str, intent: Intent) -> CreateResult:
         validate_idempotency_key(idempotency_key)
         fp = intent.fingerprint
+        job_id, now = self.ids("job"), self.clock.now()
         with self.statements() as tx:
             row = tx.one(
                 "insert_job",
-                id=self.ids("job"),
+                id=job_id,
                 owner_id=owner_id,
                 idempotency_key=idempotency_key,
                 fingerprint=fp,
                 contract=intent.contract,
                 **self._intent_in(intent),
                 max_open_attempts=intent.policy.max_open_attempts,
-                now=self._now(),
+                now=self._time_in(now),
             )
             if row is not None:
-                return CreateResult(self._job(owner_id, row), created=True)
+                return CreateResult(self._new_job(owner_id, job_id, idempotency_key, intent, now),
+                                    created=True)
             existing = tx.one("job_by_key", owner_id=owner_id, idempotency_key=idempotency_key)
         if existing is None:  # pragma: no cover - the conflicting row cannot vanish: no deletes
             raise NotFound("the conflicting job disappeared")
@@ -359,6 +361,22 @@ class SqlStore(ABC):
     # -- rows to entities ---------------------------------------------------------------------
     def _now(self) -> Any:
         return self._time_in(self.clock.now())
+
+    def _new_job(self, owner_id: str, job_id: str, idempotency_key: str, intent: Intent,
+                 now: datetime) -> Job:
+        """The job an ``insert_job`` that returned a row just wrote, as reading it back would
+        give it: the intent in its canonical representation (what the columns hold)."""
+        canonical = intent.canonical_parts
+        stored = Intent.trusted(
+            contract=intent.contract,
+            input=json.loads(canonical[0]) if canonical else intent.input,
+            params=json.loads(canonical[1]) if canonical else intent.params,
+            policy=intent.policy,
+            fingerprint=intent.fingerprint,
+        )
+        return Job(id=job_id, owner_id=owner_id, idempotency_key=idempotency_key,
+                   fingerprint=intent.fingerprint, intent=stored, status=JobStatus.PENDING,
+                   version=1, completed_by=None, result=None, created_at=now, updated_at=now)
 
     def _job(self, owner_id: str, row: Row) -> Job:
         intent = Intent.trusted(

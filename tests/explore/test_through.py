@@ -95,7 +95,7 @@ def test_the_correct_twin_survives_1000_schedules(
         request: pytest.FixtureRequest) -> None:
     storage = storage_for(example, request)
     code, out, err = run(capsys, "explore",
-                         *through(example, storage, tmp_path, service="--correct"),
+                         *through(example, storage, tmp_path, service="--correct --work-ms 1"),
                          "--choices", "pct", "--seed", "11", "--budget", "1000")
     assert code == 0, out + err
     assert "no violation in 1000 schedules" in out

@@ -29,7 +29,7 @@ def _certify_fallback(gateway: Gateway, lock: Path) -> None:
     try:
         assert main(["certify", "--providers", str(gateway.config), "--contract-map", MAP,
                      "--provider", "drill-fallback", "--lock", str(lock), *QUIET,
-                     "--report", str(lock.parent / "cert.md")]) == 0
+                     "--report-dir", str(lock.parent / "reports")]) == 0
     finally:
         for server in servers:
             server.stop()

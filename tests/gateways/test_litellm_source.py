@@ -227,3 +227,19 @@ def test_contract_map_flag(litellm_project: LiteLLMProject, golden_fakes: dict[s
                        "--contract-map", "triage=nope") == 2
     assert "has no folder" in capsys.readouterr().err
     assert KEY_ENV  # the key variable is set by the fixture; no value is ever printed
+
+
+def test_check_runs_on_a_litellm_config(
+    litellm_project: LiteLLMProject, golden_fakes: dict[str, FakeServer],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    project = litellm_project
+    config = _two_deployments(project, golden_fakes)
+    assert project.cli("certify", "--providers", str(config), *QUIET) == 0
+    scenarios = Path(__file__).resolve().parents[2] / "scenarios"
+    capsys.readouterr()
+    code = project.cli("check", "--providers", f"litellm:{config}", "--no-certify",
+                       "--scenarios", str(scenarios), "--report-dir", str(project.root / "r"))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "gate: ok — 2 auto link(s) certified" in out
