@@ -36,6 +36,7 @@ from harness.reports import (
     TrialSeries,
     Unknown,
     UnknownCount,
+    UnrunStep,
     Violation,
 )
 
@@ -57,8 +58,15 @@ MARKS = {"start": "started", "dispatched": "dispatched", "timed_out": "timed_out
 
 
 # -- scenario runs ------------------------------------------------------------------------------
-def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
-    """A lane per attempt: start, dispatch, timeout, result and claim outcome (virtual time)."""
+def timeline_of(history: Sequence[Op], duration: float,
+                arrivals: Sequence[Mapping[str, Any]] = ()) -> Timeline | None:
+    """A lane per attempt: start, dispatch, timeout, result and claim outcome (virtual time);
+    for a run with a concurrent group, a lane per copy in real time (``arrivals``: the group's
+    plan of offsets)."""
+    if arrivals:
+        group = _group_lanes(history, arrivals)
+        if group is not None:
+            return group
     lanes: dict[str, dict[str, Any]] = {}
     versions: dict[str, int] = {}
     for op in history:
@@ -102,6 +110,41 @@ def timeline_of(history: Sequence[Op], duration: float) -> Timeline | None:
             for name, lane in lanes.items()
         ),
     )
+
+
+def _group_lanes(history: Sequence[Op],
+                 arrivals: Sequence[Mapping[str, Any]]) -> Timeline | None:
+    """The first concurrent group as it happened: each copy sent at its planned offset, waiting
+    while the service answered "in progress" (its busy time), then answered."""
+    offsets = [float(o) for o in (arrivals[0].get("offsets_ms") or ())]
+    lanes: list[Lane] = []
+    last = 0.0
+    for op in history:
+        process, _, n = op.process.rpartition("/")
+        if op.type == "invoke" or op.f != "create" or not process or not n.isdigit():
+            continue
+        if int(n) > len(offsets):
+            continue
+        sent = offsets[int(n) - 1] / 1000
+        value = op.value
+        busy = float(value.get("busy_ms") or 0) / 1000
+        if op.type == "ok":
+            kind = "created" if value.get("created") else "replayed"
+            label = "201 created" if value.get("created") else "the job (a replay)"
+        elif op.type == "fail":
+            kind, label = "refused", f"{value.get('status', '')} {value.get('error', '')}".strip()
+        else:
+            kind, label = "unknown", "no answer"
+        events = [TimelineEvent(sent, "started", f"sent at +{sent * 1000:g} ms")]
+        if busy:
+            events.append(TimelineEvent(sent + busy, "dispatched",
+                                        f"in progress for {busy * 1000:.0f} ms, then retried"))
+        events.append(TimelineEvent(sent + busy, kind, label))
+        last = max(last, sent + busy)
+        lanes.append(Lane(op.process, "", tuple(events), kind))
+    if not lanes:
+        return None
+    return Timeline(max(last * 1.1, 0.001), tuple(lanes))
 
 
 def _request_lanes(history: Sequence[Op], duration: float) -> Timeline | None:
@@ -160,9 +203,16 @@ def checks_of(result: Any, history: Sequence[Op]) -> tuple[Check, ...]:
     return tuple(
         Check(c.checker, c.promise, c.verdict, violations_of(c, history),
               tuple(unknown_of(u) for u in c.unknowns),
-              tuple(str(n) for n in getattr(c, "needs", ()) or ()))
+              tuple(str(f) for f in getattr(c, "fixes", ()) or ()),
+              str(getattr(c, "evidence", None) or ""), getattr(c, "seen", None))
         for c in result.checks
     )
+
+
+def unrun_of(result: Any) -> tuple[UnrunStep, ...]:
+    return tuple(UnrunStep(int(u.get("step", 0)), str(u.get("why", "")),
+                           str(u.get("fix", "") or ""), u.get("line"), str(u.get("kind", "")))
+                 for u in getattr(result, "unrun", ()) or ())
 
 
 def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun:
@@ -177,11 +227,13 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
         history_digest=history_digest(result.history) if result.history else "",
         ops=len(result.history),
         checks=checks_of(result, result.history),
-        timeline=timeline_of(result.history, result.virtual_seconds),
+        timeline=timeline_of(result.history, result.virtual_seconds, result.arrivals),
         run_dir=str(result.folder) if result.folder else None,
         replay_command=replay,
         reason=result.reason or "",
         fix=str(getattr(result, "fix", "") or ""),
+        unrun=unrun_of(result),
+        warnings=tuple(str(w) for w in getattr(result, "warnings", ()) or ()),
         arrival=result.arrival,
         wall_s=result.elapsed_s,
         virtual_s=result.virtual_seconds,
@@ -197,14 +249,20 @@ def _losers(histogram: Counter[str]) -> tuple[LoserCount, ...]:
 
 
 def _series_unknowns(ts: TrialSet) -> tuple[UnknownCount, ...]:
+    """Why verdicts were unknown, in how many trials (a step that did not happen counts too)."""
     counts: Counter[tuple[str, str, str]] = Counter()
     for run in ts.all_runs:
         seen = set()
         for check in run.checks:
             if check.verdict == "unknown":
-                for item in check.unknowns:
+                fixes = tuple(getattr(check, "fixes", ()) or ())
+                for n, item in enumerate(check.unknowns):
                     u = unknown_of(item)
-                    seen.add((check.checker, u.reason, u.fix))
+                    fix = u.fix or (fixes[n] if len(fixes) == len(check.unknowns)
+                                    else fixes[0] if len(fixes) == 1 else "")
+                    seen.add((check.checker, u.reason, fix))
+        for step in unrun_of(run):
+            seen.add(("", f"did not happen: {step.why}", step.fix))
         counts.update(seen)
     return tuple(UnknownCount(reason, n, checker, fix)
                  for (checker, reason, fix), n in sorted(counts.items()))
@@ -221,6 +279,10 @@ def trial_series(
     from harness.scenarios.checkers.base import PROMISES
     from harness.scenarios.trials import failure_title
 
+    def promise(checker: str) -> str:  # in the target's terms when the engine says them
+        said = getattr(ts, "promise", None)
+        return str(said(checker)) if callable(said) else PROMISES.get(checker, checker)
+
     failures = []
     for failure, rates in ts.failures().items():
         checker, _, kind = failure.partition(":")
@@ -233,14 +295,15 @@ def trial_series(
                 pattern=first_run.arrival,
                 violations=tuple(v for c in broken
                                  for v in violations_of(c, first_run.history, kind or None)),
-                timeline=timeline_of(first_run.history, first_run.virtual_seconds),
+                timeline=timeline_of(first_run.history, first_run.virtual_seconds,
+                                     first_run.arrivals),
                 run_dir=str(first_run.folder) if first_run.folder else None,
                 replay_command=(replays or {}).get(failure),
                 measure_command=measure(first_run.arrival) if measure else None,
             )
         failures.append(TrialFailure(
             id=failure, checker=checker, title=failure_title(failure),
-            promise=PROMISES.get(checker, checker), kind=kind,
+            promise=promise(checker), kind=kind,
             rates=tuple(Rate(p, r.failed, r.trials, r.text) for p, r in rates.items()),
             first=first,
         ))
@@ -255,8 +318,9 @@ def trial_series(
         seed=ts.seed, trials=ts.trials, source=ts.scenario.source,
         description=ts.scenario.description or "",
         checkers=tuple(ts.scenario.checkers),
-        promises=tuple(PROMISES.get(c, c) for c in ts.scenario.checkers),
+        promises=tuple(promise(c) for c in ts.scenario.checkers),
         patterns=patterns, failures=tuple(failures), unknowns=_series_unknowns(ts),
+        fixes=tuple(str(f) for f in (ts.fixes() if hasattr(ts, "fixes") else ())),
         reason=ts.reason or "", fix=str(getattr(ts, "fix", "") or ""), wall_s=ts.elapsed_s,
     )
 

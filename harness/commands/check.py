@@ -177,8 +177,10 @@ def _default_scenarios(*, with_detection: bool) -> list[Path]:
 
 
 def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
+    from harness.gateways.litellm_config import strip_prefix  # litellm:config.yaml
+
     optional = args.no_certify or (s.target and not s.providers_explicit)
-    if optional and not s.providers.exists():
+    if optional and not strip_prefix(s.providers)[0].exists():
         return None
     from harness.contracts.workspace import open_workspace
 
@@ -195,9 +197,15 @@ def _progress(label: str, total: int) -> Any:
     return progress, progress.add_task(label, total=total)
 
 
+def in_detection_suite(scenario: Any) -> bool:
+    """Judged by its rate over trials: it has arrival patterns, or it is in a detection/
+    folder (the shipped detection suite)."""
+    return scenario.arrival is not None or Path(scenario.source).parent.name == "detection"
+
+
 def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> None:
-    """Every scenario on the user's service; the detection suite (scenarios with arrival
-    patterns) at its default trials, or ``--trials``."""
+    """Every scenario on the user's service; the detection suite as trial series, at its
+    default trials (each scenario's ``arrival.trials``, else 1), or ``--trials``."""
     from harness.commands._trials import RunOptions, run_one, run_series
 
     extra: list[str] = []
@@ -207,7 +215,7 @@ def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> 
         extra += ["--target-profile", s.target_profile]
     options = RunOptions(seed=s.seed, target_text=s.target, extra=extra)
     for scenario in scenarios:
-        if scenario.arrival is not None:
+        if in_detection_suite(scenario):
             run_series(session, scenario, target, replace(options, trials=s.trials))
         else:
             run_one(session, scenario, target, options)

@@ -9,7 +9,9 @@ The drill answers in place of the providers on those ports and reports, per dril
 the provider calls, billed completions, late answers, the fallback reached and whether it is
 certified, idempotency keys on retries and the client's wait. Exit 1 when one request caused two
 billed completions or reached an uncertified fallback; 3 when a drill's scripted failure never
-happened or a fallback could not be judged; 2 for bad input; 0 otherwise.
+happened or a fallback could not be judged; 2 for bad input; 0 otherwise. Like every judging
+command it writes the report folder (one case per drill), plus ``drill.json`` in it: every
+request's counts.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from harness.commands._report import add_report_options
 from harness.gateways.options import gateway_options
 
 HELP = "drill a running gateway's failover (hangs, late answers, 429/529, resets, cut streams)"
+OUTCOME: dict[str, Literal["pass", "fail", "unknown"]] = {
+    "passed": "pass", "failed": "fail", "unknown": "unknown"}
 DRILL_NAMES = ("hang", "late", "overload-429", "overload-529", "reset", "stream-cut")
 
 
@@ -61,18 +65,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contract-map", action="append", default=[], metavar="GROUP=ID",
                         help="the contract a model group serves (or contracts: in "
                              "failover-harness.yaml)")
-    parser.add_argument("--report", type=Path, default=None, metavar="FILE",
-                        help="also write the results as JSON to FILE")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_report_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.console import echo
+    from harness.commands._report import open_session
     from harness.domain.errors import ConfigError
     from harness.gateways.drill import run_drills
     from harness.gateways.litellm_config import read_litellm_config
     from harness.gateways.source import provider_ids
     from harness.providers.secrets import secret_from_env
+    from harness.reports import Case
 
     if args.requests < 1:
         raise ConfigError("--requests must be at least 1", field="--requests", fix="--requests 1")
@@ -83,41 +86,45 @@ def run(args: argparse.Namespace) -> int:
     options = gateway_options(args)
     judge, contract = _judge(args, options)
     key = secret_from_env(os.environ, args.api_key_env)
-
-    def progress(drill: str, result: Any) -> None:
-        if not args.json:
-            echo(f"  {drill:<13} {_line(result)}")
-
-    if not args.json:
-        echo(f"drill: {args.model} through {args.gateway} ({args.config})")
+    session = open_session(args, "drill", targets=[args.gateway])
+    session.say(f"drill: {args.model} through {args.gateway} ({args.config})")
     report = run_drills(
         gateway=args.gateway, config=config, group=args.model,
         provider_ids=provider_ids(config), drills=args.drills, api_key=key, judge=judge,
         contract=contract, requests=args.requests, client_timeout_s=args.client_timeout,
-        on_request=progress,
+        on_request=lambda drill, result: session.say(f"  {drill:<13} {_line(result)}"),
     )
-    data = report.to_json()
-    if args.report:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    if args.json:
-        json.dump(data, sys.stdout, indent=2)
-        print()
-        return report.exit_code
+    details = session.folder / "drill.json"
+    details.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
     for d in report.drills:
-        echo(f"{d.verdict.upper():<8} {d.drill.name}: {d.drill.description} "
-             f"(primary: {d.primary_behaviour})")
-        if d.reason:
-            echo(f"  unknown: {d.reason}")
-        for r in d.requests:
-            for problem in r.violations():
-                echo(f"  violation: {problem}")
-            for problem in r.unknowns():
-                echo(f"  unknown: {problem}")
-    code = report.exit_code
-    echo(f"drill: {['PASS', 'FAIL', '', 'UNKNOWN'][code]} (exit {code}); gateway timeout "
-         f"{report.gateway_timeout_s:g} s" + (f"; report {args.report}" if args.report else ""))
-    return code
+        problems = [p for r in d.requests for p in r.violations()]
+        unknowns = ([d.reason] if d.reason else []) + [u for r in d.requests for u in r.unknowns()]
+        session.emit(Case(
+            suite=f"drill {args.model} via {args.gateway}",
+            name=d.drill.name,
+            outcome=OUTCOME[d.verdict],
+            message=(problems or unknowns or [f"{d.drill.description}: no double billing, no "
+                                              "uncertified fallback"])[0],
+            details=(f"primary: {d.primary_behaviour} — {d.drill.description}",
+                     *(_line(r) for r in d.requests), *problems[1:], *unknowns[1:]),
+            command=_command(args, d.drill.name),
+            wall_s=sum(r.waited_s for r in d.requests),
+        ))
+    session.say(f"gateway timeout {report.gateway_timeout_s:g} s; every request's counts in "
+                f"{details}")
+    return session.finish()
+
+
+def _command(args: argparse.Namespace, drill: str) -> str:
+    import shlex
+
+    parts = ["failover-harness", "drill", "--gateway", args.gateway, "--config",
+             str(args.config), "--model", args.model, "--drills", drill]
+    for item in args.contract_map:
+        parts += ["--contract-map", item]
+    if args.lock:
+        parts += ["--lock", str(args.lock)]
+    return shlex.join(parts)
 
 
 def _judge(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, str | None]:

@@ -28,6 +28,7 @@ defined elsewhere says so after its name.
     ├── StoreError                      the database failed (never a verdict) 503
     ├── Unauthenticated                 (service.auth) no or unknown token   401
     ├── PayloadTooLarge                 (service.payload) body over 1 MiB    413
+    ├── HttpProblem                     (service.asgi) no route, method, 500 404/405
     ├── TransportFailure                (service.client) no answer came back
     ├── ProviderCallError               (providers.classify) no reply: failed | unknown
     ├── Divergence                      (scenarios.scheduler) replay left its schedule

@@ -288,9 +288,13 @@ def run_drills(
                         on_request(name, result)
                 if not any(r.calls.get(d.id) for r in outcome.requests for d in deployed
                            if d.primary):
-                    outcome.reason = ("no request reached the primary, so the scripted failure "
-                                      "never happened (is the gateway running this config? is "
-                                      "the primary cooling down after an earlier drill?)")
+                    first = outcome.requests[0]
+                    answer = (f"HTTP {first.status}" if first.status is not None
+                              else first.error or "no answer")
+                    outcome.reason = (
+                        f"no request reached the primary (the gateway answered {answer}), so "
+                        "the scripted failure never happened: is the gateway running this config "
+                        "with this key? is the primary cooling down after an earlier drill?")
                 results.append(outcome)
     finally:
         for server in started:

@@ -300,7 +300,15 @@ def _deployment_provider(
     }
     if via:
         deployments = config.groups()[d.group]
-        address = str(info["id"]) if len(deployments) > 1 and info.get("id") else d.group
+        if len(deployments) > 1 and not info.get("id"):
+            raise ConfigError(
+                f"model group {d.group!r} has {len(deployments)} deployments: through the "
+                "gateway, a sample sent to the group could be answered by any of them",
+                file=str(config.path), line=d.line, field=f"{d.where}.model_info.id",
+                fix="give each deployment of the group `model_info: {id: <name>}` (LiteLLM then "
+                    "routes a request for that id to that deployment), or certify without --via",
+            )
+        address = str(info["id"]) if len(deployments) > 1 else d.group
         body.update(kind="openai-chat", base_url=via.rstrip("/"), model=address,
                     api_key_env=via_key_env, via=via.rstrip("/"))
     else:

@@ -40,6 +40,7 @@ from harness.reports.model import (
     TrialSeries,
     Unknown,
     UnknownCount,
+    UnrunStep,
     Violation,
 )
 from harness.reports.session import (
@@ -93,6 +94,7 @@ __all__ = [
     "TrialSeries",
     "Unknown",
     "UnknownCount",
+    "UnrunStep",
     "Violation",
     "render_html",
     "render_json",

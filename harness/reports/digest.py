@@ -44,17 +44,26 @@ def command_in(text: str) -> str:
 def _of_scenario(e: ScenarioRun) -> Iterator[Problem]:
     where = f"{e.scenario} on {e.target}"
     command = e.replay_command or ""
-    if e.verdict == "failed":
-        for c in e.checks:
-            if c.verdict == "invalid":
-                first = c.violations[0].message if c.violations else ""
-                yield Problem("fail", where, f"{c.promise} ({c.name})", first, "", command)
-                command = ""  # one command per run
+    if e.verdict == "failed":  # one line per run: the first promise broken, the others named
+        broken = sorted((c for c in e.checks if c.verdict == "invalid"),
+                        key=lambda c: c.name == "scripted_outcomes")
+        if broken:
+            lead = broken[0]
+            detail = lead.violations[0].message if lead.violations else ""
+            if len(broken) > 1:
+                detail += f" (also broken: {', '.join(c.name for c in broken[1:])})"
+            yield Problem("fail", where, f"{lead.promise} ({lead.name})", detail, "", command)
     elif e.verdict == "unknown":
-        unknowns = [u for c in e.checks for u in c.unknowns]
-        if unknowns:
-            yield Problem("unknown", where, unknowns[0].reason,
-                          "; ".join(u.reason for u in unknowns[1:]), unknowns[0].fix, command)
+        unknowns = [(u, c) for c in e.checks for u in c.unknowns]
+        if e.unrun:
+            yield Problem("unknown", where, f"did not happen: {e.unrun[0].why}",
+                          f"and {len(e.unrun) - 1} more step(s)" if len(e.unrun) > 1 else "",
+                          e.unrun[0].fix or e.fix, command)
+        elif unknowns:
+            first, check = unknowns[0]
+            yield Problem("unknown", where, f"{first.reason} ({check.name})",
+                          "; ".join(u.reason for u, _ in unknowns[1:]),
+                          first.fix or (check.fixes[0] if check.fixes else ""), command)
         else:
             yield Problem("unknown", where, e.reason or "verdict unknown", "", e.fix, command)
 
@@ -67,7 +76,9 @@ def _of_series(e: TrialSeries) -> Iterator[Problem]:
         command = f.first.replay_command if f.first and f.first.replay_command else ""
         yield Problem("fail", where, f"{f.title} ({f.checker})", rates, "", command)
     for u in e.unknowns:
-        yield Problem("unknown", where, u.reason, f"{u.count} trials", u.fix)
+        what = f"{u.reason} ({u.checker})" if u.checker else u.reason
+        fix = u.fix or (e.fixes[0] if len(e.fixes) == 1 else "")
+        yield Problem("unknown", where, what, f"{u.count} trials", fix)
 
 
 def _of(event: Event) -> Iterator[Problem]:

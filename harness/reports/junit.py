@@ -97,15 +97,17 @@ def _scenario(j: _Suites, s: ScenarioRun) -> None:
         _add(case, "skipped", s.reason or "not applicable")
         return
     unknown = [c for c in s.checks if c.verdict == "unknown"]
-    if s.verdict == "unknown" or unknown:
-        reasons = [f"{c.name}: {u.reason}" + (f" (fix: {u.fix})" if u.fix else "")
-                   for c in unknown for u in c.unknowns]
-        if s.verdict == "unknown" and not s.checks and s.reason:
+    if s.verdict == "unknown":
+        reasons = [f"did not happen: {u.why}" + (f" (fix: {u.fix})" if u.fix else "")
+                   for u in s.unrun]
+        reasons += [f"{c.name}: {u.reason}" + (f" (fix: {u.fix})" if u.fix else "")
+                    for c in unknown for u in c.unknowns]
+        reasons += [f"  fix: {f}" for c in unknown for f in c.fixes]
+        if not reasons and s.reason:
             reasons = [s.reason + (f" (fix: {s.fix})" if s.fix else "")]
-        if s.verdict == "unknown":
-            _add(case, "error", "verdict unknown: " + (reasons[0] if reasons else s.reason),
-                 [*reasons, *([f"reproduce: {s.replay_command}"] if s.replay_command else [])],
-                 "unknown")
+        _add(case, "error", "verdict unknown: " + (reasons[0] if reasons else s.reason),
+             [*reasons, *([f"reproduce: {s.replay_command}"] if s.replay_command else [])],
+             "unknown")
     broken = [c for c in s.checks if c.verdict == "invalid"]
     if broken:
         message = "; ".join(f"{c.name}: {c.promise}" for c in broken)
@@ -132,10 +134,10 @@ def _series(j: _Suites, ts: TrialSeries) -> None:
             broken = [(f, r) for f in ts.failures if f.checker == checker
                       for r in f.rates if r.pattern == pattern.pattern and r.failed]
             if unknowns and not broken:
-                _add(case, "error", f"verdict unknown in {sum(u.count for u in unknowns)} of "
-                     f"{pattern.trials} trials: {unknowns[0].reason}",
-                     [f"{u.count} trials: {u.reason}" + (f" (fix: {u.fix})" if u.fix else "")
-                      for u in unknowns], "unknown")
+                _add(case, "error", f"verdict unknown in {max(u.count for u in unknowns)} of "
+                     f"{sum(p.trials for p in ts.patterns)} trials: {unknowns[0].reason}",
+                     [*(f"{u.count} trials: {u.reason}" + (f" (fix: {u.fix})" if u.fix else "")
+                        for u in unknowns), *(f"fix: {f}" for f in ts.fixes)], "unknown")
             if broken:
                 message = f"{promise}: " + "; ".join(f"{f.title}: {r.text}" for f, r in broken)
                 body: list[str] = []

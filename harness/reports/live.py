@@ -53,6 +53,10 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
         return
     yield (f"{label:<9} {s.scenario}  ({s.ops} ops, {s.virtual_s:g} s virtual in "
            f"{s.wall_s * 1000:.0f} ms)")
+    yield from (f"  warning: {w}" for w in s.warnings)
+    yield from (f"  did not happen: {u.why}" for u in s.unrun)
+    if s.unrun and s.fix:
+        yield f"    fix: {s.fix}"
     for check in s.checks:
         if check.verdict == "invalid":
             yield f"  promise broken ({check.name}): {check.promise}"
@@ -60,8 +64,10 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
                 yield from _violation(violation, "    ")
         elif check.verdict == "unknown":
             yield f"  unknown ({check.name}): {'; '.join(u.reason for u in check.unknowns)}"
-            yield from (f"    fix: {u.fix}" for u in check.unknowns if u.fix)
-    if s.verdict == "unknown" and not any(c.verdict == "unknown" for c in s.checks) and s.reason:
+            fixes = [u.fix for u in check.unknowns if u.fix] + list(check.fixes)
+            yield from (f"    fix: {fix}" for fix in dict.fromkeys(fixes))
+    if (s.verdict == "unknown" and not s.unrun and s.reason
+            and not any(c.verdict == "unknown" for c in s.checks)):
         yield f"  unknown: {s.reason}" + (f" (fix: {s.fix})" if s.fix else "")
     if s.replay_command and s.verdict in ("failed", "unknown"):
         yield f"  replay: {s.replay_command}"
@@ -102,8 +108,9 @@ def series_lines(ts: TrialSeries) -> Iterator[str]:
     for u in ts.unknowns:
         reason = f"{u.checker}: {u.reason}" if u.checker else u.reason
         yield f"  unknown ({u.count} of {runs} runs): {reason}"
-        if u.fix:
-            yield f"    fix: {u.fix}"
+    if ts.unknowns:
+        fixes = [u.fix for u in ts.unknowns if u.fix] + list(ts.fixes)
+        yield from (f"    fix: {fix}" for fix in dict.fromkeys(fixes))
 
 
 def matrix_lines(m: DetectionMatrix) -> Iterator[str]:

@@ -81,8 +81,11 @@ def _all_verdicts(r: Results) -> list[str]:
     rows = []
     for e in r.events:
         if isinstance(e, ScenarioRun | TrialSeries):
+            broken = (", ".join(c.name for c in e.checks if c.verdict == "invalid")
+                      if isinstance(e, ScenarioRun)
+                      else ", ".join(dict.fromkeys(f.checker for f in e.failures)))
             rows.append(f"| {e.scenario} | `{_esc(e.target)}` | {ICON[e.verdict]} "
-                        f"{e.verdict.replace('_', ' ')} | {_esc(e.reason)} |")
+                        f"{e.verdict.replace('_', ' ')} | {_esc(broken or e.reason)} |")
         elif isinstance(e, Certification):
             checks = ", ".join(f"{ICON[k.verdict]} {k.name}" for k in e.checks)
             fake = f" — {e.provenance}" if e.provenance else ""

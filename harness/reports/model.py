@@ -49,14 +49,28 @@ class Unknown:
 
 @dataclass(frozen=True)
 class Check:
-    """One checker's verdict on one history; ``needs`` is the evidence the checker must see."""
+    """One checker's verdict on one history (its promise in the target's terms); ``needs`` is
+    the evidence the checker must see to judge, ``seen`` how much of it the history held."""
 
     name: str
     promise: str
     verdict: CheckVerdict
     violations: tuple[Violation, ...] = ()
     unknowns: tuple[Unknown, ...] = ()
-    needs: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()  # what to do about the unknowns
+    needs: str = ""
+    seen: int | None = None
+
+
+@dataclass(frozen=True)
+class UnrunStep:
+    """A scripted step that did not happen (so the run is at best unknown): why, and the fix."""
+
+    step: int
+    why: str
+    fix: str = ""
+    line: int | None = None
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,8 @@ class ScenarioRun:
     replay_command: str | None = None
     reason: str = ""  # why not applicable / unknown
     fix: str = ""  # the likely fix for an unknown
+    unrun: tuple[UnrunStep, ...] = ()
+    warnings: tuple[str, ...] = ()  # the scenario's oracle-rule warnings for this target
     arrival: str | None = None
     wall_s: float = 0.0
     virtual_s: float = 0.0
@@ -197,6 +213,7 @@ class TrialSeries:
     patterns: tuple[PatternSummary, ...] = ()
     failures: tuple[TrialFailure, ...] = ()
     unknowns: tuple[UnknownCount, ...] = ()
+    fixes: tuple[str, ...] = ()  # what to do about the unknowns
     reason: str = ""
     fix: str = ""
     wall_s: float = 0.0

@@ -13,12 +13,13 @@ COLOURS = {
     "result": "#0f766e", "won": "#16a34a", "lost": "#9ca3af", "failed": "#dc2626",
     "cancelled": "#7c3aed", "crash": "#111827", "created": "#16a34a", "replayed": "#0ea5e9",
     "refused": "#dc2626", "statement": "#2563eb", "timer": "#d97706",
+    "created_again": "#dc2626",
 }
 LANE_H, LEFT, RIGHT, TOP = 34, 170, 30, 26
 
 
 def _seconds(seconds: float) -> str:
-    return f"{seconds:g}s" if seconds >= 1 or seconds == 0 else f"{seconds * 1000:g}ms"
+    return f"{seconds:.4g}s" if seconds >= 1 or seconds == 0 else f"{seconds * 1000:.3g}ms"
 
 
 def _step(step: float) -> str:

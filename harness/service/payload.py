@@ -1,4 +1,5 @@
-"""Request bodies: read at most 1 MiB, parse strict JSON, reject what no store can keep.
+"""Request bodies: at most 1 MiB (read by :mod:`harness.service.asgi`), strict JSON, and nothing
+that no store can keep.
 
 ::
 
@@ -15,8 +16,6 @@ import json
 import re
 import sys
 from typing import Any
-
-from starlette.requests import Request
 
 from harness.domain.errors import HarnessError, InputError, InvalidIntent
 
@@ -41,21 +40,6 @@ class InvalidJson(InputError):
 
 def _reject_constant(name: str) -> Any:
     raise InvalidJson(f"the body contains {name}, which is not JSON; send a finite number")
-
-
-async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The raw body, refusing (413) anything over ``limit`` before reading it all."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"the body has {int(declared)} bytes; the limit is {limit}")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"the body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def parse_json(raw: bytes) -> Any:

@@ -1,29 +1,35 @@
-"""The OpenAPI description of API v1: body and reply schemas, and each route's responses.
+"""API v1's one source of truth: pydantic models that validate every request body and describe
+every body and reply, and the OpenAPI document built from them and the service's route table.
 
-The service validates bodies with the domain (``Intent.from_json``, the event rules), not with
-these models; they exist to describe the wire format exactly, and the schemathesis tests hold
-the two together (a body these schemas reject must be refused, every reply must match them).
+A request body is parsed as strict JSON first (:mod:`harness.service.payload`: 400 for what is
+not JSON, 422 for what no store can keep), then validated by its model here (:func:`validate`:
+422 naming the field). The schemathesis tests hold the description to the behaviour: a body
+these schemas reject is refused, and every reply matches them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.json_schema import models_json_schema
+
+from harness.domain.errors import InvalidIntent
+
+if TYPE_CHECKING:
+    from harness.service.asgi import Route
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 # -- request bodies ----------------------------------------------------------------------------
@@ -96,6 +102,44 @@ EVENT_MODELS: dict[str, type[BaseModel]] = {
     "succeeded": SucceededEvent,
     "cancelled": CancelledEvent,
 }
+Event = Annotated[
+    DispatchedEvent | TimedOutEvent | FailedEvent | SucceededEvent | CancelledEvent,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+
+
+def validate(model: type[BaseModel] | TypeAdapter[Any], value: Any, what: str) -> Any:
+    """``value`` (parsed JSON) validated by ``model``; 422 :class:`InvalidIntent` naming the
+    first field that is wrong."""
+    if not isinstance(value, dict):
+        raise InvalidIntent(f"the {what} body must be a JSON object")
+    try:
+        if isinstance(model, TypeAdapter):
+            return model.validate_python(value)
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise InvalidIntent(_describe(exc.errors()[0], tagged=isinstance(model, TypeAdapter)),
+                            field=_field(exc.errors()[0], tagged=isinstance(model, TypeAdapter)),
+                            ) from None
+
+
+def _field(error: Any, *, tagged: bool) -> str:
+    loc = list(error.get("loc", ()))
+    if tagged and error["type"] not in ("union_tag_invalid", "union_tag_not_found"):
+        loc = loc[1:]  # the first element names the union member (the event's type)
+    return ".".join(str(p) for p in loc) or "type"
+
+
+def _describe(error: Any, *, tagged: bool) -> str:
+    where = _field(error, tagged=tagged)
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        return f"field 'type' is required, one of: {', '.join(EVENT_MODELS)}"
+    if error["type"] == "missing":
+        return f"field '{where}' is required"
+    if error["type"] == "extra_forbidden":
+        return f"unknown field '{where}'"
+    return f"field '{where}': {error['msg']}"
 
 
 # -- replies ---------------------------------------------------------------------------------
@@ -220,6 +264,11 @@ def ok(description: str, schema: dict[str, Any], **headers: str) -> dict[str, An
     return response
 
 
+def responses(by_status: dict[int | str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """An operation's responses keyed by status text, as OpenAPI writes them."""
+    return {str(status): response for status, response in by_status.items()}
+
+
 def problem(description: str) -> dict[str, Any]:
     return {"description": description, "content": {PROBLEM_MEDIA_TYPE: {"schema": ref("Problem")}}}
 
@@ -250,42 +299,40 @@ IDEMPOTENCY_KEY_PARAMETER: dict[str, Any] = {
 }
 
 
-def _drop_framework_validation_errors(schema: dict[str, Any]) -> None:
-    """Remove FastAPI's automatic 422 ``HTTPValidationError``: our 422 is a problem, and a
-    path parameter that is any string cannot fail validation."""
-    for operations in schema.get("paths", {}).values():
-        for operation in operations.values():
-            response = operation.get("responses", {}).get("422", {})
-            if "HTTPValidationError" in str(response.get("content", {})):
-                del operation["responses"]["422"]
-    components = schema.get("components", {}).get("schemas", {})
-    for name in ("HTTPValidationError", "ValidationError"):
-        components.pop(name, None)
+def _path_parameters(path: str) -> list[dict[str, Any]]:
+    return [
+        {"name": part[1:-1], "in": "path", "required": True,
+         "schema": {"type": "string", "title": part[1:-1].replace("_", " ").title()}}
+        for part in path.strip("/").split("/") if part.startswith("{")
+    ]
 
 
-def install_openapi(app: FastAPI) -> None:
-    """Make ``app.openapi()`` include our component schemas (built once, then cached)."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema:
-            return app.openapi_schema
-        schema = get_openapi(
-            title=app.title, version=app.version, description=app.description,
-            routes=app.routes,
-        )
-        _, defs = models_json_schema(
-            [(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}"
-        )
-        components = schema.setdefault("components", {}).setdefault("schemas", {})
-        components.update(defs.get("$defs", {}))
-        schema["components"]["securitySchemes"] = {
-            SECURITY_SCHEME: {
-                "type": "http", "scheme": "bearer",
-                "description": "`Authorization: Bearer <token>`; tokens map to owners",
+def openapi_document(routes: Iterable[Route], *, title: str, version: str,
+                     description: str) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``routes``, with the models above as its components."""
+    paths: dict[str, dict[str, Any]] = {}
+    for route in routes:
+        if not route.doc:
+            continue  # not part of the API (the document itself)
+        operation = {k: v for k, v in route.doc.items() if k != "parameters"}
+        parameters = [*_path_parameters(route.path), *route.doc.get("parameters", ())]
+        if parameters:
+            operation["parameters"] = parameters
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+    _, defs = models_json_schema(
+        [(m, "validation") for m in _MODELS], ref_template="#/components/schemas/{model}"
+    )
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": version, "description": description},
+        "paths": paths,
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {
+                SECURITY_SCHEME: {
+                    "type": "http", "scheme": "bearer",
+                    "description": "`Authorization: Bearer <token>`; tokens map to owners",
+                },
             },
-        }
-        _drop_framework_validation_errors(schema)
-        app.openapi_schema = schema
-        return schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+        },
+    }

@@ -115,18 +115,18 @@ class CheckThenInsert:
         sql = _sql(self, "insert_job", "ON CONFLICT (owner_id, idempotency_key) DO NOTHING", "")
         twin = (id(self), owner_id, idempotency_key)
         _TWINS.meet(twin, self.race_window_s)
+        job_id, now = self.ids("job"), self.clock.now()
         try:
             with self.transaction() as tx:
-                rows, _ = _run(tx, sql, dict(
-                    id=self.ids("job"), owner_id=owner_id, idempotency_key=idempotency_key,
-                    fingerprint=fp, contract=intent.contract,
-                    input=self._json_in(intent.input), params=self._json_in(intent.params),
-                    policy=self._json_in(intent.policy.to_json()),
-                    max_open_attempts=intent.policy.max_open_attempts, now=self._now(),
+                _run(tx, sql, dict(
+                    id=job_id, owner_id=owner_id, idempotency_key=idempotency_key,
+                    fingerprint=fp, contract=intent.contract, **self._intent_in(intent),
+                    max_open_attempts=intent.policy.max_open_attempts, now=self._time_in(now),
                 ))
         finally:
             _TWINS.leave(twin)
-        return CreateResult(self._job(owner_id, rows[0]), created=True)
+        return CreateResult(self._new_job(owner_id, job_id, idempotency_key, intent, now),
+                            created=True)
 
 
 class NoFingerprint:
@@ -202,10 +202,10 @@ class CancelledCanWin:
             if current is not AttemptState.CANCELLED:  # the bug: cancelled is not refused
                 next_state(current, EventType.SUCCEEDED)
             outcome = self._claim(tx, owner_id, row, result, digest)
-            self._write_state(
+            moved = self._write_state(
                 tx, row, AttemptState.SUCCEEDED, outcome=outcome, result_sha256=digest
             )
-            return EventResult(self._attempt(self._attempt_row(tx, owner_id, attempt_id)), outcome)
+            return EventResult(self._attempt(moved), outcome)
 
 
 class OwnerLeak:

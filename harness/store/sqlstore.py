@@ -9,7 +9,7 @@ supply connections, parameter style and value conversion. Mutants subclass it an
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -47,8 +47,8 @@ IdFactory = Callable[[str], str]
 
 
 def random_ids(prefix: str) -> str:
-    """Opaque, unguessable ids: ``job_…``, ``att_…``, ``race_…``."""
-    return f"{prefix}_{uuid.uuid4().hex}"
+    """Opaque, unguessable ids: ``job_…``, ``att_…``, ``race_…`` (128 random bits in hex)."""
+    return f"{prefix}_{os.urandom(16).hex()}"
 
 
 class Tx(ABC):
@@ -143,20 +143,22 @@ class SqlStore(ABC):
     def create_job(self, owner_id: str, idempotency_key: str, intent: Intent) -> CreateResult:
         validate_idempotency_key(idempotency_key)
         fp = intent.fingerprint
+        job_id, now = self.ids("job"), self.clock.now()
         with self.statements() as tx:
             row = tx.one(
                 "insert_job",
-                id=self.ids("job"),
+                id=job_id,
                 owner_id=owner_id,
                 idempotency_key=idempotency_key,
                 fingerprint=fp,
                 contract=intent.contract,
                 **self._intent_in(intent),
                 max_open_attempts=intent.policy.max_open_attempts,
-                now=self._now(),
+                now=self._time_in(now),
             )
             if row is not None:
-                return CreateResult(self._job(owner_id, row), created=True)
+                return CreateResult(self._new_job(owner_id, job_id, idempotency_key, intent, now),
+                                    created=True)
             existing = tx.one("job_by_key", owner_id=owner_id, idempotency_key=idempotency_key)
         if existing is None:  # pragma: no cover - the conflicting row cannot vanish: no deletes
             raise NotFound("the conflicting job disappeared")
@@ -250,11 +252,10 @@ class SqlStore(ABC):
             row = self._attempt_row(tx, owner_id, attempt_id)
             current = AttemptState(row["state"])
             target = next_state(current, event)
-            self._write_state(
+            return self._attempt(self._write_state(
                 tx, row, target, error=error, cancel_reason=cancel_reason,
                 outcome=None, result_sha256=None,
-            )
-            return self._attempt(self._attempt_row(tx, owner_id, attempt_id))
+            ))
 
     def _write_state(
         self,
@@ -266,12 +267,13 @@ class SqlStore(ABC):
         result_sha256: str | None,
         error: dict[str, Any] | None = None,
         cancel_reason: str | None = None,
-    ) -> None:
-        """Move the attempt from the state read in ``row`` to ``target`` (a compare-and-swap)."""
+    ) -> Row:
+        """Move the attempt from the state read in ``row`` to ``target`` (a compare-and-swap);
+        the attempt's row as moved (``RETURNING``: no re-read)."""
         old_error = self._json_out(row["error"]) if row["error"] is not None else None
         new_error = error if error is not None else old_error
         slot = row["open_slot"] if target.is_open else None  # open → open keeps its slot
-        changed = tx.run(
+        moved = tx.all(
             "move_attempt",
             attempt_id=row["id"],
             from_state=row["state"],
@@ -283,11 +285,12 @@ class SqlStore(ABC):
             cancel_reason=cancel_reason if cancel_reason is not None else row["cancel_reason"],
             now=self._now(),
         )
-        if changed != 1:
+        if len(moved) != 1:
             # Another event moved the attempt first: report it as the transition it now is.
             raise InvalidTransition(
                 from_state=row["state"], to_state=target.value, event="concurrent"
             )
+        return moved[0]
 
     # -- the claim ------------------------------------------------------------------------------
     def succeed(self, owner_id: str, attempt_id: str, result: Any) -> EventResult:
@@ -307,7 +310,7 @@ class SqlStore(ABC):
                 # A cancelled attempt never wins: its late result is discarded and recorded.
                 job = self._job_row(tx, owner_id, row["job_id"])
                 self._record_race(tx, row, digest, job["completed_by"], "attempt_cancelled")
-                self._write_state(
+                moved = self._write_state(
                     tx, row, AttemptState.CANCELLED,
                     outcome=ClaimOutcome.LOST, result_sha256=digest,
                 )
@@ -315,10 +318,10 @@ class SqlStore(ABC):
             else:
                 next_state(current, EventType.SUCCEEDED)
                 outcome = self._claim(tx, owner_id, row, result, digest)
-                self._write_state(
+                moved = self._write_state(
                     tx, row, AttemptState.SUCCEEDED, outcome=outcome, result_sha256=digest
                 )
-            return EventResult(self._attempt(self._attempt_row(tx, owner_id, attempt_id)), outcome)
+            return EventResult(self._attempt(moved), outcome)
 
     def _claim(self, tx: Tx, owner_id: str, row: Row, result: Any, digest: str) -> ClaimOutcome:
         """Rule 7: one conditional UPDATE; zero rows means the attempt lost."""
@@ -359,6 +362,22 @@ class SqlStore(ABC):
     # -- rows to entities ---------------------------------------------------------------------
     def _now(self) -> Any:
         return self._time_in(self.clock.now())
+
+    def _new_job(self, owner_id: str, job_id: str, idempotency_key: str, intent: Intent,
+                 now: datetime) -> Job:
+        """The job an ``insert_job`` that returned a row just wrote, as reading it back would
+        give it: the intent in its canonical representation (what the columns hold)."""
+        canonical = intent.canonical_parts
+        stored = Intent.trusted(
+            contract=intent.contract,
+            input=json.loads(canonical[0]) if canonical else intent.input,
+            params=json.loads(canonical[1]) if canonical else intent.params,
+            policy=intent.policy,
+            fingerprint=intent.fingerprint,
+        )
+        return Job(id=job_id, owner_id=owner_id, idempotency_key=idempotency_key,
+                   fingerprint=intent.fingerprint, intent=stored, status=JobStatus.PENDING,
+                   version=1, completed_by=None, result=None, created_at=now, updated_at=now)
 
     def _job(self, owner_id: str, row: Row) -> Job:
         intent = Intent.trusted(

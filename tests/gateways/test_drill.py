@@ -29,7 +29,7 @@ def _certify_fallback(gateway: Gateway, lock: Path) -> None:
     try:
         assert main(["certify", "--providers", str(gateway.config), "--contract-map", MAP,
                      "--provider", "drill-fallback", "--lock", str(lock), *QUIET,
-                     "--report", str(lock.parent / "cert.md")]) == 0
+                     "--report-dir", str(lock.parent / "reports")]) == 0
     finally:
         for server in servers:
             server.stop()
@@ -44,10 +44,18 @@ def test_every_drill_through_the_real_gateway(
     lock = tmp_path / "drill.lock.json"
     _certify_fallback(gateway, lock)
     capsys.readouterr()
+    reports = tmp_path / "reports"
     code = main(["drill", "--gateway", gateway.url, "--config", str(gateway.config),
                  "--model", "drill-primary", "--contract-map", MAP, "--lock", str(lock),
-                 "--json"])
-    report = json.loads(capsys.readouterr().out)
+                 "--report-dir", str(reports), "--json"])
+    results = json.loads(capsys.readouterr().out)  # results.json: one case per drill
+    cases = {e["name"]: e for e in results["events"] if e["type"] == "case"}
+    assert {name: c["outcome"] for name, c in cases.items()} == {
+        "hang": "fail", "late": "fail", "overload-429": "pass", "overload-529": "pass",
+        "reset": "fail", "stream-cut": "pass"}
+    assert "billed completions" in cases["hang"]["message"]
+    assert "--drills hang" in cases["hang"]["command"]
+    report = json.loads((reports / "latest" / "drill.json").read_text())
     assert code == report["exit_code"] == 1  # LiteLLM retries a timed-out primary: billed twice+
     drills = {d["drill"]: d for d in report["drills"]}
     assert list(drills) == ["hang", "late", "overload-429", "overload-529", "reset", "stream-cut"]
@@ -80,11 +88,11 @@ def test_every_drill_through_the_real_gateway(
     empty = tmp_path / "empty.lock.json"
     code = main(["drill", "--gateway", gateway.url, "--config", str(gateway.config),
                  "--model", "drill-primary", "--contract-map", MAP, "--lock", str(empty),
-                 "--drills", "overload-429"])
-    out = capsys.readouterr().out
+                 "--drills", "overload-429", "--report-dir", str(reports)])
+    out = capsys.readouterr()
     assert code == 1, out
-    assert "violation: reached fallback 'drill-fallback', which is not certified: missing" in out
-    assert "FAILED   overload-429" in out
+    assert "FAILED    drill drill-primary via" in out.out + out.err
+    assert "reached fallback 'drill-fallback', which is not certified: missing" in out.out + out.err
 
 
 def test_a_drill_refuses_a_config_it_cannot_stand_in_for(

@@ -227,3 +227,55 @@ def test_contract_map_flag(litellm_project: LiteLLMProject, golden_fakes: dict[s
                        "--contract-map", "triage=nope") == 2
     assert "has no folder" in capsys.readouterr().err
     assert KEY_ENV  # the key variable is set by the fixture; no value is ever printed
+
+
+def test_check_runs_on_a_litellm_config(
+    litellm_project: LiteLLMProject, golden_fakes: dict[str, FakeServer],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    project = litellm_project
+    config = _two_deployments(project, golden_fakes)
+    assert project.cli("certify", "--providers", str(config), *QUIET) == 0
+    scenarios = Path(__file__).resolve().parents[2] / "scenarios"
+    capsys.readouterr()
+    code = project.cli("check", "--providers", f"litellm:{config}", "--no-certify",
+                       "--scenarios", str(scenarios), "--report-dir", str(project.root / "r"))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "gate: ok — 2 auto link(s) certified" in out
+
+
+def test_several_deployments_in_one_group(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "model_list:\n"
+        "  - model_name: g\n"
+        "    litellm_params: {model: openai/a, api_base: 'http://127.0.0.1:9/v1', temperature: 0}\n"
+        "  - model_name: g\n"
+        "    litellm_params: {model: openai/b, api_base: 'http://127.0.0.1:8/v1', temperature: 0}\n"
+        "  - model_name: h\n"
+        "    litellm_params: {model: openai/c, temperature: 0}\n"
+        "    model_info: {id: h-east}\n"
+        "  - model_name: h\n"
+        "    litellm_params: {model: openai/d, temperature: 0}\n"
+        "    model_info: {id: h-west}\n"
+        "router_settings: {fallbacks: [{g: [h]}]}\n")
+    direct = load_litellm_providers(path, contract_map={"g": "ticket_triage"})
+    assert [link.provider for link in direct.chains["ticket_triage"]] == [
+        "g.1", "g.2", "h-east", "h-west"]  # load-balanced peers are auto links too
+    # through the gateway, a group's deployments must be told apart: by their model_info.id
+    with pytest.raises(ConfigError, match="could be answered by any of them") as info:
+        load_litellm_providers(path, contract_map={"g": "ticket_triage"},
+                               via="http://127.0.0.1:4000")
+    assert info.value.line == 2
+    path.write_text(path.read_text().replace("temperature: 0}\n  - model_name: g",
+                                             "temperature: 0}\n    model_info: {id: g-a}\n"
+                                             "  - model_name: g").replace(
+        "'http://127.0.0.1:8/v1', temperature: 0}", "'http://127.0.0.1:8/v1', temperature: 0}\n"
+        "    model_info: {id: g-b}"))
+    direct = load_litellm_providers(path, contract_map={"g": "ticket_triage"})
+    via = load_litellm_providers(path, contract_map={"g": "ticket_triage"},
+                                 via="http://127.0.0.1:4000")
+    assert [via.providers[p].model for p in ("g-a", "g-b", "h-east")] == ["g-a", "g-b", "h-east"]
+    assert all(via.providers[p].config_hash() == direct.providers[p].config_hash()
+               for p in direct.providers)

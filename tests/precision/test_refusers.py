@@ -18,8 +18,7 @@ from tests.precision.services_registry import REFUSER_STATUSES, REFUSERS
 VACUOUS = ("harness: vacuous pass — the run stops after the first refused step and every "
            "checker is valid on the empty history")
 # scenario → the statuses whose refusers it passes today
-PASSING_TODAY: dict[str, tuple[int, ...]] = {
-    name: REFUSER_STATUSES for name in ("triple_click_across_replicas",)}
+PASSING_TODAY: dict[str, tuple[int, ...]] = {}
 KNOWN = {(f"refuses-{status}", scenario): VACUOUS
          for scenario, statuses in PASSING_TODAY.items() for status in statuses}
 

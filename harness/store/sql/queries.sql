@@ -2,13 +2,14 @@
 -- dialect's row lock (FOR UPDATE on PostgreSQL, nothing on SQLite, whose writers are serialised).
 
 -- insert_job --
--- Rule 1: one insert-or-conflict statement; no read-then-insert.
+-- Rule 1: one insert-or-conflict statement; no read-then-insert. A row back means this call
+-- created the job, exactly as given (the store builds it from its own values: no re-reading).
 INSERT INTO jobs (id, owner_id, idempotency_key, fingerprint, contract, input, params, policy,
                   max_open_attempts, status, version, completed_by, result, created_at, updated_at)
 VALUES (:id, :owner_id, :idempotency_key, :fingerprint, :contract, :input, :params, :policy,
         :max_open_attempts, 'pending', 1, NULL, NULL, :now, :now)
 ON CONFLICT (owner_id, idempotency_key) DO NOTHING
-RETURNING {job_columns}
+RETURNING id
 
 -- job_by_key --
 SELECT {job_columns} FROM jobs WHERE owner_id = :owner_id AND idempotency_key = :idempotency_key
@@ -45,6 +46,7 @@ UPDATE attempts
 SET state = :to_state, open_slot = :open_slot, outcome = :outcome, error = :error,
     result_sha256 = :result_sha256, cancel_reason = :cancel_reason, updated_at = :now
 WHERE id = :attempt_id AND state = :from_state
+RETURNING {attempt_columns}
 
 -- claim_result --
 -- Rule 7: the compare-and-swap. Zero rows: the attempt lost.
