@@ -59,6 +59,7 @@ from jobs_app import (  # type: ignore[import-not-found]
     read_body,
     respond,
     serve,
+    served,
 )
 from starlette.datastructures import Headers
 
@@ -185,8 +186,9 @@ class GapIdempotencyMiddleware:
 def build(args: argparse.Namespace) -> ASGIApp:
     db = open_db(args.db)
     app = jobs_app(db, work_ms=args.work_ms, fail_file=args.fail_file)
-    return GapIdempotencyMiddleware(app, db, flaws=parse_flaws(args.flaws),
-                                    store_ms=args.store_ms)
+    layer = GapIdempotencyMiddleware(app, db, flaws=parse_flaws(args.flaws),
+                                     store_ms=args.store_ms)
+    return served(layer, report_ms=args.report_ms)
 
 
 def options(parser: argparse.ArgumentParser) -> None:

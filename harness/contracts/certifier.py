@@ -376,5 +376,5 @@ def _record(
         ),
         inputs=inputs,
         drift=drift(previous, inputs),
-        provenance=FAKE_PROVENANCE if cfg.is_fake else "",
+        provenance=FAKE_PROVENANCE if cfg.is_fake or channel.fake_answers else "",
     )

@@ -202,10 +202,10 @@ class CancelledCanWin:
             if current is not AttemptState.CANCELLED:  # the bug: cancelled is not refused
                 next_state(current, EventType.SUCCEEDED)
             outcome = self._claim(tx, owner_id, row, result, digest)
-            self._write_state(
+            moved = self._write_state(
                 tx, row, AttemptState.SUCCEEDED, outcome=outcome, result_sha256=digest
             )
-            return EventResult(self._attempt(self._attempt_row(tx, owner_id, attempt_id)), outcome)
+            return EventResult(self._attempt(moved), outcome)
 
 
 class OwnerLeak:

@@ -252,11 +252,10 @@ class SqlStore(ABC):
             row = self._attempt_row(tx, owner_id, attempt_id)
             current = AttemptState(row["state"])
             target = next_state(current, event)
-            self._write_state(
+            return self._attempt(self._write_state(
                 tx, row, target, error=error, cancel_reason=cancel_reason,
                 outcome=None, result_sha256=None,
-            )
-            return self._attempt(self._attempt_row(tx, owner_id, attempt_id))
+            ))
 
     def _write_state(
         self,
@@ -268,12 +267,13 @@ class SqlStore(ABC):
         result_sha256: str | None,
         error: dict[str, Any] | None = None,
         cancel_reason: str | None = None,
-    ) -> None:
-        """Move the attempt from the state read in ``row`` to ``target`` (a compare-and-swap)."""
+    ) -> Row:
+        """Move the attempt from the state read in ``row`` to ``target`` (a compare-and-swap);
+        the attempt's row as moved (``RETURNING``: no re-read)."""
         old_error = self._json_out(row["error"]) if row["error"] is not None else None
         new_error = error if error is not None else old_error
         slot = row["open_slot"] if target.is_open else None  # open → open keeps its slot
-        changed = tx.run(
+        moved = tx.all(
             "move_attempt",
             attempt_id=row["id"],
             from_state=row["state"],
@@ -285,11 +285,12 @@ class SqlStore(ABC):
             cancel_reason=cancel_reason if cancel_reason is not None else row["cancel_reason"],
             now=self._now(),
         )
-        if changed != 1:
+        if len(moved) != 1:
             # Another event moved the attempt first: report it as the transition it now is.
             raise InvalidTransition(
                 from_state=row["state"], to_state=target.value, event="concurrent"
             )
+        return moved[0]
 
     # -- the claim ------------------------------------------------------------------------------
     def succeed(self, owner_id: str, attempt_id: str, result: Any) -> EventResult:
@@ -309,7 +310,7 @@ class SqlStore(ABC):
                 # A cancelled attempt never wins: its late result is discarded and recorded.
                 job = self._job_row(tx, owner_id, row["job_id"])
                 self._record_race(tx, row, digest, job["completed_by"], "attempt_cancelled")
-                self._write_state(
+                moved = self._write_state(
                     tx, row, AttemptState.CANCELLED,
                     outcome=ClaimOutcome.LOST, result_sha256=digest,
                 )
@@ -317,10 +318,10 @@ class SqlStore(ABC):
             else:
                 next_state(current, EventType.SUCCEEDED)
                 outcome = self._claim(tx, owner_id, row, result, digest)
-                self._write_state(
+                moved = self._write_state(
                     tx, row, AttemptState.SUCCEEDED, outcome=outcome, result_sha256=digest
                 )
-            return EventResult(self._attempt(self._attempt_row(tx, owner_id, attempt_id)), outcome)
+            return EventResult(self._attempt(moved), outcome)
 
     def _claim(self, tx: Tx, owner_id: str, row: Row, result: Any, digest: str) -> ClaimOutcome:
         """Rule 7: one conditional UPDATE; zero rows means the attempt lost."""

@@ -46,6 +46,7 @@ UPDATE attempts
 SET state = :to_state, open_slot = :open_slot, outcome = :outcome, error = :error,
     result_sha256 = :result_sha256, cancel_reason = :cancel_reason, updated_at = :now
 WHERE id = :attempt_id AND state = :from_state
+RETURNING {attempt_columns}
 
 -- claim_result --
 -- Rule 7: the compare-and-swap. Zero rows: the attempt lost.
