@@ -142,6 +142,7 @@ class Channel:
         return Sample(
             golden_id, index, text=reply.text, parsed=reply.parsed,
             finish_reason=reply.finish_reason, refusal=reply.refusal, latency_s=reply.latency_s,
+            input_tokens=reply.usage.input_tokens,
             stored=stored if isinstance(stored, dict) else None, runner=ran,
         )
 
