@@ -26,7 +26,10 @@ Each flaw below is one small change in ``GapIdempotencyMiddleware.__call__``:
 ``mutated-fingerprint`` the stored fingerprint is taken *after* the handler filled defaults into
                       the body: a byte-identical retry is rejected as a different payload (422).
 ``raw-body-key``      the cache key includes a hash of the raw body: the same JSON re-serialised
-                      (keys reordered, ``1.0`` for ``1``) is a cache miss and a new job.
+                      (keys reordered, ``1.0`` for ``1``) is a cache miss and a new job — and
+                      so is another body under a used key.
+``no-fingerprint``    a stored response is replayed whatever the body: another body under a
+                      used key silently gets the first job.
 ``cache-5xx``         a 500 is stored like any response and replayed as if it were final.
 ``no-replay-header``  replays carry no ``Idempotent-Replayed: true``.
 ====================  ============================================================================
@@ -64,7 +67,7 @@ from jobs_app import (  # type: ignore[import-not-found]
 from starlette.datastructures import Headers
 
 FLAWS = ("store-gap", "no-lock", "inflight-only", "conflict-losers", "sticky-lock",
-         "mutated-fingerprint", "raw-body-key", "cache-5xx", "no-replay-header")
+         "mutated-fingerprint", "raw-body-key", "cache-5xx", "no-replay-header", "no-fingerprint")
 LOCK_FLAWS = ("store-gap", "no-lock", "inflight-only")  # at most one: they replace the lock
 DEFAULT_FLAWS = ("store-gap",)
 
@@ -124,7 +127,7 @@ class GapIdempotencyMiddleware:
         cached = self._cached(cache_key)
         if cached is not None:
             stored_fp, status, content = cached
-            if stored_fp != fp:
+            if stored_fp != fp and "no-fingerprint" not in self.flaws:
                 await respond(send, 422, {"error": "key_reused",
                                           "detail": "this key was used with another body"})
                 return
