@@ -259,34 +259,42 @@ def through_runs(example: str, script: str, flag: str, storage: str, folder: str
     return figures
 
 
-def overhead(storage: str, n: int) -> tuple[float, float]:
-    """Microseconds per command, direct and through the proxy (gate open): nine paired rounds
-    of ``n`` commands each, the median of each (the machine is shared: pairs see the same load)."""
+_CLIENT = """
+import statistics, sys, time
+url, n = sys.argv[1], int(sys.argv[2])
+if url.startswith("redis"):
+    import redis
+    client = redis.Redis.from_url(url)
+    call = lambda: client.get("bench:overhead")
+else:
+    import psycopg
+    client = psycopg.connect(url, autocommit=True)
+    call = lambda: client.execute("SELECT 1").fetchone()
+call()
+start = time.perf_counter()
+for _ in range(n):
+    call()
+print((time.perf_counter() - start) / n * 1e6)
+"""
+
+
+def overhead(storage: str, n: int) -> tuple[float, float, float]:
+    """Microseconds per command from a client process of its own (as a service is), direct and
+    through the proxy (gate open), the median of nine paired rounds of ``n`` commands (a pair
+    sees the same load); and the proxy's own CPU time per command (this process runs only the
+    proxy meanwhile), which load does not inflate."""
     from harness.explore.proxy import Proxy, Upstream
 
+    def timed(url: str) -> tuple[float, float]:
+        cpu = time.process_time()
+        out = subprocess.run([sys.executable, "-c", _CLIENT, url, str(n)], check=True,
+                             capture_output=True, text=True).stdout
+        return float(out.strip()), (time.process_time() - cpu) / n * 1e6
+
     with Proxy(Upstream.parse(storage)) as proxy:
-        if storage.startswith("redis"):
-            import redis
-
-            clients = [redis.Redis.from_url(u) for u in (storage, proxy.url)]
-            calls = [lambda c=c: c.get("bench:overhead") for c in clients]
-        else:
-            import psycopg
-
-            clients = [psycopg.connect(u, autocommit=True) for u in (storage, proxy.url)]
-            calls = [lambda c=c: c.execute("SELECT 1").fetchone() for c in clients]
-        rounds: list[list[float]] = [[], []]
-        for call in calls:
-            call()
-        for _ in range(9):
-            for i, call in enumerate(calls):
-                start = time.perf_counter()
-                for _ in range(n):
-                    call()
-                rounds[i].append((time.perf_counter() - start) / n * 1e6)
-        for client in clients:
-            client.close()
-    return statistics.median(rounds[0]), statistics.median(rounds[1])
+        rounds = [(timed(storage)[0], *timed(proxy.url)) for _ in range(9)]
+    return (statistics.median(r[0] for r in rounds), statistics.median(r[1] for r in rounds),
+            statistics.median(r[2] for r in rounds))
 
 
 def _median(values: list[int | None]) -> str:
@@ -330,9 +338,10 @@ def through_bench(*, smoke: bool, seeds: int, trials: int, schedules: int,
         for name, storage in (("Redis GET", redis_url), ("PostgreSQL SELECT 1", pg_url)):
             if storage is None:
                 continue
-            direct, proxied = overhead(storage, n)
+            direct, proxied, cpu = overhead(storage, n)
             print(f"  proxy overhead, {name:<19} direct {direct:6.1f} µs, through the proxy "
-                  f"{proxied:6.1f} µs: +{(proxied - direct) / 1000:.3f} ms per command")
+                  f"{proxied:6.1f} µs: +{(proxied - direct) / 1000:.3f} ms per command (the "
+                  f"proxy's CPU: {cpu:.0f} µs per command)")
             if not smoke and proxied - direct > 200:
                 misses.append(f"proxy overhead for {name}: {(proxied - direct) / 1000:.3f} ms")
     for miss in misses:

@@ -47,6 +47,7 @@ from jobs_app import (  # type: ignore[import-not-found]
     read_body,
     respond,
     serve,
+    served,
 )
 from starlette.datastructures import Headers
 
@@ -148,9 +149,10 @@ class IdempotencyMiddleware:
 def build(args: argparse.Namespace) -> ASGIApp:
     db = open_db(args.db)
     app = jobs_app(db, work_ms=args.work_ms, fail_file=args.fail_file)
-    return IdempotencyMiddleware(app, db, lease_s=args.lease_s, error_policy=args.error_policy,
-                                 busy_status=args.busy_status,
-                                 by_bytes=args.fingerprint == "bytes")
+    layer = IdempotencyMiddleware(app, db, lease_s=args.lease_s, error_policy=args.error_policy,
+                                  busy_status=args.busy_status,
+                                  by_bytes=args.fingerprint == "bytes")
+    return served(layer, report_ms=args.report_ms)
 
 
 def options(parser: argparse.ArgumentParser) -> None:

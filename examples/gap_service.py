@@ -26,7 +26,10 @@ Each flaw below is one small change in ``GapIdempotencyMiddleware.__call__``:
 ``mutated-fingerprint`` the stored fingerprint is taken *after* the handler filled defaults into
                       the body: a byte-identical retry is rejected as a different payload (422).
 ``raw-body-key``      the cache key includes a hash of the raw body: the same JSON re-serialised
-                      (keys reordered, ``1.0`` for ``1``) is a cache miss and a new job.
+                      (keys reordered, ``1.0`` for ``1``) is a cache miss and a new job — and
+                      so is another body under a used key.
+``no-fingerprint``    a stored response is replayed whatever the body: another body under a
+                      used key silently gets the first job.
 ``cache-5xx``         a 500 is stored like any response and replayed as if it were final.
 ``no-replay-header``  replays carry no ``Idempotent-Replayed: true``.
 ====================  ============================================================================
@@ -59,11 +62,12 @@ from jobs_app import (  # type: ignore[import-not-found]
     read_body,
     respond,
     serve,
+    served,
 )
 from starlette.datastructures import Headers
 
 FLAWS = ("store-gap", "no-lock", "inflight-only", "conflict-losers", "sticky-lock",
-         "mutated-fingerprint", "raw-body-key", "cache-5xx", "no-replay-header")
+         "mutated-fingerprint", "raw-body-key", "cache-5xx", "no-replay-header", "no-fingerprint")
 LOCK_FLAWS = ("store-gap", "no-lock", "inflight-only")  # at most one: they replace the lock
 DEFAULT_FLAWS = ("store-gap",)
 
@@ -123,7 +127,7 @@ class GapIdempotencyMiddleware:
         cached = self._cached(cache_key)
         if cached is not None:
             stored_fp, status, content = cached
-            if stored_fp != fp:
+            if stored_fp != fp and "no-fingerprint" not in self.flaws:
                 await respond(send, 422, {"error": "key_reused",
                                           "detail": "this key was used with another body"})
                 return
@@ -185,8 +189,9 @@ class GapIdempotencyMiddleware:
 def build(args: argparse.Namespace) -> ASGIApp:
     db = open_db(args.db)
     app = jobs_app(db, work_ms=args.work_ms, fail_file=args.fail_file)
-    return GapIdempotencyMiddleware(app, db, flaws=parse_flaws(args.flaws),
-                                    store_ms=args.store_ms)
+    layer = GapIdempotencyMiddleware(app, db, flaws=parse_flaws(args.flaws),
+                                     store_ms=args.store_ms)
+    return served(layer, report_ms=args.report_ms)
 
 
 def options(parser: argparse.ArgumentParser) -> None:

@@ -3,9 +3,12 @@
 ``POST /jobs`` does some work (``work_ms``), then inserts a row into ``jobs``: that row is the
 side effect an idempotency layer must not repeat. ``GET /jobs/{id}`` reads a job,
 ``GET /_stats`` counts the rows (the side-effect counter a target profile can name),
-``POST /_faults/fail-next`` makes the next ``POST /jobs`` fail with a 500 before it writes
+``POST /_faults/fail-next`` makes the next ``POST /jobs`` fail with a JSON 500 before it writes
 anything (the handler fault a profile can name; ``--fail-file PATH`` does the same when that
-file exists, for profiles that inject faults with a command). ``GET /healthz`` answers 200.
+file exists, for profiles that inject faults with a command), ``POST /_faults/raise-next`` makes
+it *raise* instead: the server's error middleware answers 500, the exception reaches the server,
+and uvicorn closes the kept-alive connection (``--report-ms``: how long the error reporter works
+before that, as a synchronous Sentry-style report would). ``GET /healthz`` answers 200.
 
 The idempotency layer is a plain ASGI middleware wrapped around this app: see
 ``correct_service.py`` and ``gap_service.py``. Owners come from ``Authorization: Bearer <owner>``
@@ -33,6 +36,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -54,6 +58,10 @@ class HandlerFailed(Exception):
     """The injected failure: the handler gave up before writing anything."""
 
 
+class HandlerRaised(RuntimeError):
+    """The injected crash: an exception nobody handles (the server's error middleware answers)."""
+
+
 def open_db(path: str | Path) -> sqlite3.Connection:
     """One SQLite connection in autocommit mode, used only from the event loop's thread."""
     db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
@@ -72,7 +80,7 @@ def owner_of(headers: Any) -> str:
 def jobs_app(db: sqlite3.Connection, *, work_ms: float = 20.0,
              fail_file: Path | None = None) -> Starlette:
     """The jobs API over ``db``; the handler takes ``work_ms`` before it writes its row."""
-    faults = {"fail_next": False}
+    faults = {"fail_next": False, "raise_next": False}
 
     async def create_job(request: Request) -> Response:
         # A middleware that already parsed the body shares it (request.state.json); the handler
@@ -81,6 +89,9 @@ def jobs_app(db: sqlite3.Connection, *, work_ms: float = 20.0,
         if body is None:
             body = await request.json()
         await asyncio.sleep(work_ms / 1000)  # the work: pricing, a payment call, a queue push…
+        if faults["raise_next"]:
+            faults["raise_next"] = False
+            raise HandlerRaised("injected crash: the handler raised")
         if faults["fail_next"] or (fail_file is not None and fail_file.exists()):
             faults["fail_next"] = False
             if fail_file is not None:
@@ -108,6 +119,10 @@ def jobs_app(db: sqlite3.Connection, *, work_ms: float = 20.0,
         faults["fail_next"] = True
         return Response(status_code=204)
 
+    async def raise_next(request: Request) -> Response:
+        faults["raise_next"] = True
+        return Response(status_code=204)
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
@@ -120,10 +135,42 @@ def jobs_app(db: sqlite3.Connection, *, work_ms: float = 20.0,
             Route("/jobs/{job_id}", get_job, methods=["GET"]),
             Route("/_stats", stats, methods=["GET"]),
             Route("/_faults/fail-next", fail_next, methods=["POST"]),
+            Route("/_faults/raise-next", raise_next, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
         ],
         exception_handlers={HandlerFailed: handler_failed},
     )
+
+
+def served(app: ASGIApp, *, report_ms: float = 0.0) -> ASGIApp:
+    """``app`` as a FastAPI/Starlette service runs it: an idempotency middleware *inside* the
+    server-error middleware (which answers 500 and re-raises), and an error reporter outside
+    that works ``report_ms`` before the exception reaches the server (which then closes the
+    connection without ``Connection: close``: the 500 is already on the wire). A request a
+    client writes to that connection meanwhile is held until the close and never handled: the
+    race a real client meets now and then, made to happen every time."""
+    errors = ServerErrorMiddleware(app)
+    closing: dict[Any, asyncio.Event] = {}
+
+    async def reported(scope: Scope, receive: Receive, send: Send) -> None:
+        connection = scope.get("client")
+        held = closing.get(connection) if scope["type"] == "http" else None
+        if held is not None:  # written to the connection being closed
+            await held.wait()
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            return
+        try:
+            await errors(scope, receive, send)
+        except Exception:
+            if report_ms:
+                closing[connection] = event = asyncio.Event()
+                await asyncio.sleep(report_ms / 1000)  # report the crash, then let it go on
+                del closing[connection]
+                event.set()
+            raise
+
+    return reported
 
 
 # -- what a middleware needs ------------------------------------------------------------------
@@ -202,6 +249,9 @@ def build_parser(description: str,
                         help="how long the handler works before it writes its row")
     parser.add_argument("--fail-file", type=Path, default=None,
                         help="when this file exists, the next POST /jobs fails (and removes it)")
+    parser.add_argument("--report-ms", type=float, default=0.0,
+                        help="after the handler raised: how long the error reporter works "
+                        "before the server closes the connection")
     add_options(parser)
     return parser
 

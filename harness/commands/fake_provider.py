@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from harness.domain.errors import ConfigError
@@ -25,9 +26,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--behaviour", "--behavior", default="conformant", metavar="B",
                         help="how to answer: " + ", ".join(ALL_BEHAVIOURS)
                         + " (a request may override it with the header x-fake-behaviour)")
-    parser.add_argument("--answers", metavar="FILE",
-                        help="YAML/JSON answers: [{user, system?, answer}] (default: a minimal "
-                             "instance of the request's schema)")
+    answers = parser.add_mutually_exclusive_group()
+    answers.add_argument("--answers", metavar="FILE",
+                         help="YAML/JSON answers: [{user, system?, answer}] (default: a minimal "
+                              "instance of the request's schema)")
+    answers.add_argument("--answers-from", metavar="DIR",
+                         help="a contract folder (contracts/<id>): answer each golden input, "
+                              "rendered with the contract's prompts, with its golden expectation")
     parser.add_argument("--expect-api-key-env", metavar="NAME",
                         help="answer 401 unless the request carries the key held in env NAME")
 
@@ -47,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"port {args.port} is out of range", field="--port",
                           fix="use 1–65535, or 0 for any free port")
     answer = load_answers(args.answers) if args.answers else None
+    answers_from = None
+    if args.answers_from:
+        from harness.contracts.fakes import golden_answer
+        from harness.contracts.loader import load_contract
+
+        contract = load_contract(Path(args.answers_from))
+        answer = golden_answer(contract)
+        answers_from = f"golden {contract.id}"
     expected = None
     if args.expect_api_key_env:
         expected = os.environ.get(args.expect_api_key_env)
@@ -54,12 +67,14 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"environment variable {args.expect_api_key_env} is not set",
                               field="--expect-api-key-env",
                               fix=f"export {args.expect_api_key_env}=<key> first")
-    app = FakeProvider(args.kind, behaviour, answer, expected_api_key=expected)
+    app = FakeProvider(args.kind, behaviour, answer, expected_api_key=expected,
+                       answers_from=answers_from)
     sock = bind_socket(args.host, args.port)
     host, port = sock.getsockname()[:2]
     url = f"http://{host}:{port}"
     sdk_base = f"{url}/v1" if args.kind == "openai-chat" else url
-    print(f"fake-provider {args.kind} ({behaviour}) listening on {url}  "
+    source = f"; answers: {answers_from}" if answers_from else ""
+    print(f"fake-provider {args.kind} ({behaviour}{source}) listening on {url}  "
           f"(SDK/providers.yaml base_url: {sdk_base})", flush=True)
     # Ctrl-C and SIGTERM both stop the server gracefully and end with exit code 0.
     previous = signal.signal(signal.SIGTERM, _interrupt)

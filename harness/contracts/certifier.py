@@ -283,6 +283,19 @@ def _continue(
     return all(channel.available(g, rounds) for g in contract.goldens)
 
 
+def _provider_counts(samples: list[Sample], *, trust: bool) -> dict[str, int]:
+    """Golden id → the provider's own prompt token count (the most any reply reported).
+
+    A fake provider's usage figures are made up: not trusted (``trust=False``)."""
+    counts: dict[str, int] = {}
+    if not trust:
+        return counts
+    for sample in samples:
+        if isinstance(sample.input_tokens, int) and sample.input_tokens > 0:
+            counts[sample.golden_id] = max(counts.get(sample.golden_id, 0), sample.input_tokens)
+    return counts
+
+
 def _reference(
     target: Target, samples: Mapping[tuple[str, str], list[Sample]]
 ) -> dict[str, dict]:
@@ -321,6 +334,7 @@ def _record(
     previous: CertificationRecord | None,
 ) -> CertificationRecord:
     cfg, contract = target.provider, target.contract
+    fake = bool(cfg.is_fake or channel.fake_answers)
     judgements = [s.judge(contract) for s in samples]
     primary = target.primary if target.primary != cfg.id else None
     trips = round_trip_outcomes(
@@ -334,7 +348,7 @@ def _record(
         tokenization_check(
             contract, tokenizer=tokenizer, context_window=cfg.context_window,
             max_output_tokens=cfg.max_output_tokens, kind=cfg.kind, model=cfg.model,
-            redact=redact,
+            redact=redact, counted=_provider_counts(samples, trust=not fake),
         ),
         round_trip_check(
             contract, samples=samples, primary=primary, primary_outcomes=reference,
@@ -376,5 +390,5 @@ def _record(
         ),
         inputs=inputs,
         drift=drift(previous, inputs),
-        provenance=FAKE_PROVENANCE if cfg.is_fake else "",
+        provenance=FAKE_PROVENANCE if fake else "",
     )

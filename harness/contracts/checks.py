@@ -40,6 +40,7 @@ class Sample:
     refusal: str | None = None
     error: str | None = None  # "unknown: read timeout …" / "failed: HTTP 429 …"
     latency_s: float = 0.0
+    input_tokens: int | None = None  # the provider's own count of the prompt (reply usage)
     # What the failover runner made of it: the job result it claimed into the store, or why not.
     stored: dict[str, Any] | None = None
     runner: str = ""
@@ -163,15 +164,24 @@ def tokenization_check(
     kind: str,
     model: str,
     redact: Redactor,
+    counted: Mapping[str, int] | None = None,
 ) -> CheckResult:
     """Render every golden input; lossless, no special-token text, and it fits the window.
 
-    Deterministic: pass or fail, no sampling. Where the tokenizer is only an approximation of
-    the provider's (see :func:`tokenizer_fidelity`), the counts are inflated by
+    Deterministic: pass or fail, no sampling. ``counted`` (golden id → prompt tokens) holds the
+    provider's own counts, read from the usage of its replies during the certification: where
+    there is one, the fit uses it, exactly. Elsewhere, where the tokenizer is only an
+    approximation of the provider's (see :func:`tokenizer_fidelity`), the counts are inflated by
     :data:`APPROXIMATION_MARGIN` before the fit, and the summary says so.
     """
     evidence: list[Evidence] = []
+    counted = counted or {}
     exact, wording = tokenizer_fidelity(kind, model, tokenizer.spec)
+    if counted and all(g.id in counted for g in contract.goldens):
+        exact, wording = True, (
+            f"the provider's own counts (the usage of its replies; {wording} for the lossless "
+            "and special-token checks)"
+        )
     margin = 1.0 if exact else APPROXIMATION_MARGIN
     # Each distinct text is inspected once (the system prompt is usually shared by all inputs):
     # text -> (tokens, problems as (reason, excerpt) with _PART where "system"/"user" goes).
@@ -191,14 +201,18 @@ def tokenization_check(
             total += known[0]
             for reason, excerpt in known[1]:
                 evidence.append(Evidence(golden.id, reason.replace(_PART, part), excerpt))
+        own = counted.get(golden.id)
+        if own is not None:
+            total = own
         prompt_tokens.append(total)
-        budgeted = math.ceil(total * margin)
+        budgeted = total if own is not None else math.ceil(total * margin)
         if budgeted + max_output_tokens > context_window:
-            counted = f"prompt {total} tokens" + (
-                "" if exact else f" (×{margin:g} for an approximate count: {budgeted})"
+            how = f"prompt {total} tokens" + (
+                " (counted by the provider)" if own is not None
+                else "" if exact else f" (×{margin:g} for an approximate count: {budgeted})"
             )
             evidence.append(Evidence(
-                golden.id, f"{counted} + max_output_tokens {max_output_tokens} > "
+                golden.id, f"{how} + max_output_tokens {max_output_tokens} > "
                 f"context_window {context_window}",
             ))
     figures = {
@@ -206,6 +220,7 @@ def tokenization_check(
         "tokenizer_exact": exact,
         "tokenizer_note": wording,
         "count_margin": margin,
+        "counted_by_provider": sum(1 for g in contract.goldens if g.id in counted),
         "inputs": len(contract.goldens),
         "max_prompt_tokens": max(prompt_tokens, default=0),
         "mean_prompt_tokens": (

@@ -34,7 +34,8 @@ def tally(
     golden_ids: Sequence[str],
     checks: Mapping[str, Sequence[tuple[bool, str]]],
 ) -> dict[str, InputTally]:
-    """Per input: samples, passes per check (and of all checks), distinct failure labels.
+    """Per input: samples, passes per check (and of all checks), distinct failure labels
+    (each failed sample named by the first check it failed, in ``checks`` order).
 
     ``golden_ids[i]`` is sample ``i``'s input; ``checks[name][i]`` is ``(passed, reason)``.
     """
@@ -46,8 +47,10 @@ def tally(
         for name, results in checks.items():
             ok, reason = results[i]
             entry["passed"][name] = entry["passed"].get(name, 0) + ok
+            # A sample's failure is named once, by the first check it failed: a schema failure
+            # that the round trip then also misses is one failure, not two.
+            label = failure_label(reason) if every and not ok and reason else ""
             every = every and ok
-            label = failure_label(reason) if not ok and reason else ""
             if label and label not in entry["failures"]:
                 entry["failures"].append(label)
         entry["passed"][ALL] = entry["passed"].get(ALL, 0) + every

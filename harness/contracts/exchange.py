@@ -17,6 +17,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -38,6 +39,7 @@ from harness.providers.base import ProviderClient, ProviderReply, ProviderReques
 from harness.providers.classify import ProviderCallError
 from harness.providers.clients import client_for
 from harness.providers.config import ChainLink, ProviderConfig
+from harness.providers.fake import ANSWERS_HEADER
 from harness.providers.fake_transport import fake_transport
 from harness.store.base import Store
 
@@ -46,6 +48,7 @@ OWNER = "failover-harness-certification"
 
 
 SEEDED_KINDS = frozenset({"openai-chat"})  # wire formats whose API takes a sampling seed
+SEEDED_HOSTS = frozenset({"api.openai.com"})  # …and the hosts known to accept it
 
 
 def sample_seed(salt: str, golden_id: str, index: int) -> int:
@@ -68,13 +71,26 @@ class Channel:
     cassette: Cassette | None = None
     salt: str = ""
     replaying: Cassette | None = None  # replay: what the cassette holds
+    tap: _AnswersTap | None = None
+
+    @property
+    def fake_answers(self) -> str | None:
+        """What a fake provider said its answers come from (``x-fake-answers``), if it did."""
+        return self.tap.seen if self.tap is not None else None
 
     @property
     def seeded(self) -> bool:
-        # Through a gateway (--via) the deployment's own wire decides: LiteLLM refuses `seed`
-        # for an Anthropic deployment even though the client speaks OpenAI's format to it.
+        """Send a per-sample seed? Only where the API is known to take one: OpenAI's own API
+        (and our fakes). An OpenAI-*compatible* endpoint may refuse it — LiteLLM answers 400
+        for ``seed`` to an Anthropic deployment — so a gateway or other host gets none."""
+        # Through a gateway (--via) the deployment's own wire decides.
         upstream = getattr(self.provider, "upstream", None) or {}
-        return str(upstream.get("kind", self.provider.kind)) in SEEDED_KINDS
+        if str(upstream.get("kind", self.provider.kind)) not in SEEDED_KINDS:
+            return False
+        if self.provider.is_fake:
+            return True
+        host = urlsplit(str(upstream.get("base_url") or self.provider.base_url)).hostname
+        return host in SEEDED_HOSTS
 
     def request_for(self, golden: Golden, index: int = 0) -> ProviderRequest | str:
         """The provider request for one sample of a golden case, or why it cannot be rendered."""
@@ -126,11 +142,32 @@ class Channel:
         return Sample(
             golden_id, index, text=reply.text, parsed=reply.parsed,
             finish_reason=reply.finish_reason, refusal=reply.refusal, latency_s=reply.latency_s,
+            input_tokens=reply.usage.input_tokens,
             stored=stored if isinstance(stored, dict) else None, runner=ran,
         )
 
     async def aclose(self) -> None:
         await self.client.aclose()
+        if self.tap is not None:
+            await self.tap.aclose()
+
+
+class _AnswersTap(httpx.AsyncBaseTransport):
+    """Passes everything through; notes a fake provider's ``x-fake-answers`` header."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.seen: str | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        found = response.headers.get(ANSWERS_HEADER)
+        if found:
+            self.seen = found
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _describe(result: FailoverResult) -> str:
@@ -183,17 +220,17 @@ def open_channel(
         path = cassette_path(cassettes, provider.id, contract.id)
         cassette = Cassette.read(path, provider=provider.id, contract=contract.id)
         _check_cassette(cassette, provider, contract, adaptive=adaptive)
-        transport: httpx.AsyncBaseTransport | None = ReplayTransport(cassette)
+        tap = _AnswersTap(ReplayTransport(cassette))
         return Channel(
-            provider, contract, client_for(provider, transport=transport), None,
-            salt=cassette.salt, replaying=cassette,
+            provider, contract, client_for(provider, transport=tap), None,
+            salt=cassette.salt, replaying=cassette, tap=tap,
         )
     if provider.is_fake:
         inner = fake_transport(
             provider.kind, str(provider.fake_behaviour), answer=golden_answer(contract),
-            virtual_time=virtual_time,
+            virtual_time=virtual_time, answers_from=f"golden {contract.id}",
         )
-    transport = inner
+    transport: httpx.AsyncBaseTransport = inner or httpx.AsyncHTTPTransport(retries=0)
     salt = secrets.token_hex(8)
     if mode == "record":
         assert cassettes is not None
@@ -201,9 +238,10 @@ def open_channel(
             cassette_path(cassettes, provider.id, contract.id), provider.id, contract.id,
             provider.config_hash(), contract.hash, salt=salt,
         )
-        transport = RecordingTransport(inner or httpx.AsyncHTTPTransport(retries=0), cassette)
+        transport = RecordingTransport(transport, cassette)
+    tap = _AnswersTap(transport)
     return Channel(
-        provider, contract, client_for(provider, transport=transport), cassette, salt=salt
+        provider, contract, client_for(provider, transport=tap), cassette, salt=salt, tap=tap
     )
 
 

@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.contracts.jsonpos import json_lines, line_of
 from harness.contracts.model import (
     Business,
     BusinessRejection,
@@ -210,36 +211,51 @@ def load_contracts(root: Path) -> dict[str, Contract]:
 
 
 def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
+    """Read and check the output schema; every error names its line in schema.json."""
     try:
-        schema = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise src.error(
             f"schema file {path} not found", ("output", "schema"),
             fix="put the JSON Schema beside contract.yaml or fix the path",
         ) from None
-    except (ValueError, OSError) as exc:
-        raise ConfigError(f"not valid JSON: {exc}", file=str(path), fix="fix the JSON") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the schema: {exc}", file=str(path),
+                          fix="save it as UTF-8 JSON") from None
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(path),
+                          line=exc.lineno, fix="fix the JSON") from None
+    except RecursionError:
+        raise ConfigError("the JSON nests too deeply to parse", file=str(path),
+                          fix="flatten the schema (use $defs and $ref)") from None
+    lines = json_lines(text)
+
+    def error(message: str, where: list[str | int], fix: str) -> ConfigError:
+        return ConfigError(
+            message, file=str(path), line=line_of(lines, where),
+            field="/".join(str(p) for p in where) or "(root)", fix=fix,
+        )
+
     if not isinstance(schema, dict):
-        raise ConfigError("a JSON Schema must be an object", file=str(path), fix="fix the schema")
+        raise error("a JSON Schema must be an object", [], "fix the schema")
     declared = schema.get("$schema")
-    if declared and "2020-12" not in declared:
-        raise ConfigError(
-            f"$schema is {declared!r}; contracts use Draft 2020-12", file=str(path),
-            field="$schema", fix='set "$schema": "https://json-schema.org/draft/2020-12/schema"',
+    if declared and "2020-12" not in str(declared):
+        raise error(
+            f"$schema is {declared!r}; contracts use Draft 2020-12", ["$schema"],
+            'set "$schema": "https://json-schema.org/draft/2020-12/schema"',
         )
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.path) or "(root)"
-        raise ConfigError(
-            f"not a valid Draft 2020-12 schema: {exc.message}", file=str(path), field=where,
-            fix="fix the schema",
+        raise error(
+            f"not a valid Draft 2020-12 schema: {exc.message}", list(exc.path),
+            "fix the schema",
         ) from None
     if schema.get("type") != "object":
-        raise ConfigError(
-            'the output must be a JSON object', file=str(path), field="type",
-            fix='set "type": "object"',
-        )
+        raise error("the output must be a JSON object", ["type"] if "type" in schema else [],
+                    'set "type": "object"')
     return schema
 
 
@@ -347,9 +363,11 @@ def _check_expectations(
         error = next(iter(validator.iter_errors(golden.expected)), None)
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            path = ("expected", *error.absolute_path)
             raise ConfigError(
                 f"the expected output breaks the contract's schema at {where}: {error.message}",
-                file=golden.source, field="expected", fix="fix the golden case or the schema",
+                file=golden.source, line=load_yaml(Path(golden.source)).line_of(path),
+                field=".".join(str(p) for p in path), fix="fix the golden case or the schema",
             )
         try:
             business.outcome(golden.expected)

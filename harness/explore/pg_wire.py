@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
@@ -45,6 +46,7 @@ class NotPostgres(Exception):
     """The bytes are not the PostgreSQL v3 protocol."""
 
 
+@lru_cache(maxsize=4096)  # a service sends the same few statements thousands of times
 def statement_shape(sql: str) -> str:
     """``sql`` with literals elided and whitespace collapsed (at most 120 characters)."""
     text = _NUMBER.sub("?", _STRING.sub("?", sql))
@@ -52,6 +54,7 @@ def statement_shape(sql: str) -> str:
     return text if len(text) <= SHAPE_CHARS else text[:SHAPE_CHARS - 1] + "…"
 
 
+@lru_cache(maxsize=4096)
 def is_control(sql: str) -> bool:
     """A statement that cannot race: every part of ``sql`` is transaction or session
     housekeeping (an empty query too)."""

@@ -36,6 +36,19 @@ def _entry_line(entry: dict[str, object]) -> str:
     return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
 
 
+def unsettled(*schedules: list[dict[str, object]] | None) -> str:
+    """Where a run chose while a request was still moving (a settle expired), if it did: the
+    schedule is not controlled from there on, so a divergence there is nondeterminism."""
+    marks = sorted((int(str(e.get("n", 0))), e.get("settle")) for schedule in schedules
+                   for e in schedule or () if e.get("settle"))
+    if not marks:
+        return ""
+    n, clients = marks[0]
+    moving = ", ".join(str(c) for c in clients) if isinstance(clients, list) else str(clients)
+    return (f" — nondeterministic here: at event #{n} the settle expired ({moving} still "
+            "moving), so the order from there on was not controlled; raise --settle-ms")
+
+
 def replay_repro(controller: Runner, repro: Repro) -> Replayed:
     """Run ``repro`` on ``controller``'s store, following its decisions."""
     choices = RecordedChoices(repro.decisions)
@@ -44,7 +57,8 @@ def replay_repro(controller: Runner, repro: Repro) -> Replayed:
     except Divergence as exc:
         guide = [str(e["event"]) for e in repro.schedule] if repro.schedule else repro.decisions
         closest = controller.run(repro.plan, GuidedChoices(guide))
-        return Replayed(closest, f"the schedule diverged: {exc.message}", False)
+        return Replayed(closest, f"the schedule diverged: {exc.message}"
+                        + unsettled(repro.schedule, closest.schedule), False)
     if choices.position < len(choices.decisions):
         left = len(choices.decisions) - choices.position
         return Replayed(outcome, f"the run ended with {left} recorded decision(s) unused, "
@@ -61,4 +75,6 @@ def replay_repro(controller: Runner, repro: Repro) -> Replayed:
             difference = "history " + difference
     if difference is None and repro.status is not None and outcome.status != repro.status:
         difference = f"the verdict changed: recorded {repro.status}, now {outcome.status}"
+    if difference is not None:
+        difference += unsettled(repro.schedule, outcome.schedule)
     return Replayed(outcome, difference, repro.history_lines is not None)

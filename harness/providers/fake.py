@@ -41,6 +41,7 @@ from harness.providers.secrets import redact_headers
 # scope["extensions"] key under which an in-process transport offers its emulated network.
 NETWORK_EXTENSION = "harness.fake.network"
 BEHAVIOUR_HEADER = "x-fake-behaviour"
+ANSWERS_HEADER = "x-fake-answers"  # where a fake's answers come from ("golden <contract>")
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 
 
@@ -130,7 +131,8 @@ class FakeProvider:
     """
 
     def __init__(self, kind: str, behaviour: str | Behaviour = "conformant",
-                 answer: AnswerFn | None = None, *, expected_api_key: str | None = None) -> None:
+                 answer: AnswerFn | None = None, *, expected_api_key: str | None = None,
+                 answers_from: str | None = None) -> None:
         if kind not in WIRES:
             raise ValueError(f"kind must be one of {sorted(WIRES)}, not {kind!r}")
         self.kind = kind
@@ -139,6 +141,9 @@ class FakeProvider:
                           else Behaviour.parse(behaviour))
         self.answer: AnswerFn = answer or minimal_answer
         self.expected_api_key = expected_api_key
+        # Said on every reply (``x-fake-answers``) so a certification can never pass this fake
+        # off as evidence about a model: e.g. "golden ticket_triage" for --answers-from.
+        self.answers_from = answers_from
         self.deliveries = DeliveryLog()
 
     def __repr__(self) -> str:
@@ -227,7 +232,10 @@ class FakeProvider:
         return Content("json", answer)
 
     def _id_header(self, delivery: Delivery) -> list[tuple[bytes, bytes]]:
-        return [(self.wire.request_id_header.encode(), _request_id(delivery).encode())]
+        headers = [(self.wire.request_id_header.encode(), _request_id(delivery).encode())]
+        if self.answers_from:
+            headers.append((ANSWERS_HEADER.encode(), self.answers_from.encode()))
+        return headers
 
     async def _error(self, send: Any, err: WireError | int, delivery: Delivery) -> None:
         status = err if isinstance(err, int) else err.status

@@ -135,9 +135,10 @@ class FakeTransport(httpx.AsyncBaseTransport):
 
 def fake_transport(kind: str, behaviour: str | Behaviour = "conformant",
                    answer: AnswerFn | None = None, *, expected_api_key: str | None = None,
-                   virtual_time: bool = True) -> FakeTransport:
+                   virtual_time: bool = True, answers_from: str | None = None) -> FakeTransport:
     """A transport to a fresh fake provider of ``kind`` with ``behaviour`` (deliveries on it)."""
-    app = FakeProvider(kind, behaviour, answer, expected_api_key=expected_api_key)
+    app = FakeProvider(kind, behaviour, answer, expected_api_key=expected_api_key,
+                       answers_from=answers_from)
     return FakeTransport(app, virtual_time=virtual_time)
 
 

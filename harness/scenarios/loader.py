@@ -193,17 +193,10 @@ class _Builder:
         steps = self._steps(actors, intents, providers)
         requires = set(data.get("requires") or ())
         requires.add("jobs")
-        used: dict[tuple[str, str], set[str]] = {}
         for step in steps:
             action = step.action
             if isinstance(action, Fault):
                 requires.add("handler_faults")
-            elif isinstance(action, Create):
-                owner_key = (step.actor, action.key)
-                prints = {i.fingerprint for i in action.intents} | used.get(owner_key, set())
-                used[owner_key] = prints
-                if len(prints) > 1:
-                    requires.add("conflicts")  # another body under a used key
             elif not isinstance(action, Create | Read):
                 requires.add("attempts")
             if isinstance(action, RunAttempt) and action.timeout is not None:

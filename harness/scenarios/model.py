@@ -12,7 +12,7 @@ from typing import Any, Literal
 ProviderOutcome = Literal["result", "error", "hang"]
 
 # What each step kind needs from a target (DESIGN.md "Targets": capabilities).
-CAPABILITIES = ("jobs", "attempts", "timeouts", "hedge", "owners", "replicas", "conflicts")
+CAPABILITIES = ("jobs", "attempts", "timeouts", "hedge", "owners", "replicas")
 # Capabilities only a target profile can declare: a side-effect counter, a handler fault.
 OBSERVER_CAPABILITIES = ("side_effects", "handler_faults")
 # How the copies of a concurrent group arrive (harness.scenarios.arrivals).

@@ -105,3 +105,36 @@ def test_a_folder_of_contracts_loads_by_id(project, tmp_path) -> None:
     assert list(load_contracts(project.contracts)) == ["ticket_triage"]
     with pytest.raises(ConfigError, match="contracts folder not found"):
         load_contracts(tmp_path / "missing")
+
+
+def _schema_line(project, needle: str) -> int:
+    lines = (project.contract / "schema.json").read_text("utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+def test_a_schema_error_names_its_line_in_schema_json(project) -> None:
+    _edit(project, '"tags": {"type": "array"', '"tags": {"type": "arrray"', "schema.json")
+    err = _error(project.contract)
+    assert err.file and err.file.endswith("schema.json")
+    assert err.line == _schema_line(project, '"arrray"')
+    assert err.field == "properties/tags/type"
+    assert "not a valid Draft 2020-12 schema" in err.message
+    assert f"schema.json:{err.line} (properties/tags/type)" in str(err)
+
+
+def test_a_json_syntax_error_in_the_schema_names_its_line(project) -> None:
+    _edit(project, '"type": "object",', '"type": "object",,', "schema.json")
+    err = _error(project.contract)
+    assert err.line == _schema_line(project, ",,") and "not valid JSON" in err.message
+
+
+def test_a_golden_expectation_error_names_its_line_in_the_golden_file(project) -> None:
+    path = project.contract / "golden" / "en-outage.yaml"
+    text = path.read_text("utf-8")
+    import re
+
+    new = re.sub(r"priority: \w+", "priority: p9", text, count=1)
+    path.write_text(new, "utf-8")
+    err = _error(project.contract)
+    assert err.file == str(path) and err.field == "expected.priority"
+    assert new.splitlines()[err.line - 1].strip().startswith("priority: p9")

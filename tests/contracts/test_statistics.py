@@ -215,3 +215,31 @@ def test_the_lock_records_k_the_bounds_and_the_rule(project: Project) -> None:
     assert schema["stats"]["rule"] == "clopper-pearson"
     assert record["inputs"]["en-outage"] == {"samples": 3, "schema": 3, "round_trip": 3,
                                              "all": 3}
+
+
+def test_recertifying_reports_drift_per_golden_input(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _chain(project)
+    assert project.cli("certify", "--no-progress") == 0
+    assert project.workspace().lock.get("fallback", "ticket_triage").drift is None  # type: ignore[union-attr]
+    capsys.readouterr()
+    flaky_anthropic(monkeypatch, 3)  # now every third answer carries an extra key
+    assert project.cli("certify", "--no-progress") == 1
+    out = capsys.readouterr().out
+    record = project.workspace().lock.get("fallback", "ticket_triage")
+    assert record is not None and record.drift is not None
+    assert record.drift["previous_verdict"] == "eligible"
+    worse = [c for c in record.drift["inputs"] if c["change"] == "worse"]
+    assert worse and all(c["before"] == [3, 3] and c["after"][0] < 3 for c in worse)
+    assert sum(3 - c["after"][0] for c in worse) == 20  # 60 answers, every third broken
+    assert all(c["new_failures"] == ["hallucinated key 'note'"] for c in worse)
+    first = worse[0]
+    line = f"{first['input']}: 3/3 → {first['after'][0]}/3, new failure: hallucinated key 'note'"
+    assert "drift since" in out and line in out
+    junit = (project.root / "reports" / "latest" / "junit.xml").read_text("utf-8")
+    assert line in junit  # (and in index.html, under "drift since")
+    primary = project.workspace().lock.get("primary", "ticket_triage")
+    assert primary is not None and primary.drift == {  # compared, nothing changed
+        "since": primary.drift["since"], "previous_verdict": "eligible",  # type: ignore[index]
+        "previous_config_hash": primary.config_hash, "inputs": []}

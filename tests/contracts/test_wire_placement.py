@@ -45,3 +45,30 @@ def test_the_system_prompt_never_travels_inside_a_user_message(kind: str) -> Non
     body = _client(kind).build_request_body(REQ)
     assert not any(m["role"] == "user" and "SYSTEM PROMPT" in str(m["content"])
                    for m in body["messages"])
+
+
+@pytest.mark.parametrize(("base_url", "kind", "seeded"), [
+    ("https://api.openai.com/v1", "openai-chat", True),
+    ("fake://conformant", "openai-chat", True),
+    ("http://litellm.internal:4000", "openai-chat", False),  # may refuse it (LiteLLM → Anthropic)
+    ("https://api.anthropic.com", "anthropic-messages", False),
+])
+def test_certification_seeds_only_where_the_api_is_known_to_take_a_seed(
+    base_url: str, kind: str, seeded: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEED_TEST_KEY", "sk-seed-test-0000")
+    from harness.contracts.exchange import open_channel
+    from harness.contracts.loader import load_contract
+    from tests.contracts.conftest import SHIPPED
+
+    cfg = ProviderConfig(id="p", kind=kind, base_url=base_url, model="m",
+                         tokenizer="tiktoken:cl100k_base", context_window=8192,
+                         api_key_env="SEED_TEST_KEY")
+    contract = load_contract(SHIPPED)
+    channel = open_channel(cfg, contract, mode="live", cassettes=None)
+    assert channel.seeded is seeded
+    first, second = (channel.request_for(contract.goldens[0], i) for i in (0, 1))
+    assert not isinstance(first, str) and not isinstance(second, str)
+    assert (first.seed is not None) is seeded
+    if seeded:
+        assert first.seed != second.seed

@@ -51,7 +51,7 @@ def test_the_report_names_each_failure_with_its_rate_and_how_to_reproduce_it(
     assert re.search(r"    2 of 2 trials replayed without saying it is a replay", out)
     assert "without saying it is a replay (no replay header)" in out
     assert re.search(r"still held in progress \d+(\.\d+)? ms later \(lease 500 ms\)", out)
-    assert "3 scenarios: 0 passed, 3 violated" in out
+    assert "4 scenarios: 0 passed, 4 violated" in out
     replays = re.findall(r"reproduce this trial: (failover-harness replay .*)", out)
     measures = re.findall(r"measure the rate again: (failover-harness scenarios run .*)", out)
     assert len(replays) == len(measures) == out.count("FAILURE: ")
@@ -95,7 +95,7 @@ def test_the_correct_service_passes_and_exits_0(
     correct = start_service("correct", process=True)
     code, out = _run(_scenarios_run(correct.url, tmp_path, "--trials", "1"), capsys)
     assert code == 0, out
-    assert "3 scenarios: 3 passed, 0 violated, 0 unknown" in out
+    assert "4 scenarios: 4 passed, 0 violated, 0 unknown" in out
     assert "FAILURE" not in out
 
 

@@ -23,7 +23,9 @@ def test_the_example_profiles_load() -> None:
     jobs = load_profile(PROFILE)
     assert (jobs.lease_s, jobs.on_handler_error, jobs.fingerprint) == (0.5, "retry", "canonical")
     assert jobs.side_effects is not None and jobs.side_effects.http is not None
-    assert jobs.faults is not None and jobs.faults["handler_error"].path == "/_faults/fail-next"
+    fault = jobs.fault("handler_error")  # the default: return-500
+    assert fault is not None and fault.path == "/_faults/fail-next"
+    assert (raised := jobs.fault("raise")) is not None and raised.path == "/_faults/raise-next"
     sql = load_profile(SQL_PROFILE)
     assert sql.side_effects is not None and sql.side_effects.sql is not None
     assert sql.side_effects.sql.url_env == "JOBS_DB"
@@ -43,9 +45,12 @@ BASE = PROFILE.read_text(encoding="utf-8")
     ("  http: {method: GET, path: /_stats, field: jobs}",
      "  sql: {url: 'mysql://db/jobs', query: SELECT 1}", 14,
      "'mysql' databases are not supported", "sqlite:///path/file.db"),
-    ("  handler_error: {method: POST, path: /_faults/fail-next}",
-     "  handler_error: {method: POST}", 16,
-     "faults.handler_error needs exactly one of path or command", "[touch, /tmp/fail-next]"),
+    ("  return-500: {method: POST, path: /_faults/fail-next}",
+     "  return-500: {method: POST}", 16,
+     "faults.return-500 needs exactly one of path or command", "[touch, /tmp/fail-next]"),
+    ("default_fault: return-500", "default_fault: explode", 18,
+     "default_fault names 'explode', which faults: does not declare",
+     "write one of: return-500, raise"),
     ("lease_s: 0.5 ", "lease_s: -1  ", 11, "greater than 0", "fix the value"),
     ("on_handler_error: retry", "on_handler_error: again", 12, "'retry' or 'final'",
      "fix the value"),

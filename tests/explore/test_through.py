@@ -154,3 +154,14 @@ def test_settles_that_expire_are_recorded(redis_url: str, tmp_path: Path,
         "--workload", "double-click", "--budget", "3", "--seed", "1")
     assert code in (0, 1), out + err
     assert "settle(s) expired" in out
+
+
+def test_a_divergence_after_an_expired_settle_is_called_nondeterministic() -> None:
+    from harness.explore.replay import unsettled
+
+    recorded = [{"n": 0, "event": "alice/1: GET k"}, {"n": 1, "event": "alice/2: GET k",
+                                                       "settle": ["alice/1"]}]
+    assert unsettled(recorded, []) == (" — nondeterministic here: at event #1 the settle "
+                                       "expired (alice/1 still moving), so the order from "
+                                       "there on was not controlled; raise --settle-ms")
+    assert unsettled([{"n": 0, "event": "alice/1: GET k"}], None) == ""

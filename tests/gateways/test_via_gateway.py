@@ -57,11 +57,6 @@ def test_a_gateway_that_drops_the_schema_is_named(
     assert "the provider received no response_format" in reason
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "certification adds a per-sample `seed` to every openai-chat request (issue 15), and LiteLLM "
-    "refuses `seed` for an Anthropic deployment (UnsupportedParamsError) unless drop_params is "
-    "set: a providers.yaml pointing at a LiteLLM proxy can no longer certify its Anthropic "
-    "fallback — c15, see /work/notes/g16.md"))
 def test_a_providers_yaml_whose_base_url_is_the_gateway(
     gateway: Gateway, via_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -75,11 +75,7 @@ def expected(service: str, scenario: Scenario) -> Expect:
     return PASSED
 
 
-SILENT = ("harness: with conflict: none, mismatched_key is not applicable and no detection "
-          "scenario sends another body under a used key (issue item 6), so a middleware that "
-          "silently replays the first job for another body is reported nowhere")
-KNOWN: dict[tuple[str, str], str] = {
-    (f"idempotency-header-{fault}", "mismatched_key"): SILENT for fault in ("raise", "500")}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def verdict_matches(result: TrialSet, want: Expect) -> bool:

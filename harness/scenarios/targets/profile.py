@@ -56,6 +56,9 @@ from harness.scenarios.targets.transport import ResendingTransport, resending_tr
 __all__ = ["Answer", "Auth", "Fault", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]
 BACKOFF_CAP_S = 0.5
+#: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
+#: taken as the key-reuse refusal: the body was accepted once, so the key is what is refused
+REFUSALS = frozenset({400, 409, 412, 422})
 
 def _fill(template: Any, values: Mapping[str, Any]) -> Any:
     """``"{provider}"`` placeholders in a body template, recursively; ``"{event}"`` is the event."""
@@ -83,7 +86,8 @@ class ProfileSession(TargetSession):
         self.profile = target.profile
         transport = target.transport
         if transport is None:  # re-send what a closed kept-alive connection swallowed
-            transport = resending_transport(target.urls[0])
+            key = self.profile.operations["create_job"].key_header
+            transport = resending_transport(target.urls[0], key_headers=(key,) if key else ())
         self.resending = transport if isinstance(transport, ResendingTransport) else None
         self.http = httpx.Client(transport=transport, timeout=target.timeout_s,
                                  headers=dict(self.profile.headers))
@@ -162,7 +166,9 @@ class ProfileSession(TargetSession):
             op = self.profile.operations[op_name]
             if self._replay_shape(op, response, body):
                 return Reply(200, self._fields(op, body), replayed=True)
-        if self._matches(self.profile.conflict_answer, response, body):
+        if self._matches(self.profile.conflict_answer, response, body) or (
+                op_name == "create_job" and self.profile.conflict_answer is None
+                and status in REFUSALS):
             # API.md's code, the service's own status (reports show what it really answered)
             return Reply(status, {"code": "idempotency_key_reused", "status": status},
                          replayed=replayed)
@@ -316,8 +322,6 @@ class ProfileTarget(Target):
         extra = {"side_effects"} if self.profile.side_effects is not None else set()
         if self.profile.faults:
             extra.add("handler_faults")
-        if self.profile.conflict_answer is not None:
-            extra.add("conflicts")
         if len(self.urls) > 1:  # one URL is one process, unless the profile says otherwise
             extra.add("replicas")
         self.capabilities = frozenset({*self.profile.capabilities, "owners", *extra})
@@ -339,7 +343,8 @@ class ProfileTarget(Target):
         conflict = profile.conflict_answer
         terms = {"locked": "/".join(str(s) for s in profile.locked.statuses) or "locked"}
         if conflict is None:
-            terms["conflict"] = "a key-reuse refusal (the profile declares none)"
+            terms["conflict"] = "a refusal (400/409/412/422: the profile declares no specific " \
+                                "key-reuse answer)"
         else:
             terms["conflict"] = f"{conflict.status}" + (f" {conflict.code}" if conflict.code
                                                         else " (key reused)")
@@ -360,8 +365,7 @@ class ProfileTarget(Target):
     def not_applicable(self, scenario: Scenario) -> str | None:
         missing = sorted(scenario.requires - self.capabilities)
         if missing:
-            why = {"conflicts": "conflicts (a key-reuse answer: the profile says conflict: none)",
-                   "replicas": "replicas (give two URLs or more, or declare replicas under "
+            why = {"replicas": "replicas (give two URLs or more, or declare replicas under "
                                "capabilities: for a load balancer)"}
             return (f"needs {', '.join(why.get(m, m) for m in missing)}, which profile "
                     f"{self.profile.name!r} does not declare")

@@ -22,7 +22,7 @@ from harness.scenarios.targets.base import Reply, SequentialIds, Target, TargetS
 from harness.store import SqlStore, apply_event, open_store
 from harness.store.mutants import MUTANTS, open_mutant
 
-STORE_CAPABILITIES = frozenset({"jobs", "attempts", "timeouts", "hedge", "owners", "conflicts"})
+STORE_CAPABILITIES = frozenset({"jobs", "attempts", "timeouts", "hedge", "owners"})
 
 
 def _problem(exc: HarnessError) -> Reply:

@@ -9,12 +9,16 @@ single byte of an answer. Recording that as "no answer" (an indeterminate ``info
 a client-side artefact into a verdict about the service.
 
 :class:`ResendingTransport` wraps httpx's pooled transport and watches each request through
-httpcore's ``trace`` hook. When a request fails that way **on a reused connection** and **before
-any response header arrived**, it is sent once more on a new connection (a one-off transport, so
-no other stale pooled connection can be picked) and the answer is the service's answer to it;
-:meth:`ResendingTransport.take_note` tells the caller it happened, for the history. Anything else
-— a timeout, a reset on a fresh connection, a failure after the answer started, a second failure
-— propagates unchanged and stays indeterminate.
+httpcore's ``trace`` hook. When a request fails that way **on a reused connection**, **before any
+response header arrived**, and **replaying it can do no harm**, it is sent once more on a new
+connection (a one-off transport, so no other stale pooled connection can be picked) and the
+answer is the service's answer to it; :meth:`ResendingTransport.take_note` tells the caller it
+happened, for the history. This is Go's ``net/http`` rule (``Transport`` retries a request on a
+reused connection that failed before any response byte when the request is replayable: ``GET``,
+``HEAD``, ``OPTIONS``, ``TRACE``, or one carrying an ``Idempotency-Key``). Anything else — a
+timeout, a reset on a fresh connection, a failure after the answer started, a second failure, a
+request without a key that replaying could repeat (an attempt's event) — propagates unchanged and
+stays indeterminate.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import httpx
 #: failures meaning "the peer had closed this connection" when they come before any answer
 CLOSED_BEFORE_ANSWER = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 _CONNECTED = "connection.connect_tcp.complete"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
+KEY_HEADERS = ("idempotency-key", "x-idempotency-key")
 _ANSWER_STARTED = ("http11.receive_response_headers.complete",
                    "http2.receive_response_headers.complete")
 
@@ -36,10 +42,17 @@ class ResendingTransport(httpx.BaseTransport):
     """httpx's pooled transport, re-sending once a request written to a connection the peer had
     already closed (see the module docstring). Thread-safe; notes are per thread."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, *, key_headers: tuple[str, ...] = (), **options: Any) -> None:
+        """``key_headers``: more headers that make a request replayable (a profile's
+        ``key_header``); ``options`` go to :class:`httpx.HTTPTransport`."""
         self._options = options
         self._pool = httpx.HTTPTransport(**options)
         self._local = threading.local()
+        self._keys = {*KEY_HEADERS, *(h.lower() for h in key_headers)}
+
+    def replayable(self, request: httpx.Request) -> bool:
+        """Sending ``request`` twice can do no harm: a safe method, or an idempotency key."""
+        return request.method in SAFE_METHODS or any(h in request.headers for h in self._keys)
 
     def take_note(self) -> str:
         """Why this thread's last request was re-sent ('' if it was not); clears it."""
@@ -62,10 +75,11 @@ class ResendingTransport(httpx.BaseTransport):
             return self._pool.handle_request(request)
         except CLOSED_BEFORE_ANSWER as exc:
             reused = _CONNECTED not in events
-            if not reused or any(e in events for e in _ANSWER_STARTED):
+            if not reused or any(e in events for e in _ANSWER_STARTED) \
+                    or not self.replayable(request):
                 raise
             note = (f"{type(exc).__name__} on a reused keep-alive connection before any answer "
-                    "(the service had closed it): sent again on a new connection")
+                    "(closed by the service): sent again on a new connection")
         request.extensions = {k: v for k, v in request.extensions.items() if k != "trace"}
         if previous is not None:
             request.extensions["trace"] = previous
@@ -89,9 +103,10 @@ class ResendingTransport(httpx.BaseTransport):
         self._pool.close()
 
 
-def resending_transport(base_url: str, *, max_connections: int = 200) -> ResendingTransport:
+def resending_transport(base_url: str, *, max_connections: int = 200,
+                        key_headers: tuple[str, ...] = ()) -> ResendingTransport:
     """The transport the HTTP targets use for ``base_url`` (no CA bundle for plain http)."""
     limits = httpx.Limits(max_connections=max_connections,
                           max_keepalive_connections=max_connections)
     verify = not base_url.startswith("http://")
-    return ResendingTransport(limits=limits, verify=verify)
+    return ResendingTransport(key_headers=key_headers, limits=limits, verify=verify)
