@@ -22,6 +22,7 @@ are relative to the file's folder. Every error names the file, the line and the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,7 @@ def _path(src: YamlSource, key: str, base: Path) -> Path | None:
     if not isinstance(value, str) or not value.strip():
         raise src.error(f"{key} must be a path", (key,),
                         fix=f"write {key}: <path relative to this file>")
-    return base / value
+    return _join(base, value)
 
 
 def _paths(src: YamlSource, key: str, base: Path) -> tuple[Path, ...]:
@@ -127,7 +128,12 @@ def _paths(src: YamlSource, key: str, base: Path) -> tuple[Path, ...]:
     if not isinstance(items, list) or not all(isinstance(v, str) and v.strip() for v in items):
         raise src.error(f"{key} must be a path or a list of paths", (key,),
                         fix=f"write {key}: [scenarios, scenarios/detection]")
-    return tuple(base / v for v in items)
+    return tuple(_join(base, v) for v in items)
+
+
+def _join(base: Path, value: str) -> Path:
+    """``value`` relative to the project file's folder, ``..`` folded (commands stay short)."""
+    return Path(os.path.normpath(base / value))
 
 
 def _contracts(src: YamlSource) -> dict[str, str]:

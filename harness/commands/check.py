@@ -187,13 +187,29 @@ def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
     return open_workspace(s.providers, args.contracts, args.lock, **gateway_options(args))
 
 
+class _NoProgress:
+    """Off a terminal (CI logs) there is no bar: not even the line a stopped bar prints."""
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def advance(self, task: Any, n: float = 1) -> None:
+        return None
+
+
 def _progress(label: str, total: int) -> Any:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    err = Console(stderr=True)
+    from harness.console import console
+
+    err = console(stderr=True)
+    if not err.is_terminal:
+        return _NoProgress(), 0
     progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=err, transient=True, disable=not err.is_terminal)
+                        console=err, transient=True)
     return progress, progress.add_task(label, total=total)
 
 
