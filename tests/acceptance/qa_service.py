@@ -133,7 +133,7 @@ class Store:
         self.fail_next = False
 
     # --- jobs ---------------------------------------------------------------------------
-    async def create(self, owner: str, key: str, body: dict[str, Any]) -> tuple[int, Job]:
+    async def create(self, owner: str, key: str, body: Any) -> tuple[int, Job]:
         contract, inp, params, policy = validate_job_body(body)
         fingerprint = hashlib.sha256(rfc8785.dumps(
             {"contract": contract, "input": inp, "params": params, "policy": policy})).hexdigest()
