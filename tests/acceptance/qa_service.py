@@ -12,7 +12,8 @@ Deliberately unlike the reference service and the precision suite's services:
 - a claim wins when the job has no winner yet (no read-version compare).
 
 Test hooks outside API v1: ``GET /_stats`` → ``{"jobs": <handler runs that made a job>}`` and
-``POST /_faults/fail-next`` (the next create's handler fails with a 500 and keeps nothing).
+``POST /_faults/fail-next`` (the next create's handler fails with a 500 and keeps nothing);
+``--drop-event TYPE`` closes the connection of the first such attempt event unanswered.
 
     python tests/acceptance/qa_service.py --port 0 --tokens-file t.yaml [--replicas 2]
 
@@ -282,8 +283,10 @@ def valid_key(key: str) -> bool:
 
 
 class App:
-    def __init__(self, store: Store, tokens: dict[str, str], idle_s: float) -> None:
+    def __init__(self, store: Store, tokens: dict[str, str], idle_s: float,
+                 drop_event: str | None = None) -> None:
         self.store, self.tokens, self.idle_s = store, tokens, idle_s
+        self.drop_event = drop_event
 
     async def handle(self, method: str, path: str, headers: dict[str, str],
                      body: bytes) -> tuple[int, dict[str, str], Any]:
@@ -360,6 +363,10 @@ class App:
                         headers[name.strip().lower()] = value.strip()
                 length = int(headers.get("content-length", "0") or 0)
                 body = await reader.readexactly(length) if length else b""
+                if self.drop_event and target.endswith("/events") and \
+                        json.loads(body or b"{}").get("type") == self.drop_event:
+                    self.drop_event = None  # once: closed unread, as an idle timeout would
+                    return
                 try:
                     status, extra, payload = await self.handle(method, target, headers, body)
                     ctype = "application/json"
@@ -390,7 +397,8 @@ def load_tokens(path: str | None) -> dict[str, str]:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    app = App(Store(args.work_ms / 1000), load_tokens(args.tokens_file), args.idle_ms / 1000)
+    app = App(Store(args.work_ms / 1000), load_tokens(args.tokens_file), args.idle_ms / 1000,
+              args.drop_event)
     servers, urls = [], []
     for i in range(args.replicas):
         port = args.port + i if args.port else 0
@@ -409,6 +417,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens-file")
     parser.add_argument("--idle-ms", type=float, default=50.0)
     parser.add_argument("--work-ms", type=float, default=5.0)
+    parser.add_argument("--drop-event", metavar="TYPE",
+                        help="close the connection of the first event of this type, unanswered "
+                        "and unprocessed (what an idle timeout racing the request does)")
     args = parser.parse_args(argv)
     try:
         asyncio.run(serve(args))

@@ -61,7 +61,7 @@ def test_every_shipped_scenario_passes_on_an_independent_service_with_two_replic
 def test_one_url_passes_everything_but_the_replicas_scenario_which_is_not_applicable(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    service = qa_service("--idle-ms", "5")  # closes idle keep-alive connections almost at once
+    service = qa_service()  # closes keep-alive connections idle for 50 ms
     reports = tmp_path / "reports"
     code, text = run(["scenarios", "run", str(SCENARIOS), "--target", service.url,
                       "--tokens-file", str(service.tokens), "--report-dir", str(reports)], capsys)
@@ -231,3 +231,18 @@ def test_explore_without_hypothesis_still_writes_the_repro(
                       str(tmp_path)], capsys)
     assert code == 1, text
     assert any((tmp_path / "latest").resolve().glob("repro/*")), text
+
+
+@pytest.mark.xfail(strict=True, reason="qa finding 21 (p12core): one request the service never "
+                   "answered (connection closed unread) makes later expectations of that attempt "
+                   "VIOLATED instead of unknown")
+def test_an_unanswered_request_makes_what_depends_on_it_unknown_not_violated(
+        qa_service: Callable[..., QaService], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    service = qa_service("--drop-event", "dispatched")
+    reports = tmp_path / "reports"
+    code, text = run(["scenarios", "run", str(SCENARIOS / "timeout_while_still_running.yaml"),
+                      "--target", service.url, "--tokens-file", str(service.tokens),
+                      "--report-dir", str(reports)], capsys)
+    assert "got no answer" in text  # the dropped request is reported as such
+    assert code == 3, text  # unknown: nothing shows the service broke a promise
