@@ -44,6 +44,9 @@ CASES = [  # (service, its options, scenario)
     ("gap", ["--flaws", "mutated-fingerprint"], "replay_fidelity"),
     ("gap", ["--flaws", "raw-body-key"], "replay_fidelity"),
     ("gap", ["--flaws", "no-replay-header"], "replay_fidelity"),
+    ("correct", [], "mismatched_body"),
+    ("gap", ["--flaws", "no-fingerprint"], "mismatched_body"),
+    ("gap", ["--flaws", "raw-body-key"], "mismatched_body"),
 ]
 
 
@@ -69,10 +72,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scenario", default=None,
+                        help="measure only the cases of this detection scenario")
     args = parser.parse_args()
     print("| service | scenario | pattern | trials broken | caught by (trials) | loser answers |")
     print("|---|---|---|---|---|---|")
     for kind, options, name in CASES:
+        if args.scenario and name != args.scenario:
+            continue
         scenario = load_scenario(DETECTION / f"{name}.yaml")
         with tempfile.TemporaryDirectory() as folder:
             process, url = start(kind, options, Path(folder))

@@ -25,19 +25,18 @@ import argparse
 import json
 
 import redis.asyncio as redis
-from jobs_app import ASGIApp, Receive, Scope, Send, call_app, jobs_app, open_db, serve  # type: ignore[import-not-found]
-from through_kit import forward, in_progress, is_create, parser, read_create, replay  # type: ignore[import-not-found]
+from jobs_app import ASGIApp, Scope, Send, call_app, jobs_app, open_db, serve  # type: ignore[import-not-found]
+from through_kit import Create, CreateMiddleware, forward, in_progress, parser, replay  # type: ignore[import-not-found]
 
 LOCK_MS = 30_000
 
 
-class TwoWritesMiddleware:
+class TwoWritesMiddleware(CreateMiddleware):  # type: ignore[misc]
     """Idempotency-Key on ``POST /jobs`` with Redis, as described in the module docstring."""
 
-    def __init__(self, app: ASGIApp, store: redis.Redis, *, correct: bool = False) -> None:
-        self.app = app
-        self.redis = store
-        self.correct = correct
+    @property
+    def redis(self) -> redis.Redis:
+        return self.store  # type: ignore[no-any-return]
 
     async def _stored(self, base: str) -> tuple[dict[str, object], bytes] | None:
         if self.correct:  # one read for both halves
@@ -60,13 +59,7 @@ class TwoWritesMiddleware:
             await self.redis.set(f"{base}:meta", json.dumps(meta))
             await self.redis.set(f"{base}:body", body)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not is_create(scope):
-            await self.app(scope, receive, send)
-            return
-        create = await read_create(scope, receive, send)
-        if create is None:
-            return
+    async def create(self, create: Create, scope: Scope, send: Send) -> None:
         base = f"idem:{create.owner}:{create.key}"
         stored = await self._stored(base)
         if stored is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs_app import (  # type: ignore[import-not-found]
+    ASGIApp,
     Receive,
     Scope,
     Send,
@@ -36,6 +37,27 @@ class Create:
     raw: bytes
     body: Any
     fingerprint: str
+
+
+class CreateMiddleware:
+    """An idempotency middleware on ``POST /jobs``: every other request goes to the app; a
+    create is read (400 when it is not one) and handed to :meth:`create`."""
+
+    def __init__(self, app: ASGIApp, store: Any, *, correct: bool = False) -> None:
+        self.app = app
+        self.store = store
+        self.correct = correct
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not is_create(scope):
+            await self.app(scope, receive, send)
+            return
+        create = await read_create(scope, receive, send)
+        if create is not None:
+            await self.create(create, scope, send)
+
+    async def create(self, create: Create, scope: Scope, send: Send) -> None:
+        raise NotImplementedError
 
 
 def is_create(scope: Scope) -> bool:

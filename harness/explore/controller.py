@@ -21,7 +21,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
@@ -181,7 +181,6 @@ class Controller:
               schedule: list[dict[str, Any]], counts: dict[str, int], max_steps: int) -> None:
         workers = list(by_client.values())
         timers = sorted(plan.timers, key=lambda t: (t.at, t.label))
-        observe = getattr(choices, "observe", None)
         while True:
             options: list[tuple[str, Worker | TimerSpec]] = [
                 (w.label or "", w) for w in self._enabled(workers)]
@@ -195,14 +194,7 @@ class Controller:
                 if not self._enabled(workers):
                     raise ExploreStuck(self._describe_stuck(workers))
                 continue
-            labels = [label for label, _ in options]
-            index = choices.choose(labels) if len(options) > 1 else 0
-            label, picked = options[index]
-            if observe is not None:
-                observe(label)
-            entry: dict[str, Any] = {"n": len(schedule), "time": self.now, "event": label}
-            if len(options) > 1:
-                entry["enabled"] = labels
+            picked, entry = decide(options, choices, schedule, self.now)
             first: Worker | None = None
             if isinstance(picked, TimerSpec):
                 timers.remove(picked)
@@ -281,19 +273,10 @@ class Controller:
         return any(w.status != before[w] for w in workers)
 
     def _check_errors(self, workers: list[Worker]) -> None:
-        for worker in workers:
-            if worker.error is not None:
-                error, worker.error = worker.error, None
-                raise error
+        raise_worker_error(workers)
 
     def _flush(self, first: Worker | None, workers: list[Worker], executor: Executor) -> None:
-        order = ([first] if first else []) + sorted((w for w in workers if w is not first),
-                                                    key=lambda w: w.client)
-        for worker in order:
-            with self.cv:
-                events, worker.events[:] = list(worker.events), []
-            for event in events:
-                executor.record(event)
+        flush_events(first, workers, executor, self.cv)
 
     def _abort(self, workers: list[Worker]) -> None:
         """Unwind every worker's operation (their transactions roll back); wait until idle."""
@@ -313,6 +296,42 @@ class Controller:
         states = ", ".join(f"{w.client}={w.status}" + (f" at {w.label}" if w.label else "")
                            for w in workers)
         return f"the schedule is stuck at virtual time {self.now:g} s: {states}"
+
+
+def decide(options: Sequence[tuple[str, Any]], choices: Chooser,
+           schedule: list[dict[str, Any]], now: float) -> tuple[Any, dict[str, Any]]:
+    """Ask ``choices`` among ``options`` (labels and what they stand for; none asked when there
+    is one), tell it what was picked, and start the picked event's schedule entry."""
+    labels = [label for label, _ in options]
+    index = choices.choose(labels) if len(options) > 1 else 0
+    label, picked = options[index]
+    observe = getattr(choices, "observe", None)
+    if observe is not None:
+        observe(label)
+    entry: dict[str, Any] = {"n": len(schedule), "time": now, "event": label}
+    if len(options) > 1:
+        entry["enabled"] = labels
+    return picked, entry
+
+
+def raise_worker_error(workers: Iterable[Worker]) -> None:
+    """Re-raise the first error a worker's operation raised (and forget it)."""
+    for worker in workers:
+        if worker.error is not None:
+            error, worker.error = worker.error, None
+            raise error
+
+
+def flush_events(first: Worker | None, workers: Iterable[Worker], executor: Executor,
+                 cv: threading.Condition) -> None:
+    """Write the workers' buffered events to the history: ``first`` first, then by client."""
+    order = ([first] if first else []) + sorted((w for w in workers if w is not first),
+                                                key=lambda w: w.client)
+    for worker in order:
+        with cv:
+            events, worker.events[:] = list(worker.events), []
+        for event in events:
+            executor.record(event)
 
 
 def _perform(worker: Worker, executor: Executor, op: OpSpec) -> None:

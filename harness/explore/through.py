@@ -36,7 +36,15 @@ from typing import Any
 
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
 from harness.domain.errors import ConfigError
-from harness.explore.controller import Chooser, ExploreStuck, Outcome, _perform
+from harness.explore.controller import (
+    Chooser,
+    ExploreStuck,
+    Outcome,
+    _perform,
+    decide,
+    flush_events,
+    raise_worker_error,
+)
 from harness.explore.gate import IDLE, PARKED, Worker
 from harness.explore.http_session import ControlledSession
 from harness.explore.ops import Executor
@@ -230,7 +238,6 @@ class ThroughController:
               schedule: list[dict[str, Any]], counts: dict[str, int], max_steps: int) -> None:
         workers = list(by_client.values())
         timers = sorted(plan.timers, key=lambda t: (t.at, t.label))
-        observe = getattr(choices, "observe", None)
         while True:
             options = self._options(workers, timers)
             if not options:
@@ -242,14 +249,7 @@ class ThroughController:
                 if not self._patient(workers, timers):
                     raise ExploreStuck(self._describe_stuck(workers))
                 continue
-            labels = [label for label, _ in options]
-            index = choices.choose(labels) if len(options) > 1 else 0
-            label, picked = options[index]
-            if observe is not None:
-                observe(label)
-            entry: dict[str, Any] = {"n": len(schedule), "time": self.now, "event": label}
-            if len(options) > 1:
-                entry["enabled"] = labels
+            picked, entry = decide(options, choices, schedule, self.now)
             first: Worker | None = None
             if isinstance(picked, TimerSpec):
                 timers.remove(picked)
@@ -377,19 +377,10 @@ class ThroughController:
         return released
 
     def _check_errors(self) -> None:
-        for worker in self.held:
-            if worker.error is not None:
-                error, worker.error = worker.error, None
-                raise error
+        raise_worker_error(self.held)
 
     def _flush(self, first: Worker | None, workers: list[Worker], executor: Executor) -> None:
-        order = ([first] if first else []) + sorted((w for w in workers if w is not first),
-                                                    key=lambda w: w.client)
-        for worker in order:
-            with self.cv:
-                events, worker.events[:] = list(worker.events), []
-            for event in events:
-                executor.record(event)
+        flush_events(first, workers, executor, self.cv)
         self._check_errors()
 
     def _observe(self, history: History, moment: str) -> None:

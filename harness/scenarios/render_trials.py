@@ -35,6 +35,9 @@ def render_trials(
     runs = len(ts.all_runs)
     lines = [f"{label:<9} {name}  ({len(ts.patterns)} pattern(s) × {ts.trials} trials: {runs} "
              f"runs in {ts.elapsed_s:.1f} s)"]
+    first_run = ts.all_runs[0] if ts.all_runs else None
+    if first_run is not None:
+        lines.extend(f"  warning: {w}" for w in first_run.warnings)
     grouped = ts.patterns != (SEQUENTIAL,)
     width = max(len(p) for p in ts.patterns)
     for pattern in ts.patterns:
@@ -42,6 +45,10 @@ def render_trials(
         line = f"  {pattern:<{width}}  {ts.violated(pattern):>3} of {total} trials broke a promise"
         if grouped:
             line += f"; loser answers: {histogram_text(ts.histogram(pattern))}"
+            busy = ts.busy(pattern)
+            if busy:
+                line += ("; busy answers for requests that never ran: "
+                         + ", ".join(f"{k} {n}" for k, n in sorted(busy.items())))
         lines.append(line)
     for failure, rates in ts.failures().items():
         checker, _, kind = failure.partition(":")
@@ -120,7 +127,8 @@ def trials_document(
         "trials": ts.trials,
         "elapsed_s": round(ts.elapsed_s, 3),
         "patterns": {p: {"violated": ts.violated(p), "trials": len(ts.runs.get(p, [])),
-                         "loser_answers": dict(ordered(ts.histogram(p)))}
+                         "loser_answers": dict(ordered(ts.histogram(p))),
+                         "busy_answers": dict(sorted(ts.busy(p).items()))}
                      for p in ts.patterns},
         "failures": failures,
         "unknowns": dict(ts.unknowns()),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.scenarios.checkers.base import PROMISES
-from harness.scenarios.checkers.losers import loser_classes, merge
+from harness.scenarios.checkers.losers import busy_answers, loser_classes, merge
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
 from harness.scenarios.targets.base import Target
@@ -175,6 +175,11 @@ class TrialSet:
     def histogram(self, pattern: str) -> Counter[str]:
         """The loser answers of every trial of ``pattern``, by class."""
         return merge(loser_classes(r.history) for r in self.runs.get(pattern, []))
+
+    def busy(self, pattern: str) -> Counter[str]:
+        """The busy answers (in flight, locked) the losers of ``pattern`` got before their
+        final answer, over every trial."""
+        return merge(busy_answers(r.history) for r in self.runs.get(pattern, []))
 
     def unknowns(self) -> Counter[str]:
         """Why verdicts were unknown, with how many trials said so (a step that did not happen

@@ -6,9 +6,17 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
+from importlib import resources
 from typing import Any
 
-from harness.domain import Intent, InvalidIntent, StoreError
+from harness.domain import (
+    ClaimOutcome,
+    EventResult,
+    Intent,
+    InvalidIntent,
+    StoreError,
+    payload_digest,
+)
 from harness.domain.errors import MissingExtra
 from harness.domain.redaction import dsn_secrets, redact, register_dsn
 from harness.store.queries import migrations
@@ -65,7 +73,8 @@ class PostgresStore(SqlStore):
         if psycopg is None:
             raise MissingExtra("postgres", module="psycopg", purpose="a postgresql:// store")
         super().__init__(clock=clock, ids=ids)
-        self.queries = {k: to_pyformat(v) for k, v in self.queries.items()}
+        queries = {**self.queries, "claim": _claim_sql()}
+        self.queries = {k: to_pyformat(v) for k, v in queries.items()}
         self.dsn = dsn
         register_dsn(dsn)  # the pool's own log lines may quote it: the log filter removes it
         try:
@@ -137,6 +146,25 @@ class PostgresStore(SqlStore):
     def close(self) -> None:
         self.pool.close()
 
+    def succeed(self, owner_id: str, attempt_id: str, result: Any) -> EventResult:
+        """The claim in one statement (``sql/postgres/claim.sql``) when the attempt is open and
+        the session is the pool's own (autocommit); otherwise, statement by statement.
+
+        Explore's gated sessions (not autocommit) and stores that change the claim (mutants
+        override ``_claim``) take the statement-by-statement path of :class:`SqlStore`.
+        """
+        if type(self)._claim is SqlStore._claim and isinstance(self.pool, ConnectionPool):
+            digest = payload_digest(result)
+            with self.statements() as tx:  # the pool's sessions are autocommit: one round trip
+                row = tx.one(
+                    "claim", attempt_id=attempt_id, owner_id=owner_id,
+                    result=self._json_in(result), result_sha256=digest,
+                    race_id=self.ids("race"), now=self._now(),
+                )
+            if row is not None:
+                return EventResult(self._attempt(row), ClaimOutcome(row["outcome"]))
+        return super().succeed(owner_id, attempt_id, result)
+
     def _json_in(self, value: Any) -> Any:
         return Jsonb(value)
 
@@ -154,6 +182,14 @@ class PostgresStore(SqlStore):
 
     def _time_out(self, value: Any) -> datetime:
         return value
+
+
+def _claim_sql() -> str:
+    from harness.store.queries import ATTEMPT_COLUMNS, _strip_comments
+
+    qualified = ", ".join(f"attempts.{c.strip()}" for c in ATTEMPT_COLUMNS.split(","))
+    text = resources.files("harness.store").joinpath("sql/postgres/claim.sql").read_text("utf-8")
+    return _strip_comments(text).format(qualified_attempt_columns=qualified)
 
 
 def _as_is(text: str) -> str:

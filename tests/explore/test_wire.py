@@ -131,3 +131,10 @@ def test_shapes_read_the_same_in_every_schedule() -> None:
     assert elide("GET idem:alice:1f2e3d4c.17-k1:resp", "1f2e3d4c.17") == "GET idem:alice:*-k1:resp"
     assert elide("GET job:9f86d081884c7d659a2feaa0c55ad015", "t") == "GET job:*"
     assert elide("DEL lock:k1", "t0") == "DEL lock:k1"
+
+
+def test_the_public_surface_is_its_sorted_all() -> None:
+    import harness.explore as explore
+
+    assert explore.__all__ == sorted(explore.__all__, key=lambda n: (not n.isupper(), n))
+    assert all(hasattr(explore, name) for name in explore.__all__)

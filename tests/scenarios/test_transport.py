@@ -10,7 +10,6 @@ in the meantime writes it to a connection the server is closing: it never reache
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 from collections.abc import Iterator
@@ -20,15 +19,15 @@ import httpx
 import pytest
 import uvicorn
 from starlette.applications import Starlette
-from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from harness.providers.fake_server import bind_socket
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
+from tests.detection.conftest import example
 
-REPORT_MS = 150  # the error reporter's work: the next request arrives before the close
+REPORT_MS = 400  # the error reporter's work: wide, so the next request meets it even under load
 
 
 def crashing_app(seen: list[str]) -> Any:
@@ -46,26 +45,8 @@ def crashing_app(seen: list[str]) -> Any:
 
     inner = Starlette(routes=[Route("/boom", boom, methods=["POST"]),
                               Route("/ok", ok, methods=["POST", "GET"])])
-    errors = ServerErrorMiddleware(inner)
-    closing: dict[Any, asyncio.Event] = {}
-
-    async def reported(scope: Any, receive: Any, send: Any) -> None:
-        held = closing.get(scope.get("client"))
-        if held is not None:  # written to the connection being closed: never handled
-            await held.wait()
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            return
-        try:
-            await errors(scope, receive, send)
-        except Exception:
-            closing[scope.get("client")] = event = asyncio.Event()
-            await asyncio.sleep(REPORT_MS / 1000)  # a synchronous error report, then re-raise
-            del closing[scope.get("client")]
-            event.set()
-            raise
-
-    return reported
+    # the example services' stack: Starlette's error middleware, an error reporter, uvicorn
+    return example("jobs_app").served(inner, report_ms=REPORT_MS)
 
 
 class Server:

@@ -230,7 +230,8 @@ def test_a_hedge_allows_exactly_two_open_attempts_under_contention(store: SqlSto
     assert len(store.list_attempts("alice", job.id)) == 2
 
 
-def test_concurrent_claims_have_exactly_one_winner(store: SqlStore) -> None:
+@pytest.mark.parametrize("round_", range(8))
+def test_concurrent_claims_have_exactly_one_winner(store: SqlStore, round_: int) -> None:
     job = store.create_job(
         "alice", "k", Intent(contract="c", input={}, policy=Policy(max_open_attempts=2))
     ).job
@@ -245,5 +246,10 @@ def test_concurrent_claims_have_exactly_one_winner(store: SqlStore) -> None:
         outcomes = list(pool.map(claim, range(2)))
     assert sorted(o.value for o in outcomes if o) == ["lost", "won"]
     final = store.get_job("alice", job.id)
-    assert final.version == 2 and final.result == {"by": outcomes.index(ClaimOutcome.WON)}
-    assert len(store.list_races("alice", job.id)) == 1
+    winner = outcomes.index(ClaimOutcome.WON)
+    assert final.version == 2 and final.result == {"by": winner}
+    assert final.completed_by == attempts[winner].id
+    races = store.list_races("alice", job.id)
+    # The race names the winner, even when the loser's claim waited on the winner's lock.
+    assert [(r.attempt_id, r.winner_attempt_id, r.reason) for r in races] == [
+        (attempts[1 - winner].id, attempts[winner].id, "already_completed")]

@@ -113,7 +113,8 @@ def in_progress_within_lease(items: list[Pair], found: Findings) -> None:
         lease = value.get("lease_ms")
         if lease is None:
             found.unknown("the profile declares no lease_s: how long a key may stay in progress "
-                          "is unknown")
+                          "is unknown", "declare lease_s: in the target profile (the longest a "
+                          "key may be held in progress, from the service's documentation)")
             return
         if value.get("busy_ms", 0) > lease:
             v = pair.invoke.value

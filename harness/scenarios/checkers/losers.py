@@ -119,6 +119,17 @@ def loser_classes(history: Sequence[Op]) -> Counter[str]:
     return Counter(label for label, _ in classified(pairs(history)))
 
 
+def busy_answers(history: Sequence[Op]) -> Counter[str]:
+    """How many busy answers the group members got before their final one, by kind:
+    ``in flight`` (the profile's declared in-progress answer) and ``locked`` (423/429…): answers
+    for requests that never ran, each of which the client had to send again."""
+    total: Counter[str] = Counter()
+    for _, pair in classified(pairs(history)):
+        for kind, n in (pair.value.get("busy") or {}).items():
+            total["in flight" if kind == "in_flight" else kind] += int(n)
+    return total
+
+
 def ordered(histogram: Counter[str]) -> list[tuple[str, int]]:
     """A histogram's classes in the table's order (others after, by name)."""
     known = [(c, histogram[c]) for c in CLASS_ORDER if histogram.get(c)]

@@ -126,7 +126,7 @@ class Profile(_Strict):
     replay: ReplayShape | None = None
     fingerprint: Literal["canonical", "bytes"] = "canonical"
     race_digest: Literal["sha256-rfc8785", "none"] = "none"
-    lease_s: float | None = Field(default=None, gt=0, le=3600)
+    lease_s: float | None = Field(default=None, gt=0, le=7 * 86400)
     on_handler_error: Literal["retry", "final"] = "retry"
     side_effects: SideEffects | None = None
     faults: dict[str, Fault] | None = None
