@@ -93,6 +93,21 @@ class SqliteStore(SqlStore):
             raise _wrap(exc) from None
 
     @contextmanager
+    def statements(self) -> Iterator[Tx]:
+        """Single statements in autocommit on the store's own connections (a create is one
+        INSERT, not BEGIN IMMEDIATE … COMMIT); a session someone else supplies (explore's gated
+        one) keeps its transaction, as on PostgreSQL."""
+        conn = self.connection()
+        if type(conn) is not sqlite3.Connection:
+            with self.transaction() as tx:
+                yield tx
+            return
+        try:
+            yield CursorTx(conn, self.queries)
+        except sqlite3.Error as exc:
+            raise _wrap(exc) from None
+
+    @contextmanager
     def reads(self) -> Iterator[Tx]:
         """Autocommit: each read is atomic on its own and takes only a shared lock (never
         ``BEGIN IMMEDIATE``, the write lock), so reads do not queue behind writers (WAL)."""
