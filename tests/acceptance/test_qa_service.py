@@ -175,8 +175,6 @@ def test_a_profile_that_describes_api_md_gives_no_false_alarm(
     assert set(verdicts(results(reports)).values()) <= {"passed", "not_applicable"}, text
 
 
-@pytest.mark.xfail(strict=True, reason="qa finding 15 (p12core/r13): replay of an HTTP run "
-                   "folder without --target silently runs on the reference SQLite store")
 def test_replay_without_target_never_replays_an_http_run_on_another_target(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
