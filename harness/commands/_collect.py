@@ -307,10 +307,17 @@ def trial_series(
             rates=tuple(Rate(p, r.failed, r.trials, r.text) for p, r in rates.items()),
             first=first,
         ))
+    def busy(pattern: str) -> tuple[LoserCount, ...]:
+        counts = ts.busy(pattern) if hasattr(ts, "busy") else {}
+        return tuple(LoserCount(kind, n) for kind, n in sorted(counts.items()) if n)
+
     patterns = tuple(
-        PatternSummary(p, len(ts.runs.get(p, [])), ts.violated(p), _losers(ts.histogram(p)))
+        PatternSummary(p, len(ts.runs.get(p, [])), ts.violated(p), _losers(ts.histogram(p)),
+                       busy(p))
         for p in ts.patterns if ts.runs.get(p)
     ) if ts.status != "not_applicable" else ()
+    warnings = tuple(str(w) for w in getattr(ts.all_runs[0], "warnings", ())) if ts.all_runs \
+        else ()
     return TrialSeries(
         scenario=ts.scenario.name, target=ts.target,
         verdict=VERDICT[ts.status],  # type: ignore[arg-type]
@@ -321,6 +328,7 @@ def trial_series(
         promises=tuple(promise(c) for c in ts.scenario.checkers),
         patterns=patterns, failures=tuple(failures), unknowns=_series_unknowns(ts),
         fixes=tuple(str(f) for f in (ts.fixes() if hasattr(ts, "fixes") else ())),
+        warnings=warnings,
         reason=ts.reason or "", fix=str(getattr(ts, "fix", "") or ""), wall_s=ts.elapsed_s,
     )
 

@@ -81,12 +81,16 @@ def series_lines(ts: TrialSeries) -> Iterator[str]:
     runs = sum(p.trials for p in ts.patterns)
     yield (f"{label:<9} {ts.scenario}  ({len(ts.patterns)} pattern(s) × {ts.trials} trials: "
            f"{runs} runs in {ts.wall_s:.1f} s)")
+    yield from (f"  warning: {w}" for w in ts.warnings)
     grouped = [p.pattern for p in ts.patterns] != [SEQUENTIAL]
     width = max((len(p.pattern) for p in ts.patterns), default=0)
     for p in ts.patterns:
         line = f"  {p.pattern:<{width}}  {p.violated:>3} of {p.trials} trials broke a promise"
         if grouped:
             line += f"; loser answers: {histogram_text(p.losers)}"
+            if p.busy:
+                line += ("; busy answers for requests that never ran: "
+                         + ", ".join(f"{b.answer} {b.count}" for b in p.busy))
         yield line
     for failure in ts.failures:
         yield f"  FAILURE: {failure.title}  [{failure.checker}]"

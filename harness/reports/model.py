@@ -147,6 +147,7 @@ class PatternSummary:
     trials: int
     violated: int
     losers: tuple[LoserCount, ...] = ()
+    busy: tuple[LoserCount, ...] = ()  # busy answers (in flight, locked) for copies never run
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ class TrialSeries:
     failures: tuple[TrialFailure, ...] = ()
     unknowns: tuple[UnknownCount, ...] = ()
     fixes: tuple[str, ...] = ()  # what to do about the unknowns
+    warnings: tuple[str, ...] = ()  # the scenario's oracle-rule warnings for this target
     reason: str = ""
     fix: str = ""
     wall_s: float = 0.0

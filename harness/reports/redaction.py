@@ -15,7 +15,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import TypeVar
 
 from harness.console import clean as printable
-from harness.providers.secrets import redact, register_secret
+from harness.providers.secrets import redact, register_dsn
 
 # scheme://user:password@host → scheme://user@host (the user stays: it says who connects)
 # (bounded repetitions: a megabyte of foreign text must not make these quadratic)
@@ -23,9 +23,6 @@ _URL_PASSWORD = re.compile(
     r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}):[^@\s/]{0,1024}@")
 # password=… in a key=value DSN (quoted or not)
 _DSN_PASSWORD = re.compile(r"(?i)\s*\bpassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S+)")
-_URL_PASSWORD_VALUE = re.compile(
-    r"[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}:(?P<pw>[^@\s/]{1,1024})@")
-_DSN_PASSWORD_VALUE = re.compile(r"(?i)\bpassword\s*=\s*(?:'(?P<q>(?:[^'\\]|\\.)*)'|(?P<p>\S+))")
 
 T = TypeVar("T")
 
@@ -40,16 +37,15 @@ def without_credentials(text: str) -> str:
 
 
 def register_target_secrets(text: str | None) -> None:
-    """Register every password a target URL or DSN holds, so it is redacted wherever it shows."""
+    """Register every password a target holds (a DSN, ``mutant:<name>@<dsn>``, replica URLs),
+    with :func:`harness.providers.secrets.register_dsn`, so it is redacted wherever it shows."""
     if not text:
         return
-    for match in _URL_PASSWORD_VALUE.finditer(text):
-        register_secret(match.group("pw"))
-        from urllib.parse import unquote
-
-        register_secret(unquote(match.group("pw")))
-    for match in _DSN_PASSWORD_VALUE.finditer(text):
-        register_secret(match.group("q") if match.group("q") is not None else match.group("p"))
+    pieces = [text, *text.split(",")]
+    if text.startswith("mutant:") and "@" in text:
+        pieces.append(text.split("@", 1)[1])
+    for piece in pieces:
+        register_dsn(piece.strip())
 
 
 def clean(text: str) -> str:

@@ -107,9 +107,6 @@ def test_check_target_on_the_gap_example_exits_1_naming_each_flaw_in_junit(
     assert any(FLAWS["store-gap"] in f["title"] for f in firsts)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "p12core: the shipped jobs scenarios expect 'version' (unknown on a profile without it) and "
-    "API.md's policy default (a false alarm on a non-API.md service): /work/notes/r13.md"))
 def test_check_target_on_the_correct_example_exits_0(
         services: dict[str, ProcessService], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ from tests.detection.conftest import DETECTION, PROFILE, SQL_PROFILE, Start
 
 def test_the_example_profiles_load() -> None:
     jobs = load_profile(PROFILE)
-    assert (jobs.lease_s, jobs.on_handler_error, jobs.fingerprint) == (0.5, "retry", "canonical")
+    assert (jobs.lease_s, jobs.on_handler_error, jobs.fingerprint) == (0.5, "retry", "json")
     assert jobs.side_effects is not None and jobs.side_effects.http is not None
     fault = jobs.fault("handler_error")  # the default: return-500
     assert fault is not None and fault.path == "/_faults/fail-next"

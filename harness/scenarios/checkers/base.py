@@ -118,6 +118,9 @@ class Evidence:
 
     what: str
     count: Callable[[list[Pair]], int]
+    #: answer fields the evidence consists of: a target whose profile maps none of them cannot
+    #: show it, and the checker is then judged only when exercised
+    fields: tuple[str, ...] = ()
 
 
 Body = Callable[[list[Pair], Findings], None]

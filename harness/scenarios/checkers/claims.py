@@ -222,7 +222,8 @@ def results_never_overwritten(items: list[Pair], found: Findings) -> None:
 
 @checker("versions only rise: a job's version never goes down, and is past the winner's "
          "read version once a claim has won",
-         Evidence("second version of a job (the target must answer versions)", _versions_seen))
+         Evidence("second version of a job (the target must answer versions)", _versions_seen,
+                  fields=("version",)))
 def versions_only_rise(items: list[Pair], found: Findings) -> None:
     attempt_to_job = attempt_jobs(items)
     read_version = {str(p.value["attempt"]): p.value.get("read_version")

@@ -4,6 +4,9 @@ The safety checkers pass a store that refuses everything; ``expect:`` on a step 
 the invoke) says what a correct store answers, e.g. ``{created: true}``, ``{outcome: won}`` or
 ``{error: attempt_in_flight}``. ``count`` compares the length of a listed collection.
 
+Expectations on a field the target's profile does not map were left out by the runner (the
+invoke lists them under ``unmapped``): the target promises nothing about them.
+
 Expectations are relative wherever API.md leaves a value to the implementation (the oracle rule):
 ``version: unchanged`` (the same version this job last showed), ``version: rose`` (above it; also
 for ``read_version``); ``reuse_of: job`` on a create (the key of ``job`` sent again: a replay of

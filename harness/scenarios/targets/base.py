@@ -86,8 +86,9 @@ class Target(ABC):
     #: True when the target runs on the engine's clock (in-process stores): histories are then
     #: byte-identical for the same seed
     virtual_clock: bool = True
-    #: how the target tells intents apart: ``canonical`` (RFC 8785 JSON: key order and ``1`` vs
-    #: ``1.0`` do not matter) or ``bytes`` (the exact request body)
+    #: how the target tells intents apart: ``canonical`` (API.md: RFC 8785 JSON of the intent with
+    #: its defaults filled in), ``json`` (RFC 8785 JSON of the body as sent: key order and ``1``
+    #: vs ``1.0`` do not matter, an added default does) or ``bytes`` (the exact request body)
     fingerprint_mode: str = "canonical"
     #: how the target digests a lost claim's payload in its races list: ``sha256-rfc8785`` (the
     #: reference's: compared with the result's digest) or ``none`` (unknown: races are matched by
@@ -103,6 +104,12 @@ class Target(ABC):
         """What the target promises beyond API.md (a profile's error policy and lease), written
         into the history where checkers need it; nothing for API.md targets."""
         return {}
+
+    def unmapped(self, op: str) -> frozenset[str]:
+        """The fields of an ``op`` answer (``create``, ``read``, ``start``, an event…) the target
+        does not map, so promises nothing about (a profile without versions); none for API.md
+        targets."""
+        return frozenset()
 
     def terms(self) -> dict[str, str]:
         """How the target's answers are named in promises and messages (its own statuses, when

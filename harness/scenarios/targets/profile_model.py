@@ -124,7 +124,7 @@ class Profile(_Strict):
     locked: Locked = Locked()
     replay_header: ReplayHeader = ReplayHeader()
     replay: ReplayShape | None = None
-    fingerprint: Literal["canonical", "bytes"] = "canonical"
+    fingerprint: Literal["canonical", "json", "bytes"] = "canonical"
     race_digest: Literal["sha256-rfc8785", "none"] = "none"
     lease_s: float | None = Field(default=None, gt=0, le=7 * 86400)
     on_handler_error: Literal["retry", "final"] = "retry"
