@@ -102,10 +102,16 @@ def _target(src: YamlSource) -> str | None:
     value = src.data.get("target")
     if value is None:
         return None
-    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
-        return ",".join(value)
-    if isinstance(value, str) and value.strip():
-        return value.strip()
+    urls = value if isinstance(value, list) else [value]
+    if urls and all(isinstance(v, str) and v.strip() for v in urls):
+        for n, url in enumerate(urls):
+            if not url.strip().startswith(("http://", "https://")):
+                where: tuple[str | int, ...] = ("target", n) if isinstance(value, list) \
+                    else ("target",)
+                raise src.error(f"{url!r} is not your service's base URL", where,
+                                fix="write target: http://host:port (the service the scenarios "
+                                "attack; a list of URLs for replicas)")
+        return ",".join(u.strip() for u in urls)
     raise src.error("target must be a URL or a list of replica URLs", ("target",),
                     fix="write target: http://host:port (or a list of them)")
 
@@ -128,7 +134,13 @@ def _paths(src: YamlSource, key: str, base: Path) -> tuple[Path, ...]:
     if not isinstance(items, list) or not all(isinstance(v, str) and v.strip() for v in items):
         raise src.error(f"{key} must be a path or a list of paths", (key,),
                         fix=f"write {key}: [scenarios, scenarios/detection]")
-    return tuple(_join(base, v) for v in items)
+    paths = tuple(_join(base, v) for v in items)
+    for n, path in enumerate(paths):
+        if not path.exists():
+            raise src.error(f"{path} does not exist", (key, n) if isinstance(value, list)
+                            else (key,), fix="paths are relative to this file; name a scenario "
+                            "file or a folder of them (or leave scenarios out: the shipped ones)")
+    return paths
 
 
 def _join(base: Path, value: str) -> Path:

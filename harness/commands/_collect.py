@@ -248,24 +248,61 @@ def _losers(histogram: Counter[str]) -> tuple[LoserCount, ...]:
                  for label, n in ordered(histogram))
 
 
-def _series_unknowns(ts: TrialSet) -> tuple[UnknownCount, ...]:
-    """Why verdicts were unknown, in how many trials (a step that did not happen counts too)."""
-    counts: Counter[tuple[str, str, str]] = Counter()
+def _unknowns_of(run: Any) -> set[tuple[str, str, str]]:
+    """(checker, reason, fix) of each unknown one run showed (a step that did not happen too)."""
+    seen = set()
+    for check in run.checks:
+        if check.verdict == "unknown":
+            fixes = tuple(getattr(check, "fixes", ()) or ())
+            for n, item in enumerate(check.unknowns):
+                u = unknown_of(item)
+                fix = u.fix or (fixes[n] if len(fixes) == len(check.unknowns)
+                                else fixes[0] if len(fixes) == 1 else "")
+                seen.add((check.checker, u.reason, fix))
+    for step in unrun_of(run):
+        seen.add(("", f"did not happen: {step.why}", step.fix))
+    return seen
+
+
+def first_unknown_runs(ts: TrialSet) -> list[Any]:
+    """The first unknown run of each kind of unknown (their run folders are kept as evidence)."""
+    firsts: dict[tuple[str, str, str], Any] = {}
     for run in ts.all_runs:
-        seen = set()
-        for check in run.checks:
-            if check.verdict == "unknown":
-                fixes = tuple(getattr(check, "fixes", ()) or ())
-                for n, item in enumerate(check.unknowns):
-                    u = unknown_of(item)
-                    fix = u.fix or (fixes[n] if len(fixes) == len(check.unknowns)
-                                    else fixes[0] if len(fixes) == 1 else "")
-                    seen.add((check.checker, u.reason, fix))
-        for step in unrun_of(run):
-            seen.add(("", f"did not happen: {step.why}", step.fix))
-        counts.update(seen)
-    return tuple(UnknownCount(reason, n, checker, fix)
-                 for (checker, reason, fix), n in sorted(counts.items()))
+        if run.status == "unknown":
+            for key in _unknowns_of(run):
+                firsts.setdefault(key, run)
+    return list({id(run): run for run in firsts.values()}.values())
+
+
+def _unanswered(run: Any) -> tuple[Violation, ...]:
+    """The requests of a run that got no answer, with what the client saw (the op's detail)."""
+    from harness.scenarios.history import pairs
+    from harness.scenarios.render import format_pair
+
+    lines = tuple(format_pair(p) for p in pairs(run.history) if p.type == "info")
+    return (Violation(f"{len(lines)} request(s) got no answer", "", (), lines),) if lines else ()
+
+
+def _series_unknowns(ts: TrialSet, replays: Mapping[int, str]) -> tuple[UnknownCount, ...]:
+    """Why verdicts were unknown, in how many trials, and the first trial that showed each."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    firsts: dict[tuple[str, str, str], Any] = {}
+    for run in ts.all_runs:
+        found = _unknowns_of(run)
+        counts.update(found)
+        for key in found:
+            firsts.setdefault(key, run)
+    out = []
+    for (checker, reason, fix), n in sorted(counts.items()):
+        run = firsts[(checker, reason, fix)]
+        first = FirstFailure(
+            trial=run.seed - ts.seed + 1, seed=run.seed, pattern=run.arrival,
+            violations=_unanswered(run),
+            timeline=timeline_of(run.history, run.virtual_seconds, run.arrivals),
+            run_dir=str(run.folder) if run.folder else None,
+            replay_command=replays.get(id(run)))
+        out.append(UnknownCount(reason, n, checker, fix, first))
+    return tuple(out)
 
 
 def trial_series(
@@ -273,6 +310,7 @@ def trial_series(
     *,
     replays: Mapping[str, str] | None = None,
     measure: Callable[[str | None], str] | None = None,
+    unknown_replays: Mapping[int, str] | None = None,
 ) -> TrialSeries:
     """A trial set as one event: rates per failure and pattern, the losers' histogram per
     pattern, and each failure's first failing trial (violations, timeline, commands)."""
@@ -326,7 +364,8 @@ def trial_series(
         description=ts.scenario.description or "",
         checkers=tuple(ts.scenario.checkers),
         promises=tuple(promise(c) for c in ts.scenario.checkers),
-        patterns=patterns, failures=tuple(failures), unknowns=_series_unknowns(ts),
+        patterns=patterns, failures=tuple(failures),
+        unknowns=_series_unknowns(ts, unknown_replays or {}),
         fixes=tuple(str(f) for f in (ts.fixes() if hasattr(ts, "fixes") else ())),
         warnings=warnings,
         reason=ts.reason or "", fix=str(getattr(ts, "fix", "") or ""), wall_s=ts.elapsed_s,

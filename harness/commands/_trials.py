@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.commands._collect import scenario_run, trial_series
+from harness.commands._collect import first_unknown_runs, scenario_run, trial_series
 from harness.reports.redaction import without_credentials
 from harness.reports.session import ReportSession
 from harness.scenarios.model import Scenario
@@ -98,7 +98,12 @@ def run_series(session: ReportSession, scenario: Scenario, target: Target,
         if first.folder is None:
             write_run(first, session.folder, replay_extra=options.extra)
         replays[failure] = _replay(first.folder, first.target, options)
-    session.emit(trial_series(ts, replays=replays,
+    unknown_replays: dict[int, str] = {}
+    for run in first_unknown_runs(ts)[:3]:  # an unknown keeps its evidence too
+        if run.folder is None:
+            write_run(run, session.folder, replay_extra=options.extra)
+        unknown_replays[id(run)] = _replay(run.folder, run.target, options)
+    session.emit(trial_series(ts, replays=replays, unknown_replays=unknown_replays,
                               measure=lambda pattern: measure_command(ts, options, pattern)))
     return ts
 

@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
         return run_replay(args)
     text = args.target or recorded_target(path)
+    if text is None:
+        _refuse_another_target(path)
     target = open_target(text, tokens_file=args.tokens_file, profile=args.target_profile)
     try:
         target_secrets(target, text)
@@ -72,12 +74,44 @@ def run(args: argparse.Namespace) -> int:
         replayed = replay_command(folder, public_target(result.target), extra)
     session.emit(scenario_run(result, replay=replayed))
     note = ""
+    outcome_of_comparison = "pass"
     if outcome.identical is False and target.kind == "http":
         note = ("expected against a live service: its counters and retry timings differ "
                 "from run to run; compare the verdicts, which replay judges afresh")
+        was = outcome.recorded.results.get("status") if outcome.recorded else None
+        if was in ("violated", "unknown") and result.status == "passed":
+            # one run of a race is a draw: a pass now is no evidence the flaw is gone
+            outcome_of_comparison = "unknown"
+            note = (f"not reproduced this time: the recorded run was {was}, this one passed; "
+                    "against a live service one run of a race may pass, so this is not "
+                    "evidence of a fix — measure the rate again (scenarios run --trials N)")
     diverged = outcome.identical is False
+    if diverged and args.expect_identical:
+        outcome_of_comparison = "fail"
     session.emit(ReplayComparison(
         str(path), target.description, outcome.identical,
-        "fail" if diverged and args.expect_identical else "pass",
+        outcome_of_comparison,  # type: ignore[arg-type]
         divergence=outcome.divergence or "", note=note, ops=len(result.history)))
     return session.finish()
+
+
+def _refuse_another_target(path: Path) -> None:
+    """A run folder whose target cannot be rebuilt from the folder (an HTTP service: its tokens
+    and profile are not stored; a database whose password was removed) is never replayed on
+    another target (the reference SQLite store would say PASS): exit 2 naming the target."""
+    if not path.is_dir():
+        return  # a scenario file: the default target is the user's choice
+    from harness.scenarios.runfolder import read_run
+
+    recorded = str(read_run(path).results.get("target", "") or "")
+    if not recorded or recorded == "sqlite":
+        return
+    shown = recorded.replace(":***@", "@")
+    extra = (" with the --tokens-file (and --target-profile) it ran with"
+             if recorded.startswith(("http://", "https://")) else
+             " (the password from PGPASSWORD or ~/.pgpass)")
+    raise ConfigError(
+        f"this run ran on {shown}, which replay cannot rebuild from the run folder",
+        file=str(path), field="--target",
+        fix=f"pass --target {shown}{extra}: replaying it on another target would judge "
+            "another system")

@@ -78,7 +78,8 @@ def _of_series(e: TrialSeries) -> Iterator[Problem]:
     for u in e.unknowns:
         what = f"{u.reason} ({u.checker})" if u.checker else u.reason
         fix = u.fix or (e.fixes[0] if len(e.fixes) == 1 else "")
-        yield Problem("unknown", where, what, f"{u.count} trials", fix)
+        command = u.first.replay_command if u.first and u.first.replay_command else ""
+        yield Problem("unknown", where, what, f"{u.count} trials", fix, command or "")
 
 
 def _of(event: Event) -> Iterator[Problem]:
@@ -115,9 +116,35 @@ def _of(event: Event) -> Iterator[Problem]:
 
 
 def problems(results: Results) -> list[Problem]:
-    """Everything to act on, failures first, in the order the events came."""
+    """Everything to act on, failures first, in the order the events came; the same unknown
+    (reason and fix) in several runs is one problem naming them (a refused token makes every
+    scenario unknown: one line, one fix)."""
     found = [p for e in results.events for p in _of(e)]
-    return [p for p in found if p.kind == "fail"] + [p for p in found if p.kind == "unknown"]
+    return ([p for p in found if p.kind == "fail"]
+            + _grouped([p for p in found if p.kind == "unknown"]))
+
+
+def _grouped(unknowns: list[Problem]) -> list[Problem]:
+    groups: dict[str, list[Problem]] = {}
+    for p in unknowns:  # one fix, one line: the fix is what the user acts on
+        groups.setdefault(p.fix or _shape(p.what), []).append(p)
+    out = []
+    for same in groups.values():
+        names = list(dict.fromkeys(p.where.split(" on ")[0] for p in same))
+        if len(names) == 1:
+            out.append(same[0])
+            continue
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        out.append(Problem("unknown", f"{len(names)} scenarios ({shown})", same[0].what,
+                           same[0].detail, same[0].fix))  # one replay would not help
+    return out
+
+
+def _shape(text: str) -> str:
+    """A reason without its step and op numbers, so the same cause groups across scenarios."""
+    import re
+
+    return re.sub(r"\b(step|op|line) \d+", r"\1 N", text)
 
 
 def commands(found: list[Problem]) -> list[str]:

@@ -137,7 +137,11 @@ def _series(j: _Suites, ts: TrialSeries) -> None:
                 _add(case, "error", f"verdict unknown in {max(u.count for u in unknowns)} of "
                      f"{sum(p.trials for p in ts.patterns)} trials: {unknowns[0].reason}",
                      [*(f"{u.count} trials: {u.reason}" + (f" (fix: {u.fix})" if u.fix else "")
-                        for u in unknowns), *(f"fix: {f}" for f in ts.fixes)], "unknown")
+                        for u in unknowns), *(f"fix: {f}" for f in ts.fixes),
+                      *(line for u in unknowns if u.first for line in [
+                          *_violation_lines(u.first.violations, "  "),
+                          *([f"run that trial again: {u.first.replay_command}"]
+                            if u.first.replay_command else [])])], "unknown")
             if broken:
                 message = f"{promise}: " + "; ".join(f"{f.title}: {r.text}" for f, r in broken)
                 body: list[str] = []
@@ -151,7 +155,7 @@ def _series(j: _Suites, ts: TrialSeries) -> None:
                                 f"(seed {first.seed}):")
                     body.extend(_violation_lines(first.violations, "    "))
                     if first.replay_command:
-                        body.append(f"  reproduce this trial: {first.replay_command}")
+                        body.append(f"  run this trial again: {first.replay_command}")
                     if first.measure_command:
                         body.append(f"  measure the rate again: {first.measure_command}")
                 _add(case, "failure", message, body, "violation")

@@ -106,12 +106,25 @@ def series_lines(ts: TrialSeries) -> Iterator[str]:
         for violation in first.violations:
             yield from _violation(violation, "      ", MAX_OPS_SHOWN)
         if first.replay_command:
-            yield f"    reproduce this trial: {first.replay_command}"
+            yield f"    run this trial again: {first.replay_command}"
+            seen = next((r for r in failure.rates if r.pattern == (first.pattern or SEQUENTIAL)),
+                        None)
+            if seen is not None and seen.failed < seen.trials:
+                yield (f"      (the same arrivals; the race showed in {seen.failed} of "
+                       f"{seen.trials} trials, so one run may pass: a pass is not a fix)")
         if first.measure_command:
             yield f"    measure the rate again: {first.measure_command}"
     for u in ts.unknowns:
         reason = f"{u.checker}: {u.reason}" if u.checker else u.reason
         yield f"  unknown ({u.count} of {runs} runs): {reason}"
+    evidence = {u.first.replay_command: u.first for u in ts.unknowns
+                if u.first is not None and u.first.replay_command}
+    for command, first in evidence.items():
+        where = f"{first.pattern}, " if first.pattern else ""
+        yield f"    first unknown trial ({where}trial {first.trial}, seed {first.seed}):"
+        for violation in first.violations:
+            yield from _violation(violation, "      ", MAX_OPS_SHOWN)
+        yield f"    run that trial again: {command}"
     if ts.unknowns:
         fixes = [u.fix for u in ts.unknowns if u.fix] + list(ts.fixes)
         yield from (f"    fix: {fix}" for fix in dict.fromkeys(fixes))

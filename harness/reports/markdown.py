@@ -27,6 +27,10 @@ ICON = {
 MAX_PROBLEMS = 8  # a comment should fit on one screen: the rest is in index.html
 
 
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -73,7 +77,8 @@ def _listed(title: str, icon: str, items: list[str]) -> list[str]:
         return []
     shown = [f"- {icon} {_esc(i)}" for i in items[:MAX_PROBLEMS]]
     if len(items) > MAX_PROBLEMS:
-        shown.append(f"- … and {len(items) - MAX_PROBLEMS} more (index.html has them all)")
+        shown.append(f"- … and {len(items) - MAX_PROBLEMS} more problems (index.html has them "
+                     "all)")
     return [f"### {title}", "", *shown, ""]
 
 
@@ -81,11 +86,14 @@ def _all_verdicts(r: Results) -> list[str]:
     rows = []
     for e in r.events:
         if isinstance(e, ScenarioRun | TrialSeries):
-            broken = (", ".join(c.name for c in e.checks if c.verdict == "invalid")
-                      if isinstance(e, ScenarioRun)
-                      else ", ".join(dict.fromkeys(f.checker for f in e.failures)))
+            if isinstance(e, ScenarioRun):
+                detail = ", ".join(c.name for c in e.checks if c.verdict == "invalid")
+            else:
+                detail = ", ".join(dict.fromkeys(f.checker for f in e.failures)) or (
+                    e.unknowns[0].reason if e.unknowns else "")
+            detail = _short(detail or e.reason)
             rows.append(f"| {e.scenario} | `{_esc(e.target)}` | {ICON[e.verdict]} "
-                        f"{e.verdict.replace('_', ' ')} | {_esc(broken or e.reason)} |")
+                        f"{e.verdict.replace('_', ' ')} | {_esc(detail)} |")
         elif isinstance(e, Certification):
             checks = ", ".join(f"{ICON[k.verdict]} {k.name}" for k in e.checks)
             fake = f" — {e.provenance}" if e.provenance else ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -88,7 +88,7 @@ def test_check_target_on_the_gap_example_exits_1_naming_each_flaw_in_junit(
     assert (f"scenarios.{gap.url}", "timeout_unknown") in names  # not applicable: skipped
     # a failure's text carries the first failing trial and the exact replay command
     stuck = next(text for text in failures.values() if FLAWS["sticky-lock"] in text)
-    assert "first seen in" in stuck and "reproduce this trial: failover-harness replay " in stuck
+    assert "first seen in" in stuck and "run this trial again: failover-harness replay " in stuck
     assert f"--tokens-file {tokens}" in stuck
     assert (tmp_path / "ci" / "junit.xml").read_text() == (folder / "junit.xml").read_text()
     assert "no providers.yaml: certification and gate skipped" in out
@@ -194,3 +194,30 @@ checkers: [late_result_discarded_recorded]
     assert password not in out + err
     for path, text in _every_file(tmp_path / "reports"):
         assert password not in text, path
+
+
+def test_a_service_refusing_every_token_is_one_unknown_with_its_evidence_kept(
+        answering: Callable[[int, object], str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    url = answering(401, {"error": "unauthenticated"})
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tok-alice-1234: alice\ntok-bob-5678: bob\n", "utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main(["check", "--target", url, "--tokens-file", str(tokens), "--trials", "1"])
+    out = capsys.readouterr().out
+    assert code == 3, out  # nothing the service did shows a broken promise: unknown
+    folder = (tmp_path / "reports" / "latest").resolve()
+    results = json.loads((folder / "results.json").read_text("utf-8"))
+    series = [e for e in results["events"] if e["type"] == "trial_series" and e["unknowns"]]
+    assert series
+    for event in series:  # an unknown trial keeps its run folder and its replay, like a failure
+        first = event["unknowns"][0]["first"]
+        assert first["replay_command"].startswith("failover-harness replay ")
+        assert Path(first["run_dir"]).is_dir()
+    # the same cause in every run is one line with one fix, not one per scenario
+    summary = (folder / "summary.md").read_text("utf-8")
+    unknown = summary.split("### Unknown", 1)[1].split("###", 1)[0]
+    items = [line for line in unknown.splitlines() if line.startswith("- ")]
+    assert 1 <= len(items) <= 5, unknown
+    assert sum("check --tokens-file" in line for line in items) == 1, unknown
+    assert any(" scenarios (" in line for line in items), unknown

@@ -52,7 +52,7 @@ def test_the_report_names_each_failure_with_its_rate_and_how_to_reproduce_it(
     assert "without saying it is a replay (no replay header)" in out
     assert re.search(r"still held in progress \d+(\.\d+)? ms later \(lease 500 ms\)", out)
     assert "4 scenarios: 0 passed, 4 violated" in out
-    replays = re.findall(r"reproduce this trial: (failover-harness replay .*)", out)
+    replays = re.findall(r"run this trial again: (failover-harness replay .*)", out)
     measures = re.findall(r"measure the rate again: (failover-harness scenarios run .*)", out)
     assert len(replays) == len(measures) == out.count("FAILURE: ")
     stuck = next(r for r in replays if "handler_failure" in r)

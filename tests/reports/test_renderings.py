@@ -88,7 +88,7 @@ def test_junit_names_each_promise_with_its_rate_first_trial_and_replay() -> None
     assert "one click, one side effect" in failure.get("message", "")
     assert "18 of 20 trials made a second side effect" in failure.get("message", "")
     assert "first seen in burst, trial 2 of 20 (seed 1)" in (failure.text or "")
-    assert f"reproduce this trial: {TRIAL_REPLAY}" in (failure.text or "")
+    assert f"run this trial again: {TRIAL_REPLAY}" in (failure.text or "")
     staggered = next(c for c in cases if c.get("name") == "one_side_effect_per_click [staggered]")
     assert staggered.find("failure") is None
     double = next(c for c in cases if c.get("name") == "double_click")
