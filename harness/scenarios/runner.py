@@ -117,6 +117,10 @@ def run_scenario(
     if reason:
         base.reason = reason
         return base
+    unready = target.unready(scenario)
+    if unready is not None:  # runnable, but not judgeable as configured: never a pass
+        base.status, (base.reason, base.fix) = "unknown", unready
+        return base
     if choices is None:
         choices = (RecordedChoices(scenario.schedule) if scenario.schedule is not None
                    else SeededChoices(seed))

@@ -188,8 +188,6 @@ def test_replay_without_target_never_replays_an_http_run_on_another_target(
     assert code == 2, text  # "this run ran on http://…: pass --target …"
 
 
-@pytest.mark.xfail(strict=True, reason="qa finding 9 (p12core): a tokens file lacking one "
-                   "owner makes the scenario not applicable and the run PASS")
 def test_a_tokens_file_missing_an_owner_is_not_a_pass(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -202,8 +200,6 @@ def test_a_tokens_file_missing_an_owner_is_not_a_pass(
     assert code != 0, text
 
 
-@pytest.mark.xfail(strict=True, reason="qa finding 7 (p12core): a service answering 200 {} is "
-                   "reported as leaking alice's job 'None' to bob")
 def test_answers_without_a_job_id_are_never_an_owner_leak(
         answering: Callable[[int, object], str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -72,7 +72,7 @@ def test_the_http_history_is_the_in_process_history(
         assert over_http == in_process, name
 
 
-def test_an_owner_without_a_token_is_not_applicable(
+def test_an_owner_without_a_token_is_unknown_with_the_fix(
         open_targets: Opener, shipped: dict[str, Scenario], sqlite_replicas: tuple[str, Path],
         tmp_path: Path) -> None:
     urls, _ = sqlite_replicas
@@ -81,8 +81,9 @@ def test_an_owner_without_a_token_is_not_applicable(
     only_alice.write_text(f"{token}: alice\n", encoding="utf-8")
     result = run_scenario(shipped["same_key_other_owner"],
                           open_targets(urls, tokens_file=only_alice))
-    assert result.status == "not_applicable"
+    assert result.status == "unknown"  # runnable, but not judgeable as configured: never a pass
     assert result.reason == "no token for owner(s) bob in the tokens file"
+    assert result.fix == "add a token for bob to --tokens-file (or HARNESS_TOKENS)"
 
 
 def test_the_cli_over_http_prints_a_replay_with_the_tokens_file(

@@ -163,7 +163,14 @@ def owners_isolated(items: list[Pair], found: Findings) -> None:
         asker = pair.invoke.value.get("owner")
         if job is None or asker is None or asker == job.owner:
             continue
-        if ok(pair):
+        value = pair.value
+        shown = value.get("job") or value.get("attempt") or isinstance(
+            value.get("attempts"), list) or isinstance(value.get("races"), list)
+        if ok(pair) and not shown:
+            found.unknown(f"op {pair.invoke.index}: {asker}'s {pair.invoke.f} on {job.owner}'s "
+                          f"job was answered {value.get('status', 'ok')} without a job: neither "
+                          "a leak nor the 404 it must be")
+        elif ok(pair):
             found.violation(f"{asker} was answered {pair.invoke.f} on {job.owner}'s job "
                             f"{job.alias}; it must be 404", [job.created_by, pair])
         elif pair.type == "fail" and pair.value.get("status") != 404:
@@ -174,7 +181,7 @@ def owners_isolated(items: list[Pair], found: Findings) -> None:
             found.unknown(f"op {pair.invoke.index}: {asker}'s {pair.invoke.f} got no answer")
     by_key: dict[str, list[Pair]] = defaultdict(list)
     for pair in of(items, "create"):
-        if ok(pair):
+        if ok(pair) and pair.value.get("job"):  # an answer naming no job shows no one's job
             by_key[pair.invoke.value["key"]].append(pair)
     for key, group in by_key.items():
         owner_of: dict[str, Pair] = {}

@@ -105,6 +105,12 @@ class Target(ABC):
         into the history where checkers need it; nothing for API.md targets."""
         return {}
 
+    def unready(self, scenario: Scenario) -> tuple[str, str] | None:
+        """Why ``scenario`` cannot be judged here although the target could run it (the user's
+        configuration lacks something: a token for one of its owners), and the fix; or None.
+        Such a run is unknown, never passed."""
+        return None
+
     def unmapped(self, op: str) -> frozenset[str]:
         """The fields of an ``op`` answer (``create``, ``read``, ``start``, an event…) the target
         does not map, so promises nothing about (a profile without versions); none for API.md

@@ -181,12 +181,13 @@ class HttpTarget(Target):
         self._probed = True
 
     def not_applicable(self, scenario: Scenario) -> str | None:
-        reason = super().not_applicable(scenario)
-        if reason:
-            return reason
+        return super().not_applicable(scenario)
+
+    def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         missing = sorted({s.actor for s in scenario.steps} - set(self.tokens))
         if missing:
-            return f"no token for owner(s) {', '.join(missing)} in the tokens file"
+            return (f"no token for owner(s) {', '.join(missing)} in the tokens file",
+                    f"add a token for {', '.join(missing)} to --tokens-file (or HARNESS_TOKENS)")
         return None
 
     @contextmanager

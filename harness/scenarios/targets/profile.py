@@ -390,12 +390,16 @@ class ProfileTarget(Target):
                 return (f"needs the fault {step.action.kind!r}, which profile "
                         f"{self.profile.name!r} does not declare under faults: (it declares "
                         f"{', '.join(self.profile.faults or {}) or 'none'})")
+        return None
+
+    def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         actors = {s.actor for s in scenario.steps}
         if not self.tokens and len(actors) > 1:
-            return "needs a bearer token per owner: pass --tokens-file"
+            return ("needs a bearer token per owner", "pass --tokens-file ({token: owner})")
         absent = sorted(actors - set(self.tokens)) if self.tokens else []
         if absent:
-            return f"no token for owner(s) {', '.join(absent)} in the tokens file"
+            return (f"no token for owner(s) {', '.join(absent)} in the tokens file",
+                    f"add a token for {', '.join(absent)} to --tokens-file")
         return None
 
     @contextmanager
