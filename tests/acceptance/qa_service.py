@@ -13,7 +13,8 @@ Deliberately unlike the reference service and the precision suite's services:
 
 Test hooks outside API v1: ``GET /_stats`` → ``{"jobs": <handler runs that made a job>}`` and
 ``POST /_faults/fail-next`` (the next create's handler fails with a 500 and keeps nothing);
-``--drop-event TYPE`` closes the connection of the first such attempt event unanswered.
+``--drop-event TYPE`` closes the connection of the first such attempt event unanswered;
+``--flaws a,b`` injects deliberate bugs (``FLAWS``), each of which the harness must catch.
 
     python tests/acceptance/qa_service.py --port 0 --tokens-file t.yaml [--replicas 2]
 
@@ -123,9 +124,14 @@ class Attempt:
                 "updated_at": self.updated_at or self.created_at}
 
 
+FLAWS = ("no-lock", "no-fingerprint", "owner-leak", "timeout-frees-slot", "cancelled-can-win",
+         "last-write-wins", "no-replay-header")
+
+
 class Store:
-    def __init__(self, work_s: float) -> None:
+    def __init__(self, work_s: float, flaws: frozenset[str] = frozenset()) -> None:
         self.work_s = work_s
+        self.flaws = flaws
         self.jobs: dict[str, Job] = {}
         self.by_key: dict[tuple[str, str], str] = {}
         self.attempts: dict[str, Attempt] = {}
@@ -139,11 +145,13 @@ class Store:
         fingerprint = hashlib.sha256(rfc8785.dumps(
             {"contract": contract, "input": inp, "params": params, "policy": policy})).hexdigest()
         lock = self.key_locks.setdefault((owner, key), asyncio.Lock())
+        if "no-lock" in self.flaws:
+            lock = asyncio.Lock()  # flaw: a lock of its own, so duplicates overlap
         async with lock:
             existing = self.by_key.get((owner, key))
             if existing is not None:
                 job = self.jobs[existing]
-                if job.fingerprint != fingerprint:
+                if job.fingerprint != fingerprint and "no-fingerprint" not in self.flaws:
                     raise Problem(409, "idempotency_key_reused",
                                   f"idempotency key {key!r} was used with another request body")
                 return 200, job
@@ -160,7 +168,7 @@ class Store:
 
     def job(self, owner: str, job_id: str) -> Job:
         job = self.jobs.get(job_id)
-        if job is None or job.owner != owner:
+        if job is None or (job.owner != owner and "owner-leak" not in self.flaws):
             raise Problem(404, "not_found", "no such job")
         return job
 
@@ -175,7 +183,8 @@ class Store:
                           field="provider")
         if job.status in ("succeeded", "cancelled"):
             raise Problem(409, "job_completed", f"the job is {job.status}")
-        open_ = [a for a in (self.attempts[i] for i in job.attempts) if a.state in OPEN]
+        blocking = ("starting", "running") if "timeout-frees-slot" in self.flaws else OPEN
+        open_ = [a for a in (self.attempts[i] for i in job.attempts) if a.state in blocking]
         if len(open_) >= job.policy["max_open_attempts"]:
             raise Problem(409, "attempt_in_flight", "the job has as many open attempts as its "
                           "policy allows", blocking_attempt_id=open_[0].id)
@@ -209,14 +218,17 @@ class Store:
                 raise Problem(409, "invalid_transition", f"cannot go from {attempt.state} to "
                               "succeeded with another result", state=attempt.state,
                               to="succeeded")
-            if attempt.state == "cancelled":  # a late result of a cancelled attempt loses
+            if attempt.state == "cancelled" and "cancelled-can-win" not in self.flaws:
+                # a late result of a cancelled attempt loses
                 return self._lose(attempt, job, result, "the attempt was cancelled")
         if kind == "failed":
             error = body.get("error")
             if not (isinstance(error, dict) and isinstance(error.get("code"), str)):
                 raise Problem(422, "invalid_request", "error must be {code, message}",
                               field="error")
-        if attempt.state not in TRANSITIONS[kind]:
+        allowed = TRANSITIONS[kind] + (("cancelled",) if kind == "succeeded"
+                                       and "cancelled-can-win" in self.flaws else ())
+        if attempt.state not in allowed:
             raise Problem(409, "invalid_transition",
                           f"cannot go from {attempt.state} to {TARGET_STATE[kind]}",
                           state=attempt.state, to=TARGET_STATE[kind])
@@ -228,7 +240,7 @@ class Store:
         elif kind == "cancelled":
             attempt.reason = body.get("reason") if isinstance(body.get("reason"), str) else None
         elif kind == "succeeded":
-            if job.completed_by is not None:
+            if job.completed_by is not None and "last-write-wins" not in self.flaws:
                 return self._lose(attempt, job, body["result"], "the job already has a winner")
             attempt.result, attempt.outcome = body["result"], "won"
             job.status, job.completed_by, job.result = "succeeded", attempt.id, body["result"]
@@ -316,7 +328,8 @@ class App:
                     raise Problem(400, "idempotency_key_invalid",
                                   "Idempotency-Key must be 1-255 printable ASCII, no spaces")
                 status, job = await s.create(owner, key, payload)
-                extra = {"Idempotent-Replayed": "true"} if status == 200 else {}
+                extra = {"Idempotent-Replayed": "true"} if status == 200 and \
+                    "no-replay-header" not in s.flaws else {}
                 return status, extra, job.view()
             case ("GET", ["v1", "jobs", job_id]):
                 return 200, {}, s.job(owner, job_id).view()
@@ -397,8 +410,12 @@ def load_tokens(path: str | None) -> dict[str, str]:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    app = App(Store(args.work_ms / 1000), load_tokens(args.tokens_file), args.idle_ms / 1000,
-              args.drop_event)
+    flaws = frozenset(f for f in args.flaws.split(",") if f)
+    unknown = flaws - set(FLAWS)
+    if unknown:
+        sys.exit(f"unknown flaw(s) {sorted(unknown)}; use: {', '.join(FLAWS)}")
+    app = App(Store(args.work_ms / 1000, flaws), load_tokens(args.tokens_file),
+              args.idle_ms / 1000, args.drop_event)
     servers, urls = [], []
     for i in range(args.replicas):
         port = args.port + i if args.port else 0
@@ -417,6 +434,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tokens-file")
     parser.add_argument("--idle-ms", type=float, default=50.0)
     parser.add_argument("--work-ms", type=float, default=5.0)
+    parser.add_argument("--flaws", default="", help="deliberate bugs, comma-separated: "
+                        + ", ".join(FLAWS))
     parser.add_argument("--drop-event", metavar="TYPE",
                         help="close the connection of the first event of this type, unanswered "
                         "and unprocessed (what an idle timeout racing the request does)")

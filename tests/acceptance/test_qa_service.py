@@ -240,3 +240,31 @@ def test_an_unanswered_request_makes_what_depends_on_it_unknown_not_violated(
                       "--report-dir", str(reports)], capsys)
     assert "got no answer" in text  # the dropped request is reported as such
     assert code == 3, text  # unknown: nothing shows the service broke a promise
+
+
+# ---- the same service with one deliberate bug: each must be caught over HTTP ---------------
+
+CAUGHT_BY = {
+    "no-lock": "double_click",
+    "no-fingerprint": "mismatched_key",
+    "owner-leak": "same_key_other_owner",
+    "timeout-frees-slot": "timeout_unknown",
+    "cancelled-can-win": "cancel_then_late_result",
+    "last-write-wins": "out_of_order_completion",
+    "no-replay-header": "replay_fidelity",  # the shipped scenarios alone miss it (qa Q27)
+}
+
+
+@pytest.mark.parametrize("flaw", sorted(CAUGHT_BY))
+def test_each_deliberate_bug_in_the_independent_service_is_caught(
+        qa_service: Callable[..., QaService], tmp_path: Path, flaw: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    service = qa_service("--flaws", flaw)
+    scenario = CAUGHT_BY[flaw]
+    path = DETECTION / f"{scenario}.yaml" if scenario == "replay_fidelity" else \
+        SCENARIOS / f"{scenario}.yaml"
+    reports = tmp_path / "reports"
+    code, text = run(["scenarios", "run", str(path), "--target", service.url,
+                      "--tokens-file", str(service.tokens), "--report-dir", str(reports)], capsys)
+    assert code == 1, text
+    assert verdicts(results(reports))[scenario] == "failed", text
