@@ -4,7 +4,8 @@ The base install is what CI's ``gate`` and ``certify`` need (and ``check``, ``sc
 ``replay`` on SQLite, the reports). The rest is optional::
 
     [serve]     failover-harness serve, fake-provider       fastapi, uvicorn
-    [explore]   explore --choices hypothesis                 hypothesis
+    [explore]   explore --choices hypothesis (and the        hypothesis
+                Hypothesis shrinking pass: skipped without it)
     [hf]        hf:/path/tokenizer.json tokenizers           tokenizers
     [postgres]  postgresql:// stores, targets and explore    psycopg, psycopg-pool
 
@@ -25,7 +26,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "fastapi": ("serve", "the HTTP service (failover-harness serve)"),
     "starlette": ("serve", "the HTTP service (failover-harness serve)"),
     "uvicorn": ("serve", "serving HTTP (failover-harness serve, fake-provider)"),
-    "hypothesis": ("explore", "explore --choices hypothesis"),
+    "hypothesis": ("explore", "Hypothesis-driven exploration and shrinking"),
     "tokenizers": ("hf", "a Hugging Face tokenizer (hf:…/tokenizer.json)"),
     "psycopg": ("postgres", "PostgreSQL"),
     "psycopg_pool": ("postgres", "PostgreSQL"),

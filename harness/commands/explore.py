@@ -143,9 +143,9 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
 def _need_hypothesis() -> None:
     """``--choices hypothesis`` is the one explore path that needs the ``explore`` extra (the
     seeded, PCT and exhaustive searches and the shrinker run without it): say so up front."""
-    from harness.explore.shrink import hypothesis_installed
+    import importlib.util
 
-    if not hypothesis_installed():
+    if importlib.util.find_spec("hypothesis") is None:
         raise MissingExtra("explore", module="hypothesis",
                            purpose="explore --choices hypothesis (Hypothesis draws the schedules; "
                            "--choices seeded, pct and exhaustive need no extra)")

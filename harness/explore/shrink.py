@@ -9,9 +9,8 @@ Two passes, each keeping a candidate only if the same checker still finds a viol
    decision a ``data.draw`` over the enabled steps; Hypothesis's shrinker then reduces the
    decisions to the shortlex-smallest failing sequence (fewest decisions, earliest options).
    Derandomised and without a database, so the same failure always shrinks to the same bytes.
-   If Hypothesis finds no failing interleaving of the reduced plan, the first pass stands; and
-   without Hypothesis (a base install: it is the ``explore`` extra) this pass is skipped, said
-   so in the shrink's note, and passes 1 and 3 still give a repro.
+   If Hypothesis finds no failing interleaving of the reduced plan, the first pass stands; without
+   Hypothesis installed (the base install) this pass is skipped, and said so.
 3. **Fewer preemptions**: wherever a client was switched away from while it could have gone on,
    try letting it go on (the rest following the failing order); keep the run if the same
    promise still breaks. The repro then reads as few context switches as the race needs.
@@ -19,7 +18,6 @@ Two passes, each keeping a candidate only if the same checker still finds a viol
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,13 +27,6 @@ from harness.explore.controller import ExploreStuck, Outcome, Runner
 from harness.explore.plan import Plan
 
 HYPOTHESIS_EXAMPLES = 150
-WITHOUT_HYPOTHESIS = ("Hypothesis pass skipped: the 'explore' extra is not installed "
-                      "(pip install 'failover-harness[explore]' may shorten the interleaving)")
-
-
-def hypothesis_installed() -> bool:
-    """Whether Hypothesis can be imported (it is the ``explore`` extra)."""
-    return importlib.util.find_spec("hypothesis") is not None
 
 
 @dataclass
@@ -114,11 +105,13 @@ def shrink(
         progress(f"plan: {failing.plan.size()} → {best.plan.size()} ops, "
                  f"{failing.steps} → {best.steps} steps ({runs['plan']} runs)")
     note = ""
-    if hypothesis_examples > 0 and not hypothesis_installed():
-        note = WITHOUT_HYPOTHESIS
+    if hypothesis_examples > 0 and not _hypothesis_installed():
+        hypothesis_examples = 0  # the base install: the other two passes still shrink
+        note = ("interleaving pass skipped: it needs Hypothesis "
+                "(pip install 'failover-harness[explore]')")
         if progress:
             progress(f"interleaving: {note}")
-    elif hypothesis_examples > 0:
+    if hypothesis_examples > 0:
         found_by_hypothesis, runs["hypothesis"], note = _interleaving(
             controller, best.plan, keep, hypothesis_examples)
         if found_by_hypothesis is not None and _smaller(found_by_hypothesis, best):
@@ -133,6 +126,15 @@ def shrink(
     return Shrunk(best, failing.steps, failing.plan.size(), runs["plan"], runs["hypothesis"],
                   time.perf_counter() - started, note, preemptions(failing.schedule),
                   runs["preemptions"])
+
+
+def _hypothesis_installed() -> bool:
+    """Whether the ``[explore]`` extra's Hypothesis can be imported."""
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def preemptions(schedule: Sequence[dict[str, object]]) -> int:
