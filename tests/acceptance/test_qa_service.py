@@ -158,9 +158,6 @@ API_MD_PROFILE = PROFILE.read_text("utf-8").replace(
 """
 
 
-@pytest.mark.xfail(strict=True, reason="qa finding 4 (p12core): a profile describing API.md "
-                   "itself reads every 409 as idempotency_key_reused and cannot name a "
-                   "top-level list: false VIOLATED on a conformant service")
 def test_a_profile_that_describes_api_md_gives_no_false_alarm(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
