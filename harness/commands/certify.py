@@ -98,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
     for record in result.records:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers))
-        fix = (f"sample until decided: {command} --adaptive" if record.verdict == "undecided"
+        fix = (f"make the provider reachable (network, base_url, API key), then run: {command}"
+               if record.unreached()
+               else f"sample until decided: {command} --adaptive"
+               if record.verdict == "undecided"
                else f"make it meet the contract or set 'failover: manual' on the link, then "
                f"run: {command}")
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))

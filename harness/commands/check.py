@@ -164,13 +164,9 @@ def _load(paths: tuple[Path, ...] | list[Path]) -> list[Any]:
 
 def _default_scenarios(*, with_detection: bool) -> list[Path]:
     """``scenarios/`` of the working directory, else the ones shipped with the harness."""
-    import harness
+    from harness.commands.scenarios import default_scenarios
 
-    folder = Path("scenarios")
-    if not folder.is_dir():
-        shipped = Path(harness.__file__).resolve().parent / "shipped" / "scenarios"
-        repository = Path(harness.__file__).resolve().parents[1] / "scenarios"
-        folder = shipped if shipped.is_dir() else repository
+    folder = default_scenarios()
     paths = [folder]
     if with_detection and (folder / "detection").is_dir():
         paths.append(folder / "detection")

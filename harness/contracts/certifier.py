@@ -12,7 +12,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -33,7 +33,9 @@ from harness.contracts.model import Contract, Golden
 from harness.contracts.outputs import differences
 from harness.contracts.records import (
     FAKE_PROVENANCE,
+    UNREACHED,
     CertificationRecord,
+    CheckResult,
     Redactor,
     Sampling,
     Verdict,
@@ -340,7 +342,7 @@ def _record(
     trips = round_trip_outcomes(
         contract, samples=samples, primary=primary, primary_outcomes=reference
     )
-    checks = (
+    checks: tuple[CheckResult, ...] = (
         schema_check(
             contract, temperature=cfg.temperature, samples=samples, judgements=judgements,
             redact=redact, measured=mode != "replay", rule=rule,  # a replayed latency: nothing
@@ -355,6 +357,8 @@ def _record(
             redact=redact, rule=rule, outcomes=trips,
         ),
     )
+    if samples and all(s.unreached for s in samples):
+        checks = _no_evidence(checks, samples)
     inputs = tally(
         [s.golden_id for s in samples],
         {
@@ -391,4 +395,16 @@ def _record(
         inputs=inputs,
         drift=drift(previous, inputs),
         provenance=FAKE_PROVENANCE if fake else "",
+    )
+
+
+def _no_evidence(checks: tuple[CheckResult, ...],
+                 samples: list[Sample]) -> tuple[CheckResult, ...]:
+    """Not one sample reached a model (never sent, or the caller refused): the sampled checks
+    say nothing about the contract, so they are undecided with the reason — never failed."""
+    why = (f"{UNREACHED}: {samples[0].error}" if samples[0].error else UNREACHED)
+    return tuple(
+        replace(c, decision="undecided", summary=why, stats=None)
+        if c.name in ("schema", "round_trip") else c
+        for c in checks
     )

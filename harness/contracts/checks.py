@@ -39,6 +39,10 @@ class Sample:
     finish_reason: str | None = None
     refusal: str | None = None
     error: str | None = None  # "unknown: read timeout …" / "failed: HTTP 429 …"
+    # The request never reached a model: not sent (connect error, DNS, connect timeout…) or
+    # refused for its credentials or endpoint (401, 403, 404, 407). No evidence about the
+    # contract either way: a provider none of whose samples got through is undecided.
+    unreached: bool = False
     latency_s: float = 0.0
     input_tokens: int | None = None  # the provider's own count of the prompt (reply usage)
     # What the failover runner made of it: the job result it claimed into the store, or why not.
@@ -103,6 +107,7 @@ def schema_check(
         "temperature": temperature,
         "max_temperature": limit.max_temperature,
         "failures": dict(sorted(failures.items())),
+        "unreached": sum(1 for s in samples if s.unreached),
         "pass_k": pass_k(samples, [j.ok for j in judgements]),
         "latency_p50_s": round(statistics.median(latencies), 4) if latencies else None,
     }

@@ -135,7 +135,7 @@ class Channel:
         if tap.error is not None:
             return Sample(
                 golden_id, index, error=f"{tap.error.classification}: {tap.error.message}",
-                runner=ran,
+                runner=ran, unreached=unreached(tap.error),
             )
         reply = tap.reply
         assert reply is not None, ran
@@ -152,8 +152,14 @@ class Channel:
             await self.tap.aclose()
 
 
+#: gateways forward the provider's own response headers under a prefix (LiteLLM:
+#: ``llm_provider-x-fake-answers``): a fake behind a gateway is still a fake
+GATEWAY_HEADER_PREFIXES = ("", "llm_provider-")
+
+
 class _AnswersTap(httpx.AsyncBaseTransport):
-    """Passes everything through; notes a fake provider's ``x-fake-answers`` header."""
+    """Passes everything through; notes a fake provider's ``x-fake-answers`` header (also as a
+    gateway forwards it)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self.inner = inner
@@ -161,13 +167,27 @@ class _AnswersTap(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
-        found = response.headers.get(ANSWERS_HEADER)
+        found = next((response.headers[prefix + ANSWERS_HEADER]
+                      for prefix in GATEWAY_HEADER_PREFIXES
+                      if prefix + ANSWERS_HEADER in response.headers), None)
         if found:
             self.seen = found
         return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+#: causes of a request that was never sent (harness.providers.classify), and statuses that
+#: refuse the caller's credentials or endpoint before any model answered
+NOT_SENT_CAUSES = frozenset({"connect_timeout", "pool_timeout", "connect_error",
+                             "unsupported_protocol", "local_protocol_error", "invalid_url"})
+REFUSED_CALLER = frozenset({401, 403, 404, 407})
+
+
+def unreached(error: ProviderCallError) -> bool:
+    """Whether a failed call never reached a model (so it says nothing about the contract)."""
+    return error.cause in NOT_SENT_CAUSES or error.status in REFUSED_CALLER
 
 
 def _describe(result: FailoverResult) -> str:

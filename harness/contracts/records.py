@@ -88,6 +88,10 @@ class Evidence:
         return cls(data["input"], data["reason"], data.get("excerpt", ""), data.get("sample"))
 
 
+#: the reason of a sampled check none of whose samples reached a model (see certifier)
+UNREACHED = "no sample reached the provider, so nothing about the contract was observed"
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """One check (schema, tokenization, round_trip) on one provider for one contract.
@@ -259,6 +263,11 @@ class CertificationRecord:
 
     def undecided_checks(self) -> list[CheckResult]:
         return [c for c in self.checks if c.decision == "undecided"]
+
+    def unreached(self) -> bool:
+        """Undecided because not one sample reached the provider (network, URL or key)."""
+        return any(c.decision == "undecided" and c.summary.startswith(UNREACHED)
+                   for c in self.checks)
 
     def why(self) -> str:
         """One line: the first failed (else undecided) check's reason, and which others."""

@@ -118,7 +118,8 @@ def standing(
         return Standing(
             provider, contract, State.UNDECIDED,
             f"certified undecided ({record.mode}): {record.why()}",
-            f"sample until decided: {command} --adaptive",
+            f"make the provider reachable (network, base_url, API key), then run: {command}"
+            if record.unreached() else f"sample until decided: {command} --adaptive",
         )
     if record.verdict != "eligible":
         return Standing(
