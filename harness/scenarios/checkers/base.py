@@ -190,6 +190,22 @@ def checker(promise: str, needs: Evidence | None = None) -> Callable[[Body], Che
     return register
 
 
+def _not_evidence(found: Findings, suspects: dict[int, Pair],
+                  why: Callable[[Pair, Violation], str], fix: str) -> None:
+    """Each violation resting on one of ``suspects`` (completion index → op) becomes unknown:
+    ``why(op, violation)``, with ``fix``."""
+    if not suspects:
+        return
+    kept = []
+    for violation in found.violations:
+        hit = [suspects[i] for i in violation.ops if i in suspects]
+        if hit:
+            found.unknown(why(hit[0], violation), fix)
+        else:
+            kept.append(violation)
+    found.violations[:] = kept
+
+
 def _not_evidence_if_unauthenticated(items: list[Pair], found: Findings) -> None:
     """A violation resting on a 401 answer (one the scenario did not expect) becomes unknown:
     the service refused our credentials, which says nothing about its promises."""
@@ -197,20 +213,13 @@ def _not_evidence_if_unauthenticated(items: list[Pair], found: Findings) -> None
                if p.completion is not None and p.type == "fail"
                and p.value.get("status") == UNAUTHENTICATED
                and (p.invoke.value.get("expect") or {}).get("error") != "unauthenticated"}
-    if not refused:
-        return
-    kept = []
-    for violation in found.violations:
-        hit = [refused[i] for i in violation.ops if i in refused]
-        if not hit:
-            kept.append(violation)
-            continue
-        first = hit[0]
-        who = first.invoke.value.get("owner")
-        found.unknown(f"op {first.invoke.index} ({first.invoke.f}"
-                      + (f" as {who}" if who else "") + ") was refused 401 unauthenticated: "
-                      "not evidence against the service", TOKENS_FIX)
-    found.violations[:] = kept
+
+    def why(op: Pair, _: Violation) -> str:
+        who = op.invoke.value.get("owner")
+        return (f"op {op.invoke.index} ({op.invoke.f}" + (f" as {who}" if who else "")
+                + ") was refused 401 unauthenticated: not evidence against the service")
+
+    _not_evidence(found, refused, why, TOKENS_FIX)
 
 
 def _not_evidence_if_unreadable(items: list[Pair], found: Findings) -> None:
@@ -219,19 +228,9 @@ def _not_evidence_if_unreadable(items: list[Pair], found: Findings) -> None:
     unknown, with the profile fix: the service answered, but not in a shape we understood."""
     unread = {p.completion.index: p for p in items
               if p.completion is not None and p.type == "ok" and p.value.get("malformed")}
-    if not unread:
-        return
-    kept = []
-    for violation in found.violations:
-        hit = [unread[i] for i in violation.ops if i in unread]
-        if not hit:
-            kept.append(violation)
-            continue
-        first = hit[0]
-        found.unknown(f"op {first.invoke.index} ({first.invoke.f}): the answer could not be "
-                      f"read ({violation.message}): not evidence against the service",
-                      UNREADABLE_FIX)
-    found.violations[:] = kept
+    _not_evidence(found, unread, lambda op, v: (
+        f"op {op.invoke.index} ({op.invoke.f}): the answer could not be read ({v.message}): "
+        "not evidence against the service"), UNREADABLE_FIX)
 
 
 # -- evidence -------------------------------------------------------------------------------------
