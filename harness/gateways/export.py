@@ -87,8 +87,10 @@ def certified_lists(gateway: GatewaySource, judge: Judge) -> CertifiedLists:
                 kept.append(target)
         if contract is None and entry.group not in out.unchecked:
             out.unchecked.append(entry.group)
+        # the list is printed even when every fallback was dropped (``fallbacks: []``): the
+        # output replaces the config's lists, so an absent list would keep the uncertified ones
+        lists = out.sections.setdefault(entry.section, {}).setdefault(entry.kind, [])
         if kept:
-            lists = out.sections.setdefault(entry.section, {}).setdefault(entry.kind, [])
             lists.append({entry.group: kept})
     for default in config.default_fallbacks:
         kept = []

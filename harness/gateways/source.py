@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import PrivateAttr, ValidationError
 
+from harness.contracts.standing import MANUAL_ADVICE
 from harness.domain.errors import ConfigError
 from harness.gateways.litellm_config import (
     TRANSPORT_PARAMS,
@@ -114,7 +115,9 @@ class GatewaySource:
             if origin is None or s.eligible:
                 out.append(s)
                 continue
-            fix = s.fix
+            # a gateway fails over without asking anyone: no link of a LiteLLM config can be
+            # set to 'failover: manual', so that advice (for providers.yaml) does not apply
+            fix = s.fix.replace(MANUAL_ADVICE, "")
             if origin.field.startswith(("router_settings", "litellm_settings")):
                 fix += (f"; or take {origin.group!r} out of that list — 'failover-harness export "
                         "litellm-fallbacks' prints the lists that hold only certified fallbacks")

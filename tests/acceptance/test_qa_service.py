@@ -48,7 +48,11 @@ def no_secret_anywhere(text: str, folder: Path) -> None:
 def test_every_shipped_scenario_passes_on_an_independent_service_with_two_replicas(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    service = qa_service("--replicas", "2")
+    # idle keep-alive connections closed after 1 s, not 50 ms: at 50 ms a load pause can land an
+    # attempt event (a POST without Idempotency-Key, rightly not re-sent) on a connection the
+    # service is closing, which the harness still turns into a violation (qa Q21, strict xfail
+    # below); these tests are about conformance, not that race
+    service = qa_service("--replicas", "2", "--idle-ms", "1000")
     reports = tmp_path / "reports"
     code, text = run(["scenarios", "run", str(SCENARIOS), "--target", service.url,
                       "--tokens-file", str(service.tokens), "--report-dir", str(reports)], capsys)
@@ -61,7 +65,7 @@ def test_every_shipped_scenario_passes_on_an_independent_service_with_two_replic
 def test_one_url_passes_everything_but_the_replicas_scenario_which_is_not_applicable(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    service = qa_service()  # closes keep-alive connections idle for 50 ms
+    service = qa_service("--idle-ms", "1000")  # see the test above (qa Q21)
     reports = tmp_path / "reports"
     code, text = run(["scenarios", "run", str(SCENARIOS), "--target", service.url,
                       "--tokens-file", str(service.tokens), "--report-dir", str(reports)], capsys)
