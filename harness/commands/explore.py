@@ -232,7 +232,7 @@ def _clean(session: ReportSession, found: Found, settings: Settings, target: str
         spent = "time limit reached" if settings.time_limit is not None else "budget spent"
         note = f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}"
     session.emit(explore_result(None, target=target, settings=settings, found=found,
-                                note=note))
+                                note="\n".join([note, *progress.tally.lines()])))
 
 
 def _headline(outcome: Outcome) -> list[str]:
@@ -311,9 +311,10 @@ def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession
     finally:
         target.close()
     if found.outcome is None:
-        session.emit(explore_result(None, target=target.description, settings=settings,
-                                    found=found, mode="stress",
-                                    note=f"no violation in {found.progress.schedules} rounds"))
+        session.emit(explore_result(
+            None, target=target.description, settings=settings, found=found, mode="stress",
+            note="\n".join([f"no violation in {found.progress.schedules} rounds",
+                            *found.progress.tally.lines("rounds")])))
         return session.finish()
     folder = write_repro(found.outcome, session.folder, target=target.description,
                          found={"workload": settings.workload, "seed": settings.seed,
