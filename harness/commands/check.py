@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
         try:
             target_secrets(target, s.target)
+            target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
             session = open_session(args, "check", targets=[target.description])
             session.say(f"check: {len(scenarios)} scenario(s) against {target.description}")
             _on_target(session, s, scenarios, target)

@@ -147,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
     target = open_target(args.target, tokens_file=args.tokens_file, profile=args.target_profile)
     try:
         target_secrets(target, args.target)
+        target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
         session = open_session(args, "scenarios run", targets=[target.description])
         session.say(f"target {target.description}; {len(scenarios)} scenario(s)")
         options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,

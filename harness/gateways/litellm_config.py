@@ -236,8 +236,11 @@ def _fallback_list(
                     f"fallbacks for {group!r}, which is no model_name in model_list", entry_loc,
                     fix=f"use one of the model groups: {', '.join(sorted(groups))}",
                 )
-            if isinstance(targets, str):
-                targets = [targets]
+            if isinstance(targets, str):  # LiteLLM refuses to start with it (validate_fallbacks)
+                raise src.error(
+                    f"the fallbacks of {group!r} are the string {targets!r}, not a list: LiteLLM "
+                    f"refuses to start (\"Fallbacks for {group!r} must be a list of model names\")",
+                    entry_loc, fix=f"write {group}: [{targets}]")
             if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
                 raise src.error(f"the fallbacks of {group!r} must be a list of model groups",
                                 entry_loc, fix=f"write {group}: [fallback-group, …]")

@@ -85,3 +85,18 @@ def test_the_gate_never_advises_failover_manual_for_a_litellm_link(
     assert "FAILED: provider 'triage-fallback'" in out, out
     assert "make the provider meet the contract" in out
     assert "failover: manual" not in out, out
+
+
+def test_a_fallback_written_as_a_string_is_refused_at_its_line(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`- triage: triage-fallback` (no brackets): LiteLLM refuses to start with it ("Fallbacks
+    for 'triage' must be a list of model names"), so the gate must not pass it as a list."""
+    config = project / "config.yaml"
+    config.write_text(CONFIG.replace("- triage: [triage-fallback]", "- triage: triage-fallback"),
+                      "utf-8")
+    assert main(["gate", "--providers", "config.yaml", "--contract-map",
+                 "triage=ticket_triage"]) == 2
+    err = capsys.readouterr().err
+    line = CONFIG.splitlines().index("    - triage: [triage-fallback]") + 1
+    assert f"config.yaml:{line} " in err and "must be a list of model names" in err, err
+    assert "fix: write triage: [triage-fallback]" in err and "Traceback" not in err

@@ -162,9 +162,6 @@ API_MD_PROFILE = PROFILE.read_text("utf-8").replace(
 """
 
 
-@pytest.mark.xfail(strict=True, reason="qa finding 4 (p12core): a profile describing API.md "
-                   "itself reads every 409 as idempotency_key_reused and cannot name a "
-                   "top-level list: false VIOLATED on a conformant service")
 def test_a_profile_that_describes_api_md_gives_no_false_alarm(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -230,9 +227,6 @@ def test_explore_without_hypothesis_still_writes_the_repro(
     assert any((tmp_path / "latest").resolve().glob("repro/*")), text
 
 
-@pytest.mark.xfail(strict=True, reason="qa finding 21 (p12core): one request the service never "
-                   "answered (connection closed unread) makes later expectations of that attempt "
-                   "VIOLATED instead of unknown")
 def test_an_unanswered_request_makes_what_depends_on_it_unknown_not_violated(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
