@@ -3,10 +3,10 @@
 ::
 
     service ──TCP──▶ Proxy (--listen) ──TCP──▶ storage (--through)
-                      │  each client connection is a Link: two threads, client→server (cut
-                      │  into steps, each waits at the gate) and server→client (counts the
-                      ▼  answers; PostgreSQL: the backend pid from BackendKeyData)
-                     Gate.submit(step) → returns when the controller grants it
+                      │  each client connection is a Link: one thread relays both ways —
+                      │  client→server cut into steps, each waiting at the gate; server→client
+                      ▼  counted as answers (PostgreSQL: the backend pid from BackendKeyData)
+                     Gate.submit(step) → step.granted, now or later (then link.wake())
 
 Bytes are forwarded unchanged, in both directions. Control steps (connection housekeeping,
 ``BEGIN``…) pass without asking. The protocol modules (:mod:`redis_wire`, :mod:`pg_wire`) say
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import select
 import socket
 import threading
 from collections import deque
@@ -99,15 +100,18 @@ class Step:
     label: str = ""
     guessed: bool = False  # attributed while more than one request was moving
     granted: bool = False
+    offered: bool = False  # handed to the gate
     done: bool = False  # its answer came back
     left: int = 0  # answers still to come
 
 
 class Gate(Protocol):
-    """The controller's side of the proxy."""
+    """The controller's side of the proxy. None of these may block: they run on the link's
+    thread, which also carries the server's answers."""
 
     def submit(self, step: Step) -> None:
-        """Return when ``step`` may go to the server (called on the link's thread)."""
+        """``step`` wants to go to the server: set ``step.granted`` now to let it pass, or
+        later (from any thread) followed by ``step.link.wake()``."""
 
     def answered(self, step: Step) -> None:
         """``step``'s answer is complete."""
@@ -120,7 +124,7 @@ class OpenGate:
     """Every step passes at once (the proxy's overhead alone, or between schedules)."""
 
     def submit(self, step: Step) -> None:
-        return None
+        step.granted = True
 
     def answered(self, step: Step) -> None:
         return None
@@ -129,8 +133,20 @@ class OpenGate:
         return None
 
 
+class _Closed(Exception):
+    """The connection ended (end of file, or a peer that cannot be served)."""
+
+
 class Link:
-    """One client connection and its connection to the server."""
+    """One client connection and its connection to the server, relayed by one thread.
+
+    The thread polls both sockets (and a wake-up socket): the client's bytes
+    are cut into steps and queued; the first queued step goes to the server once the gate has
+    granted it, and while it waits the client is not read (its bytes wait in the kernel). The
+    server's bytes are counted as answers and relayed at once. Writes that would block are
+    buffered and finished when the socket can take them; the side feeding a full buffer is not
+    read meanwhile, so memory stays bounded and neither direction can block the other.
+    """
 
     def __init__(self, proxy: Proxy, client: socket.socket, server: socket.socket,
                  number: int) -> None:
@@ -141,24 +157,28 @@ class Link:
         self.pid: int | None = None  # PostgreSQL backend pid (BackendKeyData)
         self.in_tx = False  # PostgreSQL: the last ReadyForQuery said "in a transaction"
         self.waiting: deque[Step] = deque()  # forwarded steps whose answers are still due
+        self.queued: deque[Step] = deque()  # cut from the client's bytes, not yet forwarded
+        self.out = {client: bytearray(), server: bytearray()}  # bytes a socket could not take
         self.lock = threading.Lock()
         self.closed = False
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_w.setblocking(False)
+        kind = proxy.upstream.kind
+        self._up = self._redis_up if kind == "redis" else self._pg_up
+        self._down = self._redis_down if kind == "redis" else self._pg_down
+        self._framer: redis_wire.RedisFramer | pg_wire.PgFramer = (
+            redis_wire.RedisFramer() if kind == "redis" else pg_wire.PgFramer())
+        self._from_client = bytearray()
+        self._from_server = bytearray()
+        self._started = False  # PostgreSQL: the startup message went through
 
     def start(self) -> None:
-        kind = self.proxy.upstream.kind
-        up = self._redis_up if kind == "redis" else self._pg_up
-        down = self._redis_down if kind == "redis" else self._pg_down
-        for target, name in ((up, "up"), (down, "down")):
-            threading.Thread(target=self._guard, args=(target,), daemon=True,
-                             name=f"proxy-{self.number}-{name}").start()
+        threading.Thread(target=self._run, daemon=True, name=f"proxy-{self.number}").start()
 
-    def _guard(self, loop: object) -> None:
-        try:
-            loop()  # type: ignore[operator]
-        except OSError:
-            pass
-        finally:
-            self.close()
+    def wake(self) -> None:
+        """A held step was granted (or the link must close): the link's thread looks again."""
+        with contextlib.suppress(OSError):  # full (a wake-up is pending anyway) or closed
+            self._wake_w.send(b"\0")
 
     def close(self) -> None:
         with self.lock:
@@ -169,25 +189,112 @@ class Link:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
+        self.wake()
         self.proxy.gate.gone(self)
         self.proxy.forget(self)
 
-    # -- forwarding ---------------------------------------------------------------------------
-    def forward(self, raw: bytes, shape: str | None, answers: int) -> None:
-        """Send one step to the server: through the gate unless it is control."""
-        step = Step(self, shape or "", raw, answers, next(self.proxy.seq), left=answers)
-        if shape is not None:
-            self.proxy.count(gated=True)
-            self.proxy.gate.submit(step)
+    # -- the loop ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        client, server = self.client, self.server
+        client.setblocking(False)
+        server.setblocking(False)
+        poller = select.poll()  # three descriptors: no kernel object to keep in step
+        poller.register(self._wake_r, select.POLLIN)
+        fds = {client.fileno(): client, server.fileno(): server}
+        masks = {client: -1, server: -1}
+        try:
+            while not self.closed:
+                for sock, mask in self._interest():
+                    if mask != masks[sock]:
+                        poller.register(sock, mask)  # registering again modifies
+                        masks[sock] = mask
+                for fd, events in poller.poll():
+                    found = fds.get(fd)
+                    if found is None:  # the wake-up socket
+                        self._wake_r.recv(4096)
+                        self._pump()
+                        continue
+                    sock = found
+                    if events & select.POLLOUT:
+                        self._flush(sock)
+                    if events & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                        self._read(sock)
+        except (OSError, ValueError, _Closed):  # ValueError: a socket closed by close()
+            pass
+        finally:
+            self.close()
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _interest(self) -> tuple[tuple[socket.socket, int], tuple[socket.socket, int]]:
+        """Read the client unless a step waits at the gate or the server's buffer is full;
+        read the server unless the client's buffer is full; write where bytes wait."""
+        to_client, to_server = self.out[self.client], self.out[self.server]
+        return ((self.client, (0 if self.queued or to_server else select.POLLIN)
+                 | (select.POLLOUT if to_client else 0)),
+                (self.server, (0 if to_client else select.POLLIN)
+                 | (select.POLLOUT if to_server else 0)))
+
+    def _read(self, sock: socket.socket) -> None:
+        try:
+            data = sock.recv(RECV)
+        except BlockingIOError:
+            return
+        if not data:
+            raise _Closed
+        if sock is self.client:
+            self._from_client += data
+            self._up()
+            self._pump()
         else:
-            self.proxy.count(gated=False)
-        if answers:
-            with self.lock:
-                self.waiting.append(step)
-        self.server.sendall(raw)
-        if not answers and shape is not None:
-            step.done = True
-            self.proxy.gate.answered(step)
+            self._from_server += data
+            self._down(data)
+
+    def _send(self, sock: socket.socket, data: bytes) -> None:
+        """Send now what the socket takes; buffer the rest (see :meth:`_interest`)."""
+        out = self.out[sock]
+        if not out:
+            try:
+                sent = sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
+        out += data
+
+    def _flush(self, sock: socket.socket) -> None:
+        out = self.out[sock]
+        try:
+            sent = sock.send(out)
+        except BlockingIOError:
+            return
+        del out[:sent]
+
+    # -- steps ------------------------------------------------------------------------------
+    def _queue(self, raw: bytes, shape: str | None, answers: int) -> None:
+        """A step cut from the client's bytes: counted now, forwarded by :meth:`_pump`."""
+        self.proxy.count(gated=shape is not None)
+        self.queued.append(Step(self, shape or "", raw, answers, next(self.proxy.seq),
+                                left=answers, granted=shape is None))
+
+    def _pump(self) -> None:
+        """Forward queued steps in order, each once the gate granted it."""
+        while self.queued:
+            step = self.queued[0]
+            if not step.granted and not step.offered:
+                step.offered = True
+                self.proxy.gate.submit(step)
+            if not step.granted:
+                return
+            self.queued.popleft()
+            if step.answers:
+                with self.lock:
+                    self.waiting.append(step)
+            self._send(self.server, step.raw)
+            if not step.answers and step.shape:
+                step.done = True
+                self.proxy.gate.answered(step)
 
     def _answer(self) -> None:
         with self.lock:
@@ -204,89 +311,82 @@ class Link:
 
     # -- Redis ----------------------------------------------------------------------------------
     def _redis_up(self) -> None:
-        framer = redis_wire.RedisFramer()
-        buf = bytearray()
-        while data := self.client.recv(RECV):
-            buf += data
-            try:
-                commands, end, whole = framer.split(buf)
-            except redis_wire.NotRedis as exc:
-                self.proxy.problem("not_protocol", f"a client sent bytes that are not Redis "
-                                   f"commands ({exc}; first bytes {bytes(buf[:16])!r})",
-                                   "point the service's Redis URL (not its database, nor a "
-                                   "TLS client) at the proxy")
-                return
-            if not commands or (not whole and len(buf) < 1 << 20):
-                continue  # a client writes whole commands: the rest of this write is coming
-            shape, answers = framer.step(commands)
-            raw = bytes(buf[:end])
-            del buf[:end]
-            self.forward(raw, shape, answers)
+        buf = self._from_client
+        framer = self._framer
+        assert isinstance(framer, redis_wire.RedisFramer)
+        try:
+            commands, end, whole = framer.split(buf)
+        except redis_wire.NotRedis as exc:
+            self.proxy.problem("not_protocol", f"a client sent bytes that are not Redis "
+                               f"commands ({exc}; first bytes {bytes(buf[:16])!r})",
+                               "point the service's Redis URL (not its database, nor a "
+                               "TLS client) at the proxy")
+            raise _Closed from None
+        if not commands or (not whole and len(buf) < 1 << 20):
+            return  # a client writes whole commands: the rest of this write is coming
+        shape, answers = framer.step(commands)
+        raw = bytes(buf[:end])
+        del buf[:end]
+        self._queue(raw, shape, answers)
 
-    def _redis_down(self) -> None:
-        buf = bytearray()
-        while data := self.server.recv(RECV):
-            buf += data
-            at = 0
-            while (found := redis_wire.reply_end(buf, at)) is not None:
-                at, push = found
-                if not push:
-                    self._answer()
-            del buf[:at]
-            self.client.sendall(data)  # after the accounting: the client acts on it at once
+    def _redis_down(self, data: bytes) -> None:
+        buf = self._from_server
+        at = 0
+        while (found := redis_wire.reply_end(buf, at)) is not None:
+            at, push = found
+            if not push:
+                self._answer()
+        del buf[:at]
+        self._send(self.client, data)  # after the accounting: the client acts on it at once
 
     # -- PostgreSQL -----------------------------------------------------------------------------
     def _pg_up(self) -> None:
-        buf = bytearray()
-        started = False
-        framer = pg_wire.PgFramer()
-        while data := self.client.recv(RECV):
-            buf += data
-            try:
-                while not started and (head := pg_wire.startup(buf)) is not None:
-                    length, code = head
-                    if len(buf) < length:
-                        break
-                    first = bytes(buf[:length])
-                    del buf[:length]
-                    if code in (pg_wire.SSL_REQUEST, pg_wire.GSSENC_REQUEST):
-                        self.proxy.problem(
-                            "tls_refused", "the service asked the proxy for an encrypted "
-                            "connection (SSLRequest); the proxy answered 'N' (plain TCP only)",
-                            "if the service gave up, set sslmode=disable (or prefer) in the "
-                            "database URL it uses")
-                        self.client.sendall(b"N")
-                        continue
-                    if code == pg_wire.CANCEL_REQUEST:
-                        self.proxy.cancel(first)
-                        return
-                    self.server.sendall(first)
-                    started = True
-                if not started:
+        buf = self._from_client
+        framer = self._framer
+        assert isinstance(framer, pg_wire.PgFramer)
+        try:
+            while not self._started and (head := pg_wire.startup(buf)) is not None:
+                length, code = head
+                if len(buf) < length:
+                    return
+                first = bytes(buf[:length])
+                del buf[:length]
+                if code in (pg_wire.SSL_REQUEST, pg_wire.GSSENC_REQUEST):
+                    self.proxy.problem(
+                        "tls_refused", "the service asked the proxy for an encrypted "
+                        "connection (SSLRequest); the proxy answered 'N' (plain TCP only)",
+                        "if the service gave up, set sslmode=disable (or prefer) in the "
+                        "database URL it uses")
+                    self._send(self.client, b"N")
                     continue
-                steps, used = framer.cut(buf)
-            except pg_wire.NotPostgres as exc:
-                self.proxy.problem("not_protocol", f"a client sent bytes that are not the "
-                                   f"PostgreSQL protocol ({exc})", "point the service's "
-                                   "PostgreSQL URL (not its Redis, nor a TLS client) at the proxy")
+                if code == pg_wire.CANCEL_REQUEST:
+                    self.proxy.cancel(first)
+                    raise _Closed
+                self._send(self.server, first)
+                self._started = True
+            if not self._started:
                 return
-            del buf[:used]
-            for step in steps:
-                self.forward(step.raw, step.shape, step.answers)
+            steps, used = framer.cut(buf)
+        except pg_wire.NotPostgres as exc:
+            self.proxy.problem("not_protocol", f"a client sent bytes that are not the "
+                               f"PostgreSQL protocol ({exc})", "point the service's "
+                               "PostgreSQL URL (not its Redis, nor a TLS client) at the proxy")
+            raise _Closed from None
+        del buf[:used]
+        for step in steps:
+            self._queue(step.raw, step.shape, step.answers)
 
-    def _pg_down(self) -> None:
-        buf = bytearray()
-        while data := self.server.recv(RECV):
-            buf += data
-            found, used = pg_wire.messages(buf)
-            del buf[:used]
-            for kind, payload in found:
-                if kind == ord("Z"):
-                    self.in_tx = payload[:1] in (b"T", b"E")
-                    self._answer()
-                elif self.pid is None:
-                    self.pid = pg_wire.backend_pid(kind, payload)
-            self.client.sendall(data)  # after the accounting: the client acts on it at once
+    def _pg_down(self, data: bytes) -> None:
+        buf = self._from_server
+        found, used = pg_wire.messages(buf)
+        del buf[:used]
+        for kind, payload in found:
+            if kind == ord("Z"):
+                self.in_tx = payload[:1] in (b"T", b"E")
+                self._answer()
+            elif self.pid is None:
+                self.pid = pg_wire.backend_pid(kind, payload)
+        self._send(self.client, data)  # after the accounting: the client acts on it at once
 
 
 class Proxy:

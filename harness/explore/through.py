@@ -79,7 +79,6 @@ class ThroughController:
         self.settle_s = settle_ms / 1000
         self.lock = threading.Lock()
         self.cv = threading.Condition(self.lock)  # the controller waits here for news
-        self.grants = threading.Condition(self.lock)  # held proxy threads wait here
         self.workers: list[Worker] = []
         self.held: dict[Worker, list[Step]] = {}
         self.inflight: dict[Worker, list[Step]] = {}
@@ -122,12 +121,16 @@ class ThroughController:
 
     # -- the proxy's side (Gate) ----------------------------------------------------------------
     def submit(self, step: Step) -> None:
+        """Hold ``step`` for the controller (granted in :meth:`_race`), or let it pass: between
+        schedules, and a *background* step (no request moves)."""
         with self.cv:
             if not self.gating or self.opened:
+                step.granted = True
                 return
             moving = self._moving()
             if not moving:
                 self.counts["background"] += 1
+                step.granted = True
                 return
             worker, step.guessed = self._owner(step, moving)
             self.counts["guessed"] += step.guessed
@@ -137,7 +140,6 @@ class ThroughController:
             step.label = f"{label} #{same + 1}" if same else label
             self.held[worker].append(step)
             self.cv.notify_all()
-            self.grants.wait_for(lambda: step.granted or self.opened)
 
     def _owner(self, step: Step, moving: list[Worker]) -> tuple[Worker, bool]:
         """Whose step it is when several requests move (after an expired settle, or when a
@@ -303,7 +305,7 @@ class ThroughController:
                     self.ticks += 1
                     self.moved[first] = self.ticks
                     picked.granted = True
-                    self.grants.notify_all()
+                picked.link.wake()
             expired = self._settle()
             if expired:
                 entry["settle"] = expired
@@ -416,8 +418,7 @@ class ThroughController:
     def _abort(self, workers: list[Worker]) -> None:
         """Let every held step through and every request finish; forget the schedule."""
         with self.cv:
-            self.opened = True
-            self.grants.notify_all()
+            self._open()
             for worker in workers:
                 worker.abort = True
                 worker.queue.clear()
@@ -430,6 +431,14 @@ class ThroughController:
             self.held = {w: [] for w in workers}
             self.inflight = {w: [] for w in workers}
             self.waiting, self.due = {}, {}
+
+    def _open(self) -> None:
+        """Let every held step through, and every later one (call with the lock held)."""
+        self.opened = True
+        for steps in self.held.values():
+            for step in steps:
+                step.granted = True
+                step.link.wake()
 
     def _describe_stuck(self, workers: list[Worker]) -> str:
         with self.cv:
@@ -447,8 +456,7 @@ class ThroughController:
 
     def close(self) -> None:
         with self.cv:
-            self.opened = True
-            self.grants.notify_all()
+            self._open()
             for worker in self.workers:
                 worker.stopping = True
                 worker.cv.notify()

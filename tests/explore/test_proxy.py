@@ -28,13 +28,22 @@ class HoldingGate:
         with self.cv:
             self.shapes.append(step.shape)
             self.held.append(step)
+            step.granted = not self.hold
             self.cv.notify_all()
-            self.cv.wait_for(lambda: step.granted or not self.hold)
 
     def grant(self, step: Step) -> None:
         with self.cv:
             step.granted = True
-            self.cv.notify_all()
+        step.link.wake()
+
+    def release(self) -> None:
+        """Let every held step through, and every later one."""
+        with self.cv:
+            self.hold = False
+            for step in self.held:
+                if not step.granted:
+                    step.granted = True
+                    step.link.wake()
 
     def wait_held(self, n: int) -> list[Step]:
         with self.cv:
@@ -134,7 +143,7 @@ def test_postgres_through_the_proxy_reads_the_backend_pid_and_holds_statements(
         reader.join(timeout=10)
         (pid, echoed), = result  # type: ignore[misc]
         assert echoed == "x'y" and step.link.pid == pid
-        gate.hold = False
+        gate.release()
         with conn.transaction():  # BEGIN passes at once; the statement and COMMIT are steps
             conn.execute("SELECT 1")
         assert gate.shapes[-2:] == ["SELECT ?", "COMMIT"]
