@@ -41,6 +41,8 @@ class Standing:
     state: State
     why: str
     fix: str = ""
+    command: str = ""  # the command that re-certifies the pair
+    provenance: str = ""  # a certified fake says so: records.FAKE_PROVENANCE
 
     @property
     def eligible(self) -> bool:
@@ -81,6 +83,7 @@ def standing(
             provider, contract, State.MISSING,
             f"no certification of {provider!r} for contract {contract!r} in the lock file",
             f"run: {command}",
+            command=command,
         )
     if record.sampling is None:
         return Standing(
@@ -88,6 +91,7 @@ def standing(
             f"certified by failover-harness {record.harness_version or '(unknown version)'} "
             "with a point-estimate pass rate (lock_version 1), not a confidence bound",
             f"re-certify: {command}",
+            command=command,
         )
     if record.config_hash != config_hash:
         changed = _changed(record.config, config)
@@ -96,6 +100,7 @@ def standing(
             f"the provider's configuration changed since it was certified"
             f"{' (' + changed + ')' if changed else ''}",
             f"re-certify at the new configuration: {command}",
+            command=command,
         )
     if record.contract_hash != contract_hash:
         version = (
@@ -107,18 +112,21 @@ def standing(
             provider, contract, State.STALE,
             f"the contract changed since the certification{version}",
             f"re-certify against the new contract: {command}",
+            command=command,
         )
     if now >= record.expires_at:
         return Standing(
             provider, contract, State.EXPIRED,
             f"the certification expired at {record.expires_at:%Y-%m-%d %H:%M} UTC",
             f"re-certify: {command}",
+            command=command,
         )
     if record.verdict == "undecided":
         return Standing(
             provider, contract, State.UNDECIDED,
             f"certified undecided ({record.mode}): {record.why()}",
             f"sample until decided: {command} --adaptive",
+            command=command,
         )
     if record.verdict != "eligible":
         return Standing(
@@ -126,12 +134,15 @@ def standing(
             f"certified ineligible ({record.mode}): {record.why()}",
             "make the provider meet the contract (or set this link to 'failover: manual' in the "
             f"providers file), then run: {command}",
+            command=command,
         )
     label = f" — {record.provenance}" if record.provenance else ""
     return Standing(
         provider, contract, State.CERTIFIED,
         f"certified {record.mode} at {record.certified_at:%Y-%m-%d %H:%M} UTC, valid until "
         f"{record.expires_at:%Y-%m-%d %H:%M} UTC{label}",
+        command=command,
+        provenance=record.provenance,
     )
 
 

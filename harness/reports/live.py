@@ -216,6 +216,7 @@ def gate_lines(g: GateVerdict) -> Iterator[str]:
     for p in g.problems:
         yield f"{p.state.upper()}: provider {p.provider!r}, contract {p.contract!r}: {p.why}"
         yield f"  fix: {p.fix}"
+    yield from (f"note: certified {fake}" for fake in g.fakes)
     if not g.links_checked:
         yield f"gate: no auto failover links in {g.providers_file}; nothing to certify"
     elif not g.problems:
