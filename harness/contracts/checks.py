@@ -44,6 +44,9 @@ class Sample:
     # What the failover runner made of it: the job result it claimed into the store, or why not.
     stored: dict[str, Any] | None = None
     runner: str = ""
+    # Why the call cannot have reached a model (DNS, connect, TLS, a refused key, no such
+    # endpoint), else "": such a sample is no evidence about the contract and is not judged.
+    unreached: str = ""
 
     def judge(self, contract: Contract) -> Judgement:
         if self.error is not None:

@@ -36,7 +36,7 @@ from harness.domain.entities import Intent
 from harness.domain.errors import ConfigError
 from harness.failover import FailoverResult, FailoverRunner, RunStatus
 from harness.providers.base import ProviderClient, ProviderReply, ProviderRequest
-from harness.providers.classify import ProviderCallError
+from harness.providers.classify import ProviderCallError, unreached
 from harness.providers.clients import client_for
 from harness.providers.config import ChainLink, ProviderConfig
 from harness.providers.fake import ANSWERS_HEADER
@@ -135,7 +135,7 @@ class Channel:
         if tap.error is not None:
             return Sample(
                 golden_id, index, error=f"{tap.error.classification}: {tap.error.message}",
-                runner=ran,
+                runner=ran, unreached=unreached(tap.error) or "",
             )
         reply = tap.reply
         assert reply is not None, ran
@@ -152,8 +152,13 @@ class Channel:
             await self.tap.aclose()
 
 
+# A gateway passes the provider's headers on under a prefix: LiteLLM's is "llm_provider-".
+ANSWERS_HEADERS = (ANSWERS_HEADER, f"llm_provider-{ANSWERS_HEADER}")
+
+
 class _AnswersTap(httpx.AsyncBaseTransport):
-    """Passes everything through; notes a fake provider's ``x-fake-answers`` header."""
+    """Passes everything through; notes a fake provider's ``x-fake-answers`` header, also when
+    a gateway in between forwarded it (LiteLLM: ``llm_provider-x-fake-answers``)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self.inner = inner
@@ -161,9 +166,10 @@ class _AnswersTap(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
-        found = response.headers.get(ANSWERS_HEADER)
-        if found:
-            self.seen = found
+        for name in ANSWERS_HEADERS:
+            found = response.headers.get(name)
+            if found:
+                self.seen = found
         return response
 
     async def aclose(self) -> None:

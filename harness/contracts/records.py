@@ -245,6 +245,9 @@ class CertificationRecord:
     inputs: dict[str, InputTally] = field(default_factory=dict)  # per golden input
     drift: dict[str, Any] | None = None  # vs the previous certification (see drift.py)
     provenance: str = ""  # FAKE_PROVENANCE for fake:// providers, else ""
+    # Why no call reached the provider ("could not reach …"), else "". Such a record holds no
+    # evidence about the contract: certify shows it and never writes it to the lock file.
+    unreached: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -267,6 +270,8 @@ class CertificationRecord:
         label = f" — {self.provenance}" if self.provenance else ""
         if not failed and not undecided:
             return "all checks passed" + label
+        if self.unreached and not failed:
+            return f"no call reached the model: {self.unreached}{label}"
         if failed:
             first = failed[0]
             reason = first.evidence[0].reason if first.evidence else first.summary

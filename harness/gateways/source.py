@@ -115,11 +115,45 @@ class GatewaySource:
                 out.append(s)
                 continue
             fix = s.fix
-            if origin.field.startswith(("router_settings", "litellm_settings")):
+            if str(s.state) == "failed":  # a LiteLLM link has no 'failover: manual'
+                fix = self.ineligible_fix(s.provider, s.contract, s.command)
+            elif origin.field.startswith(("router_settings", "litellm_settings")):
                 fix += (f"; or take {origin.group!r} out of that list — 'failover-harness export "
                         "litellm-fallbacks' prints the lists that hold only certified fallbacks")
             out.append(replace(s, why=f"{origin}: {s.why}", fix=fix))
         return out
+
+    def deployment(self, provider: str) -> LiteLLMDeployment | None:
+        return next((d for d in self.config.deployments
+                     if self.provider_ids.get(d.index) == provider), None)
+
+    def where(self, provider: str, param: str | None = None) -> str:
+        """``config.yaml:5 (model_list[0].litellm_params.api_base)``: where a deployment's
+        ``litellm_params`` (entry ``param``) is written, else the deployment itself."""
+        d = self.deployment(provider)
+        if d is None:
+            return str(self.config.path)
+        line = self.config.source.line_of(_loc(d) + ((param,) if param else ()))
+        field = (f"{d.where}.litellm_params" + (f".{param}" if param else "") if line
+                 else f"{d.where}: model group {d.group!r}")
+        return f"{self.config.path}:{line or d.line} ({field})"
+
+    def ineligible_fix(self, provider: str, contract: str, command: str) -> str:
+        """What to do about an ineligible deployment, in LiteLLM's terms: every link of a
+        LiteLLM config is automatic (there is no 'failover: manual'), so change the deployment,
+        or take it out of the fallback lists, or route its group elsewhere."""
+        origin = self.origins.get((provider, contract))
+        fallback = origin is not None and origin.field.startswith(
+            ("router_settings", "litellm_settings"))
+        change = (f"make deployment {provider!r} meet contract {contract!r} (change its "
+                  f"litellm_params at {self.where(provider)}), then run: {command}")
+        if fallback:
+            assert origin is not None
+            return (f"{change}; or take {origin.group!r} out of the fallback list at {origin} — "
+                    "'failover-harness export litellm-fallbacks' prints the lists that hold only "
+                    "certified fallbacks")
+        return (f"{change}; or point model group {(origin.group if origin else provider)!r} at a "
+                "deployment that meets it")
 
 
 class GatewayProviders(ProvidersFile):

@@ -188,11 +188,18 @@ def test_certified_and_gated_with_no_providers_yaml(
     # Certified, and it turns out ineligible (it adds a key the schema does not name) → 1.
     assert project.cli("certify", "--providers", str(config), "--provider", "cheap",
                        *QUIET) == 1
-    capsys.readouterr()
+    certified = capsys.readouterr().out
     assert project.cli("gate", "--providers", str(config)) == 1
     out = capsys.readouterr().out
     assert f"FAILED: provider 'cheap', contract 'ticket_triage': {where}: certified ineligible" \
         in out
+    # The fix speaks LiteLLM: a LiteLLM link has no 'failover: manual' (every link is auto).
+    params = f"{config}:{project.line_of('model: openai/cheap-model') - 1}"
+    for text in (certified, out):
+        assert "failover: manual" not in text
+        assert (f"fix: make deployment 'cheap' meet contract 'ticket_triage' (change its "
+                f"litellm_params at {params} (model_list[2].litellm_params)") in text
+        assert f"or take 'cheap' out of the fallback list at {where}" in text
 
 
 def test_a_changed_deployment_is_stale(
