@@ -51,7 +51,8 @@ class CertifiedLists:
             lines.append(f"# not checked: model group {group!r} serves no contract "
                          "(map it with contracts: in failover-harness.yaml or --contract-map)")
         body = yaml.safe_dump(self.sections, sort_keys=False, default_flow_style=None,
-                              allow_unicode=True) if self.sections else ""
+                              allow_unicode=True) if self.sections else (
+            "# the config has no fallback lists: nothing to paste\n")
         return "\n".join(lines) + "\n" + body
 
 
@@ -87,9 +88,10 @@ def certified_lists(gateway: GatewaySource, judge: Judge) -> CertifiedLists:
                 kept.append(target)
         if contract is None and entry.group not in out.unchecked:
             out.unchecked.append(entry.group)
-        if kept:
-            lists = out.sections.setdefault(entry.section, {}).setdefault(entry.kind, [])
-            lists.append({entry.group: kept})
+        # Even when every fallback was dropped: `triage: []` pastes over the config's list
+        # (an entry left out would leave the config's uncertified list in place).
+        lists = out.sections.setdefault(entry.section, {}).setdefault(entry.kind, [])
+        lists.append({entry.group: kept})
     for default in config.default_fallbacks:
         kept = []
         for i, target in enumerate(default.groups):

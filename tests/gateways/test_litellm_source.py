@@ -286,3 +286,23 @@ def test_several_deployments_in_one_group(tmp_path: Path) -> None:
     assert [via.providers[p].model for p in ("g-a", "g-b", "h-east")] == ["g-a", "g-b", "h-east"]
     assert all(via.providers[p].config_hash() == direct.providers[p].config_hash()
                for p in direct.providers)
+
+
+def test_export_when_every_fallback_is_dropped_prints_an_empty_list(
+    litellm_project: LiteLLMProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing certified: the export is still something to paste (QA Q14), not only comments."""
+    project = litellm_project
+    config = project.write(
+        [deployment("triage", "openai/gpt-4o-mini", "http://127.0.0.1:9/v1"),
+         deployment("cheap", "openai/cheap-model", "http://127.0.0.1:10/v1")],
+        {"triage": ["cheap"]}, contracts={"triage": "ticket_triage"},
+        litellm_settings={"context_window_fallbacks": [{"triage": ["cheap"]}]},
+    )
+    assert project.cli("export", "litellm-fallbacks", "--providers", str(config)) == 1
+    out = capsys.readouterr().out
+    assert "# dropped 'cheap' from the fallbacks of 'triage'" in out
+    assert yaml.safe_load(out) == {
+        "router_settings": {"fallbacks": [{"triage": []}]},
+        "litellm_settings": {"context_window_fallbacks": [{"triage": []}]},
+    }
