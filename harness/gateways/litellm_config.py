@@ -236,8 +236,12 @@ def _fallback_list(
                     f"fallbacks for {group!r}, which is no model_name in model_list", entry_loc,
                     fix=f"use one of the model groups: {', '.join(sorted(groups))}",
                 )
-            if isinstance(targets, str):
-                targets = [targets]
+            if isinstance(targets, str):  # LiteLLM would iterate over its characters
+                raise src.error(
+                    f"the fallbacks of {group!r} are a string, not a list: LiteLLM reads "
+                    f"{targets!r} as one model group per character, so it never fails over to "
+                    f"{targets!r}", entry_loc, fix=f"write - {group}: [{targets}]",
+                )
             if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
                 raise src.error(f"the fallbacks of {group!r} must be a list of model groups",
                                 entry_loc, fix=f"write {group}: [fallback-group, …]")
@@ -259,8 +263,11 @@ def _default_fallbacks(
     src: YamlSource, section: str, value: Any, groups: Mapping[str, list[LiteLLMDeployment]],
 ) -> DefaultFallbacks:
     loc: tuple[str | int, ...] = (section, "default_fallbacks")
-    if isinstance(value, str):
-        value = [value]
+    if isinstance(value, str):  # LiteLLM would iterate over its characters
+        raise src.error(
+            f"`default_fallbacks` is a string, not a list: LiteLLM reads {value!r} as one model "
+            "group per character", loc, fix=f"write default_fallbacks: [{value}]",
+        )
     if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
         raise src.error("`default_fallbacks` must be a list of model groups", loc,
                         fix="write default_fallbacks: [my-fallback-group]")

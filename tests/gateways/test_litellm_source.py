@@ -113,6 +113,10 @@ def test_the_hash_binds_to_the_effective_config(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("old", "new", "line", "words"), [
     ("[triage-fallback]", "[triage-fallbak]", 21, "'triage-fallbak' of 'triage' is no model_name"),
+    ("triage: [triage-fallback]", "triage: triage-fallback", 21,
+     "the fallbacks of 'triage' are a string, not a list"),  # QA Q11: not accepted silently
+    ("drop_params: true", "drop_params: true\n  default_fallbacks: triage", 26,
+     "`default_fallbacks` is a string, not a list"),
     ("api_key: os.environ/ANTHROPIC_KEY", "api_key: sk-ant-REALKEY123", 14,
      "API key written in the file"),
     ("model: anthropic/claude", "model: bedrock/claude", 13, "does not speak directly"),
@@ -129,6 +133,8 @@ def test_errors_name_the_litellm_file_and_line(
     err = info.value
     assert (err.file, err.line) == (str(path), line), err.message
     assert words in err.message
+    if "a string, not a list" in words:
+        assert err.fix in ("write - triage: [triage-fallback]", "write default_fallbacks: [triage]")
     assert "REALKEY" not in str(err.to_problem())
 
 
@@ -306,3 +312,24 @@ def test_export_when_every_fallback_is_dropped_prints_an_empty_list(
         "router_settings": {"fallbacks": [{"triage": []}]},
         "litellm_settings": {"context_window_fallbacks": [{"triage": []}]},
     }
+
+
+def test_a_missing_key_variable_names_the_litellm_line(
+    litellm_project: LiteLLMProject, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not `providers.triage.api_key_env` (no such file): the LiteLLM line that names it."""
+    project = litellm_project
+    monkeypatch.delenv(KEY_ENV)
+    config = project.write(
+        [deployment("triage", "openai/gpt-4o-mini", "http://127.0.0.1:9/v1"),
+         deployment("triage-fallback", "anthropic/claude-3-5-haiku", "http://127.0.0.1:10")],
+        {"triage": ["triage-fallback"]}, contracts={"triage": "ticket_triage"})
+    assert project.cli("certify", "--providers", str(config), *QUIET) == 2
+    err = capsys.readouterr().err
+    line = project.line_of(f"api_key: os.environ/{KEY_ENV}")
+    assert (f"error: {config}:{line} (model_list[0].litellm_params.api_key): environment "
+            f"variable {KEY_ENV} is not set: deployment 'triage' reads its key from it") in err
+    assert f"fix: export {KEY_ENV}=<your key> before running" in err
+    assert "providers.triage" not in err
+    assert not project.lock.exists()
