@@ -28,6 +28,7 @@ from harness.contracts.model import (
     Rule,
     Thresholds,
 )
+from harness.contracts.schema_errors import dotted, json_fix, json_path_at, schema_fix
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.yamlsrc import YamlSource, load_yaml
@@ -226,7 +227,8 @@ def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
         schema = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(path),
-                          line=exc.lineno, fix="fix the JSON") from None
+                          line=exc.lineno, field=json_path_at(text, exc.pos) or None,
+                          fix=json_fix(exc.msg, text, exc.pos)) from None
     except RecursionError:
         raise ConfigError("the JSON nests too deeply to parse", file=str(path),
                           fix="flatten the schema (use $defs and $ref)") from None
@@ -235,11 +237,12 @@ def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
     def error(message: str, where: list[str | int], fix: str) -> ConfigError:
         return ConfigError(
             message, file=str(path), line=line_of(lines, where),
-            field="/".join(str(p) for p in where) or "(root)", fix=fix,
+            field=dotted(where) or "(root)", fix=fix,
         )
 
     if not isinstance(schema, dict):
-        raise error("a JSON Schema must be an object", [], "fix the schema")
+        raise error("a JSON Schema must be an object", [],
+                    'write an object: {"type": "object", "properties": {…}}')
     declared = schema.get("$schema")
     if declared and "2020-12" not in str(declared):
         raise error(
@@ -251,7 +254,7 @@ def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
     except SchemaError as exc:
         raise error(
             f"not a valid Draft 2020-12 schema: {exc.message}", list(exc.path),
-            "fix the schema",
+            schema_fix(exc),
         ) from None
     if schema.get("type") != "object":
         raise error("the output must be a JSON object", ["type"] if "type" in schema else [],
