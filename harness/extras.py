@@ -4,7 +4,8 @@ The base install is what CI's ``gate`` and ``certify`` need (and ``check``, ``sc
 ``replay`` on SQLite, the reports). The rest is optional::
 
     [serve]     failover-harness serve, fake-provider       fastapi, uvicorn
-    [explore]   explore --choices hypothesis, shrinking      hypothesis
+    [explore]   explore --choices hypothesis (and the        hypothesis
+                Hypothesis shrinking pass: skipped without it)
     [hf]        hf:/path/tokenizer.json tokenizers           tokenizers
     [postgres]  postgresql:// stores, targets and explore    psycopg, psycopg-pool
 

@@ -7,7 +7,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness.commands._collect import checks_of
-from harness.reports import ExploreResult, Lane, ScheduleStep, Timeline, TimelineEvent
+from harness.reports import (
+    Check,
+    ExploreResult,
+    Lane,
+    ScheduleStep,
+    Timeline,
+    TimelineEvent,
+    Unknown,
+)
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
@@ -66,7 +74,7 @@ def explore_result(outcome: Outcome | None, *, target: str, settings: Any, found
         "note": note, "wall_s": progress.elapsed_s if progress else 0.0,
     }
     if outcome is None:
-        return ExploreResult(verdict="passed", outcome="pass", **common)
+        return _clean_result(found, common)
     steps = schedule_steps(outcome)
     return ExploreResult(
         verdict=VERDICT[outcome.status],  # type: ignore[arg-type]
@@ -79,3 +87,29 @@ def explore_result(outcome: Outcome | None, *, target: str, settings: Any, found
         repro_dir=str(repro) if repro is not None else None, replay_command=replay,
         replayed_identical=replayed_identical, timeline=lane_diagram(steps), **common,
     )
+
+
+def _clean_result(found: Any, common: dict[str, Any]) -> ExploreResult:
+    """A search without a violation: passed only if no schedule was unknown and every promise
+    was exercised by some schedule; else unknown, saying which promise nothing exercised and why
+    schedules were unknown. Each promise is a check whose ``seen`` counts the schedules that
+    exercised it."""
+    from harness.explore.evidence import MORE_FIX, SMALLEST_FIX, Tally
+
+    tally: Tally = found.progress.tally if found is not None else Tally()
+    checks = []
+    for name, promise in tally.promises.items():
+        exercised, unknown = tally.exercised[name], tally.unknown_in[name]
+        unknowns = [Unknown(f"unknown in {count} of {tally.checked[name]} schedules: {reason}")
+                    for reason, count in tally.reasons.get(name, {}).items()]
+        if not exercised:
+            unknowns.append(Unknown(tally.why_unexercised(name), SMALLEST_FIX
+                                    if common["choices"] == "exhaustive" else MORE_FIX))
+        needs = tally.needs.get(name)
+        checks.append(Check(name, promise, "unknown" if unknown or not exercised else "valid",
+                            unknowns=tuple(unknowns), fixes=tuple(tally.fixes.get(name, ())),
+                            needs=f"schedules that saw a {needs}" if needs else "",
+                            seen=exercised))
+    clean = tally.clean
+    return ExploreResult(verdict="passed" if clean else "unknown",
+                         outcome="pass" if clean else "unknown", checks=tuple(checks), **common)

@@ -89,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
             on_progress=lambda n: progress.advance(task, n), adaptive=args.adaptive,
             previous=previous,
         ))
-    # A record no call reached is no evidence: the lock keeps what it had (or nothing).
-    evidence = [r for r in result.records if not r.unreached]
+    # A record no call reached is no evidence: it never replaces an earlier one in the lock
+    # (written only where the lock has none, so the gate says why the pair is undecided).
+    evidence = [r for r in result.records if not (r.unreached and ws.lock.get(*r.key))]
     if evidence:
         ws.lock.merge(evidence)
         ws.lock.write()

@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
         try:
             target_secrets(target, s.target)
+            target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
             session = open_session(args, "check", targets=[target.description])
             session.say(f"check: {len(scenarios)} scenario(s) against {target.description}")
             _on_target(session, s, scenarios, target)
@@ -163,13 +164,9 @@ def _load(paths: tuple[Path, ...] | list[Path]) -> list[Any]:
 
 def _default_scenarios(*, with_detection: bool) -> list[Path]:
     """``scenarios/`` of the working directory, else the ones shipped with the harness."""
-    import harness
+    from harness.commands.scenarios import default_scenarios
 
-    folder = Path("scenarios")
-    if not folder.is_dir():
-        shipped = Path(harness.__file__).resolve().parent / "shipped" / "scenarios"
-        repository = Path(harness.__file__).resolve().parents[1] / "scenarios"
-        folder = shipped if shipped.is_dir() else repository
+    folder = default_scenarios()
     paths = [folder]
     if with_detection and (folder / "detection").is_dir():
         paths.append(folder / "detection")

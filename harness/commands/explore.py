@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from harness.commands._report import add_report_options
-from harness.domain.errors import ConfigError
+from harness.domain.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
@@ -119,6 +119,8 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
     if args.stress and args.choices != "seeded":
         raise ConfigError(f"--stress has no controller, so {args.choices} choices cannot "
                           "apply", field="--choices", fix="drop --choices, or drop --stress")
+    if args.choices == "hypothesis":
+        _need_hypothesis()
     if not 1 <= args.depth <= 5:
         raise ConfigError(f"depth {args.depth} is out of range", field="--depth",
                           fix="use 1 to 5 (2: one preemption, the common race)")
@@ -136,6 +138,17 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
     return Settings(workload=args.workload, clients=args.clients, budget=budget,
                     time_limit=args.time_limit, seed=seed, choices=args.choices,
                     first=args.schedule, depth=args.depth)
+
+
+def _need_hypothesis() -> None:
+    """``--choices hypothesis`` is the one explore path that needs the ``explore`` extra (the
+    seeded, PCT and exhaustive searches and the shrinker run without it): say so up front."""
+    import importlib.util
+
+    if importlib.util.find_spec("hypothesis") is None:
+        raise MissingExtra("explore", module="hypothesis",
+                           purpose="explore --choices hypothesis (Hypothesis draws the schedules; "
+                           "--choices seeded, pct and exhaustive need no extra)")
 
 
 class _Ticker:
@@ -219,7 +232,7 @@ def _clean(session: ReportSession, found: Found, settings: Settings, target: str
         spent = "time limit reached" if settings.time_limit is not None else "budget spent"
         note = f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}"
     session.emit(explore_result(None, target=target, settings=settings, found=found,
-                                note=note))
+                                note="\n".join([note, *progress.tally.lines()])))
 
 
 def _headline(outcome: Outcome) -> list[str]:
@@ -298,9 +311,10 @@ def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession
     finally:
         target.close()
     if found.outcome is None:
-        session.emit(explore_result(None, target=target.description, settings=settings,
-                                    found=found, mode="stress",
-                                    note=f"no violation in {found.progress.schedules} rounds"))
+        session.emit(explore_result(
+            None, target=target.description, settings=settings, found=found, mode="stress",
+            note="\n".join([f"no violation in {found.progress.schedules} rounds",
+                            *found.progress.tally.lines("rounds")])))
         return session.finish()
     folder = write_repro(found.outcome, session.folder, target=target.description,
                          found={"workload": settings.workload, "seed": settings.seed,

@@ -2,7 +2,10 @@
 its schedule, and report whether the history is identical or where it diverged.
 
 Exit codes: the verdict's (0 holds, 1 violation, 3 unknown), 1 when the run diverged from the
-recorded schedule, 2 bad input. Writes the report folder like every judging command.
+recorded schedule, 2 bad input. A recorded failure that passes on replay (a race decided again by
+threads or a live service) is 3, "not reproduced this time": not evidence of a fix.
+``--until-violated N`` replays up to N times and stops at the first violation. Writes the report
+folder like every judging command.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from harness.commands.explore import add_through_options
 
     add_through_options(parser)  # an explore repro of a service explored through its storage
+    parser.add_argument("--until-violated", type=int, default=1, metavar="N",
+                        help="replay up to N times, stopping at the first violation (a race "
+                        "may pass one replay); all N passing is exit 3, with the chance of that "
+                        "if the race still happened at the recorded rate")
     parser.add_argument("--expect-identical", action="store_true",
                         help="exit 1 if the history differs from the recorded one "
                         "(e.g. in CI, to prove a recorded failure still reproduces)")
@@ -36,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
     from harness.commands._trials import public_target, target_secrets
     from harness.reports import ReplayComparison
-    from harness.scenarios.replay import recorded_target, replay
+    from harness.scenarios.replay import recorded_target, replay_until, reproduction
     from harness.scenarios.runfolder import replay_command, write_run
     from harness.scenarios.targets import open_target
 
@@ -51,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
         from harness.commands.explore import run_replay
 
         return run_replay(args)
+    if args.until_violated < 1:
+        raise ConfigError(f"{args.until_violated} replays", field="--until-violated",
+                          fix="write a number of replays from 1 (e.g. --until-violated 20)")
     text = args.target or recorded_target(path)
     if text is None:
         _refuse_another_target(path)
@@ -59,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         target_secrets(target, text)
         session = open_session(args, "replay", targets=[target.description])
         session.say(f"replaying {path} on {target.description}")
-        outcome = replay(path, target, seed=args.seed)
+        outcome, tries = replay_until(path, target, args.until_violated, seed=args.seed,
+                                      say=session.say)
     finally:
         target.close()
     extra = target_extra(args)
@@ -78,13 +89,10 @@ def run(args: argparse.Namespace) -> int:
     if outcome.identical is False and target.kind == "http":
         note = ("expected against a live service: its counters and retry timings differ "
                 "from run to run; compare the verdicts, which replay judges afresh")
-        was = outcome.recorded.results.get("status") if outcome.recorded else None
-        if was in ("violated", "unknown") and result.status == "passed":
-            # one run of a race is a draw: a pass now is no evidence the flaw is gone
-            outcome_of_comparison = "unknown"
-            note = (f"not reproduced this time: the recorded run was {was}, this one passed; "
-                    "against a live service one run of a race may pass, so this is not "
-                    "evidence of a fix — measure the rate again (scenarios run --trials N)")
+    found = reproduction(outcome, tries=tries)  # one run of a race is a draw: a pass is no fix
+    if found is not None:
+        outcome_of_comparison = found.outcome
+        note = found.note + (f" ({note})" if note and found.outcome == "pass" else "")
     diverged = outcome.identical is False
     if diverged and args.expect_identical:
         outcome_of_comparison = "fail"

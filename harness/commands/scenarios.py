@@ -20,7 +20,19 @@ if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
 
 HELP = "Run scenario files against a store or service and judge their histories."
 
-DEFAULT_PATHS = [Path("scenarios")]
+
+
+def default_scenarios() -> Path:
+    """``scenarios/`` of the working directory, else the ones shipped with the harness (a wheel
+    carries them as ``harness/shipped/scenarios``; a checkout has them beside ``harness/``)."""
+    import harness
+
+    folder = Path("scenarios")
+    if folder.is_dir():
+        return folder
+    package = Path(harness.__file__).resolve().parent
+    shipped = package / "shipped" / "scenarios"
+    return shipped if shipped.is_dir() else package.parent / "scenarios"
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +68,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          description="Run scenarios against a target; write run folders; "
                          "exit 0 all hold, 1 a violation, 2 bad input, 3 some verdict unknown.")
     run.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                     help="scenario files or folders (default: scenarios/)")
+                     help="scenario files or folders (default: scenarios/, else the shipped "
+                     "ones)")
     add_target_options(run)
     run.add_argument("--trials", type=_positive, default=None, metavar="N",
                      help="run each scenario N times per arrival pattern and report detection "
@@ -101,7 +114,7 @@ def _patterns(text: str) -> tuple[str, ...]:
 def _load(paths: list[Path]) -> list[Scenario]:
     from harness.scenarios.loader import load_scenario, scenario_files
 
-    files = scenario_files(paths or DEFAULT_PATHS)
+    files = scenario_files(paths or [default_scenarios()])
     scenarios = [load_scenario(f) for f in files]
     seen: dict[str, str] = {}
     for scenario in scenarios:
@@ -134,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
     target = open_target(args.target, tokens_file=args.tokens_file, profile=args.target_profile)
     try:
         target_secrets(target, args.target)
+        target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
         session = open_session(args, "scenarios run", targets=[target.description])
         session.say(f"target {target.description}; {len(scenarios)} scenario(s)")
         options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,

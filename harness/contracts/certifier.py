@@ -34,6 +34,7 @@ from harness.contracts.model import Contract, Golden
 from harness.contracts.outputs import differences
 from harness.contracts.records import (
     FAKE_PROVENANCE,
+    UNREACHED,
     CertificationRecord,
     CheckResult,
     Evidence,
@@ -474,7 +475,7 @@ def _not_reached(
             out.append(check)
         elif not judged:
             out.append(CheckResult.build(
-                check.name, "undecided", f"not judged: no call reached the model; {reason}",
+                check.name, "undecided", f"{UNREACHED}: {reason}",
                 {"samples": 0, "unreached": lost}, [Evidence("*", reason)],
             ))
         else:

@@ -152,13 +152,14 @@ class Channel:
             await self.tap.aclose()
 
 
-# A gateway passes the provider's headers on under a prefix: LiteLLM's is "llm_provider-".
-ANSWERS_HEADERS = (ANSWERS_HEADER, f"llm_provider-{ANSWERS_HEADER}")
+#: gateways forward the provider's own response headers under a prefix (LiteLLM:
+#: ``llm_provider-x-fake-answers``): a fake behind a gateway is still a fake
+GATEWAY_HEADER_PREFIXES = ("", "llm_provider-")
 
 
 class _AnswersTap(httpx.AsyncBaseTransport):
-    """Passes everything through; notes a fake provider's ``x-fake-answers`` header, also when
-    a gateway in between forwarded it (LiteLLM: ``llm_provider-x-fake-answers``)."""
+    """Passes everything through; notes a fake provider's ``x-fake-answers`` header (also as a
+    gateway forwards it)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self.inner = inner
@@ -166,10 +167,11 @@ class _AnswersTap(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
-        for name in ANSWERS_HEADERS:
-            found = response.headers.get(name)
-            if found:
-                self.seen = found
+        found = next((response.headers[prefix + ANSWERS_HEADER]
+                      for prefix in GATEWAY_HEADER_PREFIXES
+                      if prefix + ANSWERS_HEADER in response.headers), None)
+        if found:
+            self.seen = found
         return response
 
     async def aclose(self) -> None:

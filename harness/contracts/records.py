@@ -88,6 +88,10 @@ class Evidence:
         return cls(data["input"], data["reason"], data.get("excerpt", ""), data.get("sample"))
 
 
+#: the reason of a sampled check none of whose samples reached a model (see certifier)
+UNREACHED = "no sample reached the provider, so nothing about the contract was observed"
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """One check (schema, tokenization, round_trip) on one provider for one contract.
@@ -246,7 +250,8 @@ class CertificationRecord:
     drift: dict[str, Any] | None = None  # vs the previous certification (see drift.py)
     provenance: str = ""  # FAKE_PROVENANCE for fake:// providers, else ""
     # Why no call reached the provider ("could not reach …"), else "". Such a record holds no
-    # evidence about the contract: certify shows it and never writes it to the lock file.
+    # evidence about the contract: undecided, and certify never lets it replace an earlier
+    # record in the lock file (it is written only where the lock had none for the pair).
     unreached: str = ""
 
     @property
@@ -271,7 +276,7 @@ class CertificationRecord:
         if not failed and not undecided:
             return "all checks passed" + label
         if self.unreached and not failed:
-            return f"no call reached the model: {self.unreached}{label}"
+            return f"{UNREACHED}: {self.unreached}{label}"
         if failed:
             first = failed[0]
             reason = first.evidence[0].reason if first.evidence else first.summary
@@ -306,6 +311,7 @@ class CertificationRecord:
             "checks": [c.to_json() for c in self.checks],
             "inputs": {k: self.inputs[k].to_json() for k in sorted(self.inputs)},
             "drift": self.drift,
+            **({"unreached": self.unreached} if self.unreached else {}),
         }
 
     @classmethod
@@ -335,6 +341,7 @@ class CertificationRecord:
             inputs={k: InputTally.from_json(v) for k, v in (data.get("inputs") or {}).items()},
             drift=data.get("drift") or None,
             provenance=data.get("provenance") or "",
+            unreached=str(data.get("unreached") or ""),
         )
 
 

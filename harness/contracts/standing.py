@@ -15,6 +15,9 @@ from typing import Any
 
 from harness.contracts.records import CertificationRecord
 
+#: the providers.yaml way out of an ineligible auto link (not for a gateway config)
+MANUAL_ADVICE = " (or set this link to 'failover: manual' in the providers file)"
+
 
 class State(StrEnum):
     """The standing of a certification. Unknown (missing, stale, expired, undecided) is not
@@ -125,15 +128,16 @@ def standing(
         return Standing(
             provider, contract, State.UNDECIDED,
             f"certified undecided ({record.mode}): {record.why()}",
-            f"sample until decided: {command} --adaptive",
+            f"make the provider reachable (network, base_url, API key), then run: {command}"
+            if record.unreached
+            else f"sample until decided: {command} --adaptive",
             command=command,
         )
     if record.verdict != "eligible":
         return Standing(
             provider, contract, State.FAILED,
             f"certified ineligible ({record.mode}): {record.why()}",
-            "make the provider meet the contract (or set this link to 'failover: manual' in the "
-            f"providers file), then run: {command}",
+            f"make the provider meet the contract{MANUAL_ADVICE}, then run: {command}",
             command=command,
         )
     label = f" — {record.provenance}" if record.provenance else ""

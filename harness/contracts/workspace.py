@@ -82,8 +82,8 @@ class Workspace:
             what = {"key": f"the key in ${cfg.api_key_env}",
                     "model": "base_url and the model name"}.get(
                         setting, "the network and base_url") + f" ({at}, providers.{provider})"
-        return (f"check {what} (the lock file keeps its earlier record of it), then run: "
-                f"{command}")
+        return (f"make the provider reachable (network, base_url, API key): check {what} (the "
+                f"lock file keeps an earlier record of it), then run: {command}")
 
     def gate(self, clock: Clock | None = None) -> list[Standing]:
         """The standing of every ``auto`` link."""

@@ -22,6 +22,7 @@ from harness.explore.choices import (
     next_prefix,
 )
 from harness.explore.controller import Outcome, Runner
+from harness.explore.evidence import Tally
 from harness.explore.pct import PctChoices
 from harness.explore.plan import Draw, Plan, RandomDraw, SmallestDraw
 from harness.explore.workloads import WORKLOADS, build_plan
@@ -54,6 +55,16 @@ class Progress:
     violations: int = 0
     started: float = field(default_factory=time.perf_counter)
     unit: str = "schedules"  # "rounds" for --stress, which has no steps
+    tally: Tally = field(default_factory=Tally)  # what the clean schedules were evidence of
+
+    def count(self, outcome: Outcome) -> None:
+        """One more schedule: its steps, and (unless it broke a promise) its evidence."""
+        self.schedules += 1
+        self.steps += outcome.steps
+        if outcome.violated:
+            self.violations += 1
+        else:
+            self.tally.add(outcome)
 
     @property
     def elapsed_s(self) -> float:
@@ -110,10 +121,8 @@ def search(controller: Runner, settings: Settings,
                    if settings.choices == "pct" else SwarmChoices(rng, plan))
         outcome = controller.run(plan, chooser)
         steps = max(steps if progress.schedules else 1, len(outcome.schedule))
-        progress.schedules += 1
-        progress.steps += outcome.steps
+        progress.count(outcome)
         if outcome.violated:
-            progress.violations += 1
             tick(progress)
             return Found(outcome, progress, number, pct_steps=steps, pct_clients=clients)
         tick(progress)
@@ -132,11 +141,9 @@ def _exhaustive(controller: Runner, settings: Settings, progress: Progress,
                 return Found(None, progress)
             choices = PrefixChoices(prefix)
             outcome = controller.run(plan, choices)
-            progress.schedules += 1
-            progress.steps += outcome.steps
+            progress.count(outcome)
             tick(progress)
             if outcome.violated:
-                progress.violations += 1
                 return Found(outcome, progress, progress.schedules - 1)
             prefix = next_prefix(choices.trail)
     return Found(None, progress, exhausted=True)
@@ -167,13 +174,12 @@ def _hypothesis(controller: Runner, settings: Settings, progress: Progress,
             return  # the time limit: let Hypothesis run out of examples quickly
         plan = build(settings.workload, HypothesisDraw(data), settings.clients)
         outcome = controller.run(plan, HypothesisChoices(data))
-        progress.schedules += 1
-        progress.steps += outcome.steps
-        tick(progress)
-        if outcome.violated:
-            if not first_failure:
+        if not first_failure:  # after it, Hypothesis shrinks the failure: not exploring
+            progress.count(outcome)
+            tick(progress)
+            if outcome.violated:
                 first_failure.append(progress.schedules - 1)
-                progress.violations += 1
+        if outcome.violated:
             raise _Violated(outcome)
 
     try:

@@ -9,7 +9,8 @@ Two passes, each keeping a candidate only if the same checker still finds a viol
    decision a ``data.draw`` over the enabled steps; Hypothesis's shrinker then reduces the
    decisions to the shortlex-smallest failing sequence (fewest decisions, earliest options).
    Derandomised and without a database, so the same failure always shrinks to the same bytes.
-   If Hypothesis finds no failing interleaving of the reduced plan, the first pass stands.
+   If Hypothesis finds no failing interleaving of the reduced plan, the first pass stands; without
+   Hypothesis installed (the base install) this pass is skipped, and said so.
 3. **Fewer preemptions**: wherever a client was switched away from while it could have gone on,
    try letting it go on (the rest following the failing order); keep the run if the same
    promise still breaks. The repro then reads as few context switches as the race needs.
@@ -104,6 +105,12 @@ def shrink(
         progress(f"plan: {failing.plan.size()} → {best.plan.size()} ops, "
                  f"{failing.steps} → {best.steps} steps ({runs['plan']} runs)")
     note = ""
+    if hypothesis_examples > 0 and not _hypothesis_installed():
+        hypothesis_examples = 0  # the base install: the other two passes still shrink
+        note = ("interleaving pass skipped: it needs Hypothesis "
+                "(pip install 'failover-harness[explore]')")
+        if progress:
+            progress(f"interleaving: {note}")
     if hypothesis_examples > 0:
         found_by_hypothesis, runs["hypothesis"], note = _interleaving(
             controller, best.plan, keep, hypothesis_examples)
@@ -119,6 +126,15 @@ def shrink(
     return Shrunk(best, failing.steps, failing.plan.size(), runs["plan"], runs["hypothesis"],
                   time.perf_counter() - started, note, preemptions(failing.schedule),
                   runs["preemptions"])
+
+
+def _hypothesis_installed() -> bool:
+    """Whether the ``[explore]`` extra's Hypothesis can be imported."""
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def preemptions(schedule: Sequence[dict[str, object]]) -> int:

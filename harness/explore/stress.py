@@ -121,9 +121,8 @@ def stress(target: Target, settings: Settings,
         tag = f"{run_id}.{number}"
         with target.session(clock, tag, len(plan.racing_clients()) + 1) as session:
             outcome = run_free(plan, session, clock, tag, fresh_owners=fresh_owners)
-        progress.schedules += 1
+        progress.count(outcome)
         if outcome.violated:
-            progress.violations += 1
             tick(progress)
             return Found(outcome, progress, number)
         tick(progress)

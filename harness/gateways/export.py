@@ -88,10 +88,11 @@ def certified_lists(gateway: GatewaySource, judge: Judge) -> CertifiedLists:
                 kept.append(target)
         if contract is None and entry.group not in out.unchecked:
             out.unchecked.append(entry.group)
-        # Even when every fallback was dropped: `triage: []` pastes over the config's list
-        # (an entry left out would leave the config's uncertified list in place).
+        # the list is printed even when every fallback was dropped (``fallbacks: []``): the
+        # output replaces the config's lists, so an absent list would keep the uncertified ones
         lists = out.sections.setdefault(entry.section, {}).setdefault(entry.kind, [])
-        lists.append({entry.group: kept})
+        if kept:
+            lists.append({entry.group: kept})
     for default in config.default_fallbacks:
         kept = []
         for i, target in enumerate(default.groups):

@@ -236,12 +236,11 @@ def _fallback_list(
                     f"fallbacks for {group!r}, which is no model_name in model_list", entry_loc,
                     fix=f"use one of the model groups: {', '.join(sorted(groups))}",
                 )
-            if isinstance(targets, str):  # LiteLLM would iterate over its characters
+            if isinstance(targets, str):  # LiteLLM refuses to start with it (validate_fallbacks)
                 raise src.error(
-                    f"the fallbacks of {group!r} are a string, not a list: LiteLLM reads "
-                    f"{targets!r} as one model group per character, so it never fails over to "
-                    f"{targets!r}", entry_loc, fix=f"write - {group}: [{targets}]",
-                )
+                    f"the fallbacks of {group!r} are the string {targets!r}, not a list: LiteLLM "
+                    f"refuses to start (\"Fallbacks for {group!r} must be a list of model names\")",
+                    entry_loc, fix=f"write {group}: [{targets}]")
             if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
                 raise src.error(f"the fallbacks of {group!r} must be a list of model groups",
                                 entry_loc, fix=f"write {group}: [fallback-group, …]")
@@ -263,10 +262,11 @@ def _default_fallbacks(
     src: YamlSource, section: str, value: Any, groups: Mapping[str, list[LiteLLMDeployment]],
 ) -> DefaultFallbacks:
     loc: tuple[str | int, ...] = (section, "default_fallbacks")
-    if isinstance(value, str):  # LiteLLM would iterate over its characters
+    if isinstance(value, str):  # LiteLLM refuses to start with it, like a string fallback
         raise src.error(
-            f"`default_fallbacks` is a string, not a list: LiteLLM reads {value!r} as one model "
-            "group per character", loc, fix=f"write default_fallbacks: [{value}]",
+            f"`default_fallbacks` is the string {value!r}, not a list: LiteLLM refuses to start "
+            '("default_fallbacks must be a list of model names")', loc,
+            fix=f"write default_fallbacks: [{value}]",
         )
     if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
         raise src.error("`default_fallbacks` must be a list of model groups", loc,

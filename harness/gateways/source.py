@@ -156,7 +156,7 @@ class GatewaySource:
         origin = self.origins.get((provider, contract))
         fallback = origin is not None and origin.field.startswith(
             ("router_settings", "litellm_settings"))
-        change = (f"make deployment {provider!r} meet contract {contract!r} (change its "
+        change = (f"make the provider meet the contract (deployment {provider!r}: its "
                   f"litellm_params at {self.where(provider)}), then run: {command}")
         if fallback:
             assert origin is not None

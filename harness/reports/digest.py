@@ -92,11 +92,15 @@ def _of(event: Event) -> Iterator[Problem]:
             yield Problem("fail", "detection matrix", text)
     elif isinstance(event, ExploreResult) and event.verdict != "passed":
         broken = [c for c in event.checks if c.verdict == "invalid"]
-        what = "; ".join(f"{c.promise} ({c.name})" for c in broken) or "verdict unknown"
+        unknown = [f"{c.name}: {u.reason}" for c in event.checks for u in c.unknowns]
+        what = ("; ".join(f"{c.promise} ({c.name})" for c in broken) or "; ".join(unknown)
+                or "verdict unknown")
         detail = (f"a race in {len(event.schedule)} steps, found after "
                   f"{event.schedules_tried} schedules") if broken else ""
+        fix = "" if broken else next((u.fix for c in event.checks for u in c.unknowns
+                                      if u.fix), "")
         yield Problem("fail" if broken else "unknown", f"explore {event.workload} on "
-                      f"{event.target}", what, detail, "", event.replay_command or "")
+                      f"{event.target}", what, detail, fix, event.replay_command or "")
     elif isinstance(event, Certification) and event.outcome in ("fail", "unknown"):
         yield Problem("fail" if event.outcome == "fail" else "unknown",
                       f"{event.provider} × {event.contract}",

@@ -154,8 +154,10 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
     names = ", ".join(c.name for c in broken)
     if e.mode == "replay":
         yield f"{LABELS[e.verdict]:<9} {e.workload}: {e.shrunk_steps or 0} steps, {e.ops} ops"
-    elif e.verdict == "passed":
+    elif e.verdict == "passed" or not broken:  # a search with no violation (unknown: evidence)
         yield e.note or f"no violation in {e.schedules_tried} schedules ({e.steps_tried} steps)"
+        for fix in dict.fromkeys(u.fix for c in e.checks for u in c.unknowns if u.fix):
+            yield f"  fix: {fix}"
         return
     elif e.mode == "stress":
         yield (f"VIOLATED  {names} in round #{e.found_at} of seed {e.seed} (free-running: not "

@@ -143,6 +143,9 @@ def render_markdown(results: Results) -> str:
     if commands:
         shown = commands[:MAX_PROBLEMS]
         lines += ["### Reproduce", "", "```sh", *shown, "```", ""]
+        if any("/runs/" in c or "/repro/" in c for c in shown):
+            lines += ["(Run folders are named as this run saw them; in a downloaded copy of the "
+                      "report folder they are its `runs/` and `repro/`.)", ""]
         if len(commands) > len(shown):
             lines += [f"… and {len(commands) - len(shown)} more commands in results.json", ""]
     lines += _drift(r)

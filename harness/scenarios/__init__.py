@@ -14,8 +14,9 @@ file/line/fix), ``scheduler`` (discrete events on a virtual clock; the choice se
 ``targets`` (what is attacked), ``runner`` (steps → ops), ``history`` (invoke → ok | fail |
 info), ``checkers`` (pure verdicts), ``runfolder`` / ``replay`` (reproduce a run), ``matrix``
 (every scenario × reference and mutants), ``render`` (terminal text), ``arrivals`` (burst,
-staggered and straddle groups, seeded), ``trials`` (N trials per pattern: detection rates) and
-``render_trials``.
+staggered and straddle groups, seeded) and ``trials`` (N trials per pattern: detection rates;
+the report folder renders them, :mod:`harness.reports`). ``targets.preflight`` checks an HTTP
+target before any scenario (reachable, every owner's token accepted).
 """
 
 from harness.scenarios.arrivals import ArrivalPlan

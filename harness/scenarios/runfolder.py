@@ -87,6 +87,7 @@ def results_document(result: RunResult, *, started: datetime, replay: str) -> di
         "warnings": list(result.warnings),
         "replay": replay,
         **({"arrival": result.arrival, "arrivals": result.arrivals} if result.arrival else {}),
+        **({"trial": result.trial} if result.trial else {}),
     }
 
 

@@ -92,6 +92,9 @@ class RunResult:
     fix: str | None = None
     #: the scenario's oracle-rule warnings (absolute versions), when aimed at an HTTP target
     warnings: tuple[str, ...] = ()
+    #: a trial of a series: ``{"trial": k (1-based), "of": n, "pattern": p, "broke": m}`` — m
+    #: of the pattern's n trials broke a promise (a replay of this trial says so when it passes)
+    trial: dict[str, Any] | None = None
 
 
 def run_scenario(

@@ -262,5 +262,8 @@ def run_trials(
                 result.reason = run.reason
                 result.elapsed_s = time.perf_counter() - started
                 return result
+        broke = result.violated(pattern)
+        for trial, run in enumerate(runs):  # what a replay of one trial is measured against
+            run.trial = {"trial": trial + 1, "of": count, "pattern": pattern, "broke": broke}
     result.elapsed_s = time.perf_counter() - started
     return result

@@ -370,8 +370,8 @@ class SqlStore(ABC):
         canonical = intent.canonical_parts
         stored = Intent.trusted(
             contract=intent.contract,
-            input=json.loads(canonical[0]) if canonical else intent.input,
-            params=json.loads(canonical[1]) if canonical else intent.params,
+            input=_parsed(canonical[0]) if canonical else intent.input,
+            params=_parsed(canonical[1]) if canonical else intent.params,
             policy=intent.policy,
             fingerprint=intent.fingerprint,
         )
@@ -426,6 +426,11 @@ class SqlStore(ABC):
             winner_attempt_id=row["winner_attempt_id"],
             reason=row["reason"],
         )
+
+
+def _parsed(text: str) -> Any:
+    """A JSON column's text as Python (``{}``, the usual params, without the parser)."""
+    return {} if text == "{}" else json.loads(text)
 
 
 def dumps_json(value: Any) -> str:

@@ -64,19 +64,23 @@ def qa_service(tmp_path: Path) -> Iterator[Callable[..., QaService]]:
 
 
 @pytest.fixture
-def answering() -> Iterator[Callable[[int, object], str]]:
-    """A loopback HTTP/1.1 server answering every request with one status and JSON body."""
+def answering() -> Iterator[Callable[..., str]]:
+    """A loopback HTTP/1.1 server answering every request with one status and JSON body
+    (``reads=(status, body)``: GET requests get that instead, e.g. a read-only token)."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(status: int, body: object) -> str:
-        data = json.dumps(body).encode()
+    def start(status: int, body: object, *, reads: tuple[int, object] | None = None) -> str:
+        answers = {"": (status, json.dumps(body).encode())}
+        if reads is not None:
+            answers["GET"] = (reads[0], json.dumps(reads[1]).encode())
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def answer(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(status)
+                code, data = answers.get(self.command, answers[""])
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -10,7 +10,6 @@ environment's own site-packages, so the check costs about a second, not a pip in
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sysconfig
 import tomllib
@@ -81,15 +80,6 @@ def base_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not Path(sysconfig.get_paths()["purelib"]).is_dir():  # pragma: no cover
         pytest.skip("no site-packages to link from")
     return base_venv(tmp_path_factory.mktemp("base") / "venv")
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    shutil.copy(ROOT / "providers.yaml", tmp_path / "providers.yaml")
-    shutil.copytree(ROOT / "contracts", tmp_path / "contracts",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
-    return tmp_path
 
 
 def harness(python: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

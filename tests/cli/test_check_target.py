@@ -197,9 +197,12 @@ checkers: [late_result_discarded_recorded]
 
 
 def test_a_service_refusing_every_token_is_one_unknown_with_its_evidence_kept(
-        answering: Callable[[int, object], str], tmp_path: Path,
+        answering: Callable[..., str], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    url = answering(401, {"error": "unauthenticated"})
+    # tokens the service accepts for reads but refuses for writes (a read-only token): the
+    # preflight's read passes, every create is refused 401 (refused for reads too is exit 2:
+    # tests/scenarios/test_preflight.py)
+    url = answering(401, {"error": "unauthenticated"}, reads=(404, {"code": "not_found"}))
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("tok-alice-1234: alice\ntok-bob-5678: bob\n", "utf-8")
     monkeypatch.chdir(tmp_path)

@@ -4,7 +4,6 @@ file does not prove (it is plain JSON, and a hand edit changes what `gate` concl
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +12,6 @@ import pytest
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    shutil.copy(ROOT / "providers.yaml", tmp_path / "providers.yaml")
-    shutil.copytree(ROOT / "contracts", tmp_path / "contracts",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    return tmp_path
 
 
 def gate(ws: Path) -> int:

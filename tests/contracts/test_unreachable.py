@@ -67,11 +67,12 @@ def test_a_provider_that_went_away_is_undecided_and_keeps_its_earlier_record(
     assert project.cli("certify", "--no-progress") == 3  # unknown, never ineligible (exit 1)
     out = capsys.readouterr().out
     assert "INELIGIBLE" not in out, out
-    assert "UNDECIDED" in out and "no call reached the model" in out
+    assert "UNDECIDED" in out and "no sample reached the provider" in out
     assert f"could not reach 'fallback' at {server.url}/v1" in out
     assert "the connection was refused or failed" in out
-    assert "fix: check the network and base_url (" in out and "providers.fallback)" in out
-    assert "the lock file keeps its earlier record" in out
+    assert ("fix: make the provider reachable (network, base_url, API key): check the network "
+            "and base_url (") in out and "providers.fallback)" in out
+    assert "the lock file keeps an earlier record of it" in out
     after = _lock(project)["fallback"]
     assert after == before  # not overwritten: no evidence came in
     assert project.cli("gate") == 0  # the earlier certification stands (until it expires)
@@ -99,7 +100,7 @@ def test_adaptive_stops_too(project: Project) -> None:
     assert run.records[0].verdict == "undecided" and run.calls == UNREACHED_STOP
 
 
-def test_a_refused_key_says_to_check_the_key_and_writes_no_lock(
+def test_a_refused_key_says_to_check_the_key(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server = _served(project, expected_api_key="sk-the-right-one-0000")
@@ -112,12 +113,15 @@ def test_a_refused_key_says_to_check_the_key_and_writes_no_lock(
     assert "the key was refused (HTTP 401)" in out
     line = next(n for n, text in enumerate(project.providers_path.read_text().splitlines(), 1)
                 if "api_key_env" in text)
-    assert f"fix: check the key in ${KEY_ENV} ({project.providers_path}:{line}" in out
+    assert f"check the key in ${KEY_ENV} ({project.providers_path}:{line}" in out
     assert "sk-unreachable-test-0000" not in out  # the wrong key is not shown either
-    assert not project.lock_path.exists()  # nothing to record
+    record = _lock(project)["fallback"]  # the lock had none: written, so the gate can say why
+    assert record["verdict"] == "undecided" and "the key was refused" in record["unreached"]
     capsys.readouterr()
-    assert project.cli("gate") == 3  # missing: unknown, not failed
-    assert "MISSING: provider 'fallback'" in capsys.readouterr().out
+    assert project.cli("gate") == 3  # unknown, not failed
+    gate = capsys.readouterr().out
+    assert "UNDECIDED: provider 'fallback'" in gate and "the key was refused (HTTP 401)" in gate
+    assert "fix: make the provider reachable (network, base_url, API key)" in gate
 
 
 def test_a_provider_that_answers_is_still_judged_on_its_answers(

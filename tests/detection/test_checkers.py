@@ -133,6 +133,27 @@ def test_a_fault_that_did_not_fail_the_request_is_unknown() -> None:
     assert history.check("retry_after_failure_served").verdict == "unknown"
 
 
+def test_the_fault_fails_whichever_concurrent_copy_ran_first() -> None:
+    """Copies sent together after the fault: the second one's handler ran first and failed; the
+    first was told "in progress", then served. The retry after the failure is judged."""
+    history = H().add("nemesis", "fault", {"fault": "handler_error", "policy": "retry"}, "ok",
+                      {"armed": True})
+    history.group([{"type": "fail", "status": 409, "error": "still_in_progress"},
+                   {"type": "fail", "status": 500, "error": "http_500"}])
+    history.create(**CREATED)
+    served = history.check("retry_after_failure_served")
+    assert served.verdict == "valid" and served.seen == 1, served
+    stuck = H().add("nemesis", "fault", {"fault": "handler_error", "policy": "retry"}, "ok",
+                    {"armed": True})
+    stuck.group([dict(CREATED), {"type": "fail", "status": 500, "error": "http_500"}])
+    stuck.create(type_="fail", status=409, error="still_in_progress", busy={"in_flight": 3})
+    assert stuck.check("retry_after_failure_served").verdict == "invalid"
+    # sent one after another, only the first create after the fault is the one it aimed at
+    sequential = H().add("nemesis", "fault", {"fault": "handler_error"}, "ok", {"armed": True})
+    sequential.create(**CREATED).create(type_="fail", status=500, error="http_500")
+    assert sequential.check("retry_after_failure_served").verdict == "unknown"
+
+
 def test_the_error_policy_decides_what_a_retry_may_get() -> None:
     cached = {"type": "fail", "status": 500, "error": "http_500", "replayed": True}
     bad = _after_failure(cached).check("error_replay_follows_policy")

@@ -147,9 +147,10 @@ def test_a_scenario_naming_a_fault_the_profile_lacks_is_not_applicable(
      "default_fault names 'boom', which faults: does not declare", "write one of: raise"),
     ({"faults": {"raise": {"command": ["true"], "headers": {"A": "b"}}}}, "  raise:",
      "faults.raise is a command: headers and body apply to an endpoint", "use path:"),
-    ({"replay": {"status": 409, "body": "summary"}}, "  body: summary", "'original'",
-     "fix the value"),
-    ({"race_digest": "md5"}, "race_digest:", "'sha256-rfc8785' or 'none'", "fix the value"),
+    ({"replay": {"status": 409, "body": "summary"}}, "  body: summary",
+     "'summary' is not allowed here", "write one of: original"),
+    ({"race_digest": "md5"}, "race_digest:", "'md5' is not allowed here",
+     "write one of: sha256-rfc8785, none"),
 ])
 def test_a_wrong_new_field_names_the_line_and_the_fix(
         tmp_path: Path, fields: dict[str, Any], marker: str, problem: str, fix: str) -> None:

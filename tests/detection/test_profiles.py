@@ -51,9 +51,9 @@ BASE = PROFILE.read_text(encoding="utf-8")
     ("default_fault: return-500", "default_fault: explode", 18,
      "default_fault names 'explode', which faults: does not declare",
      "write one of: return-500, raise"),
-    ("lease_s: 0.5 ", "lease_s: -1  ", 11, "greater than 0", "fix the value"),
-    ("on_handler_error: retry", "on_handler_error: again", 12, "'retry' or 'final'",
-     "fix the value"),
+    ("lease_s: 0.5 ", "lease_s: -1  ", 11, "greater than 0", "write a value greater than 0"),
+    ("on_handler_error: retry", "on_handler_error: again", 12, "'again' is not allowed here",
+     "write one of: retry, final"),
 ])
 def test_a_wrong_detection_field_names_the_line(
         tmp_path: Path, old: str, new: str, line: int, problem: str, fix: str) -> None:

@@ -40,10 +40,12 @@ def test_stress_finds_check_then_insert_and_writes_an_unreplayable_folder(
 def test_stress_on_the_reference_store_is_clean(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["explore", "--stress", "--target", f"sqlite:///{tmp_path / 's.db'}",
-                 "--seed", "3", "--budget", "60", "--report-dir", str(tmp_path)])
+                 "--seed", "3", "--budget", "60", "--workload", "double-click",
+                 "--report-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "no violation in 60 rounds" in out
+    assert re.search(r"owners_isolated +exercised in [1-9]\d* of \d+ rounds", out), out
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,8 @@ def test_stress_drives_a_service_over_http(served: tuple[str, Path], tmp_path: P
                                            capsys: pytest.CaptureFixture[str]) -> None:
     url, tokens = served
     code = main(["explore", "--stress", "--target", url, "--tokens-file", str(tokens),
-                 "--seed", "4", "--budget", "12", "--report-dir", str(tmp_path)])
+                 "--seed", "4", "--budget", "12", "--workload", "double-click",
+                 "--report-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"stress: target {url}" in out and "no violation in 12 rounds" in out

@@ -114,9 +114,9 @@ def test_the_hash_binds_to_the_effective_config(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("old", "new", "line", "words"), [
     ("[triage-fallback]", "[triage-fallbak]", 21, "'triage-fallbak' of 'triage' is no model_name"),
     ("triage: [triage-fallback]", "triage: triage-fallback", 21,
-     "the fallbacks of 'triage' are a string, not a list"),  # QA Q11: not accepted silently
+     "the fallbacks of 'triage' are the string 'triage-fallback', not a list"),  # QA Q11
     ("drop_params: true", "drop_params: true\n  default_fallbacks: triage", 26,
-     "`default_fallbacks` is a string, not a list"),
+     "`default_fallbacks` is the string 'triage', not a list"),
     ("api_key: os.environ/ANTHROPIC_KEY", "api_key: sk-ant-REALKEY123", 14,
      "API key written in the file"),
     ("model: anthropic/claude", "model: bedrock/claude", 13, "does not speak directly"),
@@ -134,7 +134,7 @@ def test_errors_name_the_litellm_file_and_line(
     assert (err.file, err.line) == (str(path), line), err.message
     assert words in err.message
     if "a string, not a list" in words:
-        assert err.fix in ("write - triage: [triage-fallback]", "write default_fallbacks: [triage]")
+        assert err.fix in ("write triage: [triage-fallback]", "write default_fallbacks: [triage]")
     assert "REALKEY" not in str(err.to_problem())
 
 
@@ -203,7 +203,7 @@ def test_certified_and_gated_with_no_providers_yaml(
     params = f"{config}:{project.line_of('model: openai/cheap-model') - 1}"
     for text in (certified, out):
         assert "failover: manual" not in text
-        assert (f"fix: make deployment 'cheap' meet contract 'ticket_triage' (change its "
+        assert (f"fix: make the provider meet the contract (deployment 'cheap': its "
                 f"litellm_params at {params} (model_list[2].litellm_params)") in text
         assert f"or take 'cheap' out of the fallback list at {where}" in text
 
@@ -308,9 +308,9 @@ def test_export_when_every_fallback_is_dropped_prints_an_empty_list(
     assert project.cli("export", "litellm-fallbacks", "--providers", str(config)) == 1
     out = capsys.readouterr().out
     assert "# dropped 'cheap' from the fallbacks of 'triage'" in out
-    assert yaml.safe_load(out) == {
-        "router_settings": {"fallbacks": [{"triage": []}]},
-        "litellm_settings": {"context_window_fallbacks": [{"triage": []}]},
+    assert yaml.safe_load(out) == {  # pasted over the config's lists: no fallback stays
+        "router_settings": {"fallbacks": []},
+        "litellm_settings": {"context_window_fallbacks": []},
     }
 
 

@@ -109,11 +109,15 @@ def test_a_gateway_that_cannot_reach_the_provider_is_unknown_not_ineligible(
     assert "the gateway could not connect to the provider" in out
     line = next(n for n, text in enumerate(gateway.config.read_text().splitlines(), 1)
                 if "model_name: nowhere" in text) + 3  # its api_base
-    assert (f"fix: check that the gateway at {gateway.url} can reach the provider: the network "
+    assert (f"fix: make the provider reachable (network, base_url, API key): check that the "
+            f"gateway at {gateway.url} can reach the provider: the network "
             f"and api_base at {gateway.config}:{line} (model_list[5].litellm_params.api_base)"
             ) in out
     assert f"{UNREACHED_STOP} calls in" in out
-    assert not via_env.exists()  # no evidence, nothing written
+    (record,) = json.loads(via_env.read_text())["certifications"]  # the lock had none
+    assert record["verdict"] == "undecided" and record["unreached"].startswith(
+        "could not reach 'nowhere'")
+    assert not any(c["name"] == "gateway" for c in record["checks"])  # nothing to compare
 
 
 def test_a_key_the_gateway_refuses_is_unknown_with_the_key_to_check(
@@ -127,6 +131,6 @@ def test_a_key_the_gateway_refuses_is_unknown_with_the_key_to_check(
     assert code == 3, out
     assert "INELIGIBLE" not in out and "sk-not-the-master-key" not in out
     assert "the gateway refused the key" in out
-    assert (f"fix: check that the gateway runs at {gateway.url} and accepts the key in "
+    assert (f"check that the gateway runs at {gateway.url} and accepts the key in "
             "$LITELLM_MASTER_KEY") in out
     assert f"{2 * UNREACHED_STOP} calls in" in out  # two deployments, a few calls each

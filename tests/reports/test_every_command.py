@@ -79,7 +79,7 @@ def test_explore_a_violation_its_replay_and_a_clean_search(
                  "--report-dir", str(tmp_path / "b")])
     results = judged(tmp_path / "b" / "latest", "replay", code)
     assert code == 1 and _types(results) == ["explore_result", "replay"]
-    code = main(["explore", "--seed", "8", "--budget", "5", "--report-dir", str(tmp_path / "c")])
+    code = main(["explore", "--seed", "8", "--budget", "40", "--report-dir", str(tmp_path / "c")])
     results = judged(tmp_path / "c" / "latest", "explore", code)
     assert code == 0 and results["events"][0]["verdict"] == "passed"  # type: ignore[index]
 

@@ -290,3 +290,40 @@ def test_replicas_need_two_urls(tmp_path: Path) -> None:
     one = HttpTarget("http://127.0.0.1:9", tokens_file=tokens)
     two = HttpTarget("http://127.0.0.1:9,http://127.0.0.1:10", tokens_file=tokens)
     assert "replicas" not in one.capabilities and "replicas" in two.capabilities
+
+
+# -- a request the service never answered ---------------------------------------------------------
+def _unanswered_dispatch(read_status: str) -> HistoryBuilder:
+    h = HistoryBuilder()
+    h.create("job", created=True)
+    h.start("A")
+    h.op("worker:A", "dispatched", {"owner": "alice", "attempt": "A"}, "info",
+         {"status": 0, "error": None, "detail": "RemoteProtocolError"})
+    h.op("worker:C", "start", {"owner": "alice", "job": "job", "provider": "p", "attempt": "C",
+                               "expect": {"error": "job_completed"}}, "fail",
+         {"status": 409, "error": "attempt_in_flight", "blocking": "A"})
+    h.op("alice", "read", {"owner": "alice", "job": "job", "expect": {"status": "succeeded"}},
+         "ok", {"job": "job", "status": read_status})
+    return h
+
+
+def test_an_expectation_after_an_unanswered_write_on_its_job_is_unknown_not_violated() -> None:
+    """qa Q21: A's dispatched got no answer, so A's result was never sent: the job still
+    running and C refused 'in flight' are what the script's gap made, not the service."""
+    result = CHECKERS["scripted_outcomes"](_unanswered_dispatch("running").ops)
+    assert result.verdict == "unknown", result
+    assert not result.violations
+    assert any("got no answer before it" in u and "op 4 (worker:A dispatched)" in u
+               for u in result.unknowns), result.unknowns
+    assert result.fixes and "run again" in result.fixes[0]
+
+
+def test_an_unanswered_write_on_another_job_does_not_hide_a_violation() -> None:
+    h = _unanswered_dispatch("succeeded")
+    h.create("other", key="k2", created=True)
+    h.op("alice", "read", {"owner": "alice", "job": "other", "expect": {"status": "failed"}},
+         "ok", {"job": "other", "status": "pending"})
+    result = CHECKERS["scripted_outcomes"](h.ops)
+    assert result.verdict == "invalid"
+    assert [v.message for v in result.violations] == [
+        "alice read: expected status: 'failed', got 'pending'"]

@@ -111,7 +111,8 @@ def test_a_capability_the_profile_lacks_is_named(
     (PROFILE.replace("capabilities: [jobs]", "capabilities: [jobs, attempts]"), 6,
      "capability 'attempts' needs operation 'start_attempt'"),
     (PROFILE.replace("    key_header: Idempotency-Key\n", ""), 7, "create_job has no key_header"),
-    (PROFILE.replace("method: POST", "methd: POST"), 8, "Extra inputs are not permitted"),
+    (PROFILE.replace("method: POST", "methd: POST"), 8,
+     "unknown field 'methd' (did you mean 'method'?)"),
 ])
 def test_an_invalid_profile_names_the_line(tmp_path: Path, text: str, line: int,
                                            problem: str) -> None:

@@ -35,6 +35,9 @@ DEFAULT_TERMS: dict[str, str] = {
 UNAUTHENTICATED = 401
 TOKENS_FIX = ("check --tokens-file (or HARNESS_TOKENS): every owner needs a token the service "
               "accepts (and a profile's auth: header, if it has one)")
+UNREADABLE_FIX = ("describe the answer in the target profile: for a list answered as a top-level "
+                  "JSON array set items: . on the operation (inside an object: items: data.items), "
+                  "and map an object's fields with fields:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +165,7 @@ def checker(promise: str, needs: Evidence | None = None) -> Callable[[Body], Che
             items = pairs(history)
             body(items, found)
             _not_evidence_if_unauthenticated(items, found)
+            _not_evidence_if_unreadable(items, found)
             seen = needs.count(items) if needs is not None else None
             if require_evidence and needs is not None and not seen and not found.violations:
                 found.unknown(f"saw no {needs.what}: there was nothing to judge",
@@ -186,6 +190,22 @@ def checker(promise: str, needs: Evidence | None = None) -> Callable[[Body], Che
     return register
 
 
+def _not_evidence(found: Findings, suspects: dict[int, Pair],
+                  why: Callable[[Pair, Violation], str], fix: str) -> None:
+    """Each violation resting on one of ``suspects`` (completion index → op) becomes unknown:
+    ``why(op, violation)``, with ``fix``."""
+    if not suspects:
+        return
+    kept = []
+    for violation in found.violations:
+        hit = [suspects[i] for i in violation.ops if i in suspects]
+        if hit:
+            found.unknown(why(hit[0], violation), fix)
+        else:
+            kept.append(violation)
+    found.violations[:] = kept
+
+
 def _not_evidence_if_unauthenticated(items: list[Pair], found: Findings) -> None:
     """A violation resting on a 401 answer (one the scenario did not expect) becomes unknown:
     the service refused our credentials, which says nothing about its promises."""
@@ -193,20 +213,24 @@ def _not_evidence_if_unauthenticated(items: list[Pair], found: Findings) -> None
                if p.completion is not None and p.type == "fail"
                and p.value.get("status") == UNAUTHENTICATED
                and (p.invoke.value.get("expect") or {}).get("error") != "unauthenticated"}
-    if not refused:
-        return
-    kept = []
-    for violation in found.violations:
-        hit = [refused[i] for i in violation.ops if i in refused]
-        if not hit:
-            kept.append(violation)
-            continue
-        first = hit[0]
-        who = first.invoke.value.get("owner")
-        found.unknown(f"op {first.invoke.index} ({first.invoke.f}"
-                      + (f" as {who}" if who else "") + ") was refused 401 unauthenticated: "
-                      "not evidence against the service", TOKENS_FIX)
-    found.violations[:] = kept
+
+    def why(op: Pair, _: Violation) -> str:
+        who = op.invoke.value.get("owner")
+        return (f"op {op.invoke.index} ({op.invoke.f}" + (f" as {who}" if who else "")
+                + ") was refused 401 unauthenticated: not evidence against the service")
+
+    _not_evidence(found, refused, why, TOKENS_FIX)
+
+
+def _not_evidence_if_unreadable(items: list[Pair], found: Findings) -> None:
+    """A violation resting on an answer the harness could not read (``malformed``: not the
+    object or list it expects, e.g. a top-level array the profile does not describe) becomes
+    unknown, with the profile fix: the service answered, but not in a shape we understood."""
+    unread = {p.completion.index: p for p in items
+              if p.completion is not None and p.type == "ok" and p.value.get("malformed")}
+    _not_evidence(found, unread, lambda op, v: (
+        f"op {op.invoke.index} ({op.invoke.f}): the answer could not be read ({v.message}): "
+        "not evidence against the service"), UNREADABLE_FIX)
 
 
 # -- evidence -------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def after_failures(items: list[Pair], found: Findings | None = None) -> list[Aft
         later = [p for p in creates if p.invoke.index > fault.invoke.index]
         if not later:
             continue
-        failed = later[0]
+        failed = _victim(later)
         if failed.type != "fail" or not isinstance(failed.value.get("status"), int) \
                 or failed.value["status"] < 500:
             found.unknown(f"op {failed.invoke.index}: the create after the fault did not fail "
@@ -56,10 +56,22 @@ def after_failures(items: list[Pair], found: Findings | None = None) -> list[Aft
                 failed.invoke.value["fingerprint"])
         assert failed.completion is not None
         done = failed.completion.index
-        retries = [p for p in later[1:] if p.invoke.index > done and (
+        retries = [p for p in later if p is not failed and p.invoke.index > done and (
             p.invoke.value["owner"], p.invoke.value["key"], p.invoke.value["fingerprint"]) == same]
         out.append(AfterFailure(fault, failed, retries))
     return out
+
+
+def _victim(later: list[Pair]) -> Pair:
+    """The create the fault made fail: the first sent after it — or, when creates were sent
+    concurrently with that one (a race, an arrival pattern), the one that failed with a 5xx: the
+    fault fails whichever handler runs first, not necessarily the first request sent."""
+    first = later[0]
+    if first.completion is None:
+        return first
+    concurrent = [p for p in later if p.invoke.index < first.completion.index]
+    return next((p for p in concurrent if p.type == "fail"
+                 and isinstance(p.value.get("status"), int) and p.value["status"] >= 500), first)
 
 
 def retries_answered(items: list[Pair]) -> int:

@@ -12,6 +12,11 @@ Expectations are relative wherever API.md leaves a value to the implementation (
 for ``read_version``); ``reuse_of: job`` on a create (the key of ``job`` sent again: a replay of
 ``job`` when the target's fingerprint rule makes it the same intent, the key-reused refusal when
 it does not). An absolute version is compared as written (the loader warns about it).
+
+No verdict without evidence: once a write on a job (an attempt's start or event) got no answer,
+what the service did with it is unknown, and so is what the job should show afterwards. A later
+expectation on that job that does not hold is reported unknown, naming the unanswered request —
+never a broken promise built on a request the service may never have seen.
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ from harness.scenarios.history import Pair
 
 RELATIVE = ("unchanged", "rose")
 VERSIONED = ("version", "read_version")
+#: writes whose effect on their job is unknown when the service never answered them
+WRITES = ("start", "dispatched", "succeeded", "failed", "timed_out", "cancelled")
+UNANSWERED_FIX = ("the request got no answer (the op's detail says what the client saw: a "
+                  "closed connection, a timeout): see the service's log, and run again")
 
 
 def _unobservable(expect: dict[str, Any], pair: Pair) -> list[str]:
@@ -75,6 +84,31 @@ def _job_of(pair: Pair) -> str | None:
     return str(job) if job is not None else None
 
 
+def _attempt_jobs(items: list[Pair]) -> dict[str, str]:
+    """Attempt name → the job its start named."""
+    return {str(p.invoke.value["attempt"]): str(p.invoke.value.get("job")) for p in items
+            if p.invoke.f == "start" and p.invoke.value.get("attempt") is not None}
+
+
+def _unanswered_writes(items: list[Pair], jobs_of: dict[str, str]) -> dict[str, Pair]:
+    """Job → the first write on it (an attempt's start or event) that got no answer."""
+    found: dict[str, Pair] = {}
+    for pair in items:
+        if pair.type == "info" and pair.invoke.f in WRITES:
+            job = _job_touched(pair, jobs_of)
+            if job is not None:
+                found.setdefault(job, pair)
+    return found
+
+
+def _job_touched(pair: Pair, jobs_of: dict[str, str]) -> str | None:
+    """The job an op reads or writes (through its attempt for an event)."""
+    job = _job_of(pair)
+    if job is None and pair.invoke.value.get("attempt") is not None:
+        job = jobs_of.get(str(pair.invoke.value["attempt"]))
+    return job
+
+
 def _last_versions(items: list[Pair], pair: Pair) -> dict[str, Any]:
     """The version the op's job last showed before ``pair`` was invoked (create, read, or an
     attempt's read_version), for both ``version`` and ``read_version`` expectations."""
@@ -115,6 +149,8 @@ def _reuse(expect: dict[str, Any], pair: Pair, items: list[Pair],
                   lambda items: sum(1 for p in items if p.invoke.value.get("expect") is not None
                                     and p.type != "info")))
 def scripted_outcomes(items: list[Pair], found: Findings) -> None:
+    jobs_of = _attempt_jobs(items)
+    lost = _unanswered_writes(items, jobs_of)
     for pair in items:
         expect = pair.invoke.value.get("expect")
         if expect is None:
@@ -127,8 +163,18 @@ def scripted_outcomes(items: list[Pair], found: Findings) -> None:
             if expect is None:
                 continue
         versions = _last_versions(items, pair)
+        blind = lost.get(_job_touched(pair, jobs_of) or "")
+        if blind is not None and blind.invoke.index >= pair.invoke.index:
+            blind = None
         for problem in _mismatches(expect, pair, versions):
-            found.violation(f"{pair.invoke.process} {pair.invoke.f}: {problem}", pair)
+            if blind is None:
+                found.violation(f"{pair.invoke.process} {pair.invoke.f}: {problem}", pair)
+                continue
+            found.unknown(f"op {pair.invoke.index} ({pair.invoke.process} {pair.invoke.f}): "
+                          f"{problem}, not judged: op {blind.invoke.index} "
+                          f"({blind.invoke.process} {blind.invoke.f}) on the same job got no "
+                          "answer before it, so what the job should show is unknown",
+                          UNANSWERED_FIX)
         for key in _unobservable(expect, pair):
             found.unknown(f"op {pair.invoke.index} ({pair.invoke.f}): the target does not "
                           f"answer {key!r}", "map the field in the target profile's operations "

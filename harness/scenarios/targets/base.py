@@ -105,6 +105,10 @@ class Target(ABC):
         into the history where checkers need it; nothing for API.md targets."""
         return {}
 
+    def preflight(self) -> None:  # noqa: B027 - in-process targets have nothing to check
+        """Before any scenario: raise :class:`ConfigError` when the target cannot be used as
+        configured (a service out of reach, or refusing an owner's token)."""
+
     def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         """Why ``scenario`` cannot be judged here although the target could run it (the user's
         configuration lacks something: a token for one of its owners), and the fix; or None.

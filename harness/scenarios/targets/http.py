@@ -183,6 +183,18 @@ class HttpTarget(Target):
     def not_applicable(self, scenario: Scenario) -> str | None:
         return super().not_applicable(scenario)
 
+    def preflight(self) -> None:
+        """Every replica answers ``/healthz``; every owner's token is accepted."""
+        from harness.scenarios.targets.preflight import check_owners
+
+        session = HttpSession(self)
+        try:
+            if not self._probed:
+                self._probe(session)
+            check_owners(session, self.tokens, self.description)
+        finally:
+            session.close()
+
     def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         missing = sorted({s.actor for s in scenario.steps} - set(self.tokens))
         if missing:

@@ -65,6 +65,20 @@ ATTEMPT_FIELDS = {"attempt": "id", "job": "job_id", "state": "state",
 #: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
 #: taken as the key-reuse refusal: the body was accepted once, so the key is what is refused
 REFUSALS = frozenset({400, 409, 412, 422})
+KEY_REUSED = "idempotency_key_reused"
+#: API.md's problem codes: a body naming one says what the answer is, whatever its status
+API_CODES = frozenset({"idempotency_key_missing", "idempotency_key_invalid", "invalid_request",
+                       KEY_REUSED, "attempt_in_flight", "job_completed", "invalid_transition",
+                       "not_found", "unauthenticated"})
+LISTS = ("list_attempts", "list_races")
+
+def transport_detail(exc: Exception, base: str, never_sent: bool) -> str:
+    """What the client saw when no answer came: where, the error and its text, and whether the
+    request may have been applied (as the API.md target's client says it)."""
+    text = str(exc).strip()
+    return (f"no response from {redact(base)}: {type(exc).__name__}" + (f": {text}" if text else "")
+            + (" (the request was not sent)" if never_sent else " (the outcome is unknown)"))
+
 
 def _fill(template: Any, values: Mapping[str, Any]) -> Any:
     """``"{provider}"`` placeholders in a body template, recursively; ``"{event}"`` is the event."""
@@ -129,7 +143,7 @@ class ProfileSession(TargetSession):
         except httpx.TransportError as exc:
             self._note()
             never = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-            return Reply(0, None, detail=f"{type(exc).__name__}", never_sent=never)
+            return Reply(0, None, detail=transport_detail(exc, base, never), never_sent=never)
         note = self._note()
         if note:
             response.extensions = {**response.extensions, "harness_resent": note}
@@ -143,6 +157,20 @@ class ProfileSession(TargetSession):
         if answer is None or response.status_code != answer.status:
             return False
         return answer.code is None or pick(body, answer.code_field) == answer.code
+
+    def _key_reused(self, response: httpx.Response, body: Any) -> bool:
+        """A create's answer is the key-reused refusal: the declared conflict answer (or, with
+        ``conflict: none``, any refusal in :data:`REFUSALS`) — unless the body names another of
+        API.md's codes (a 409 ``attempt_in_flight`` is never a reused key)."""
+        conflict = self.profile.conflict_answer
+        if conflict is None:
+            return response.status_code in REFUSALS
+        if not self._matches(conflict, response, body):
+            return False
+        if conflict.code is not None:
+            return True
+        code = pick(body, conflict.code_field or "code") if isinstance(body, dict) else None
+        return not (isinstance(code, str) and code in API_CODES and code != KEY_REUSED)
 
     def _translate(self, op_name: OperationName, response: httpx.Response | Reply) -> Reply:
         if isinstance(response, Reply):
@@ -164,24 +192,20 @@ class ProfileSession(TargetSession):
         except ValueError:
             body = response.text
         status = response.status_code
+        op = self.profile.operations[op_name]
         replayed = None
         if op_name == "create_job":  # the service's replay mark, on any answer (a cached 500)
             marker = self.profile.replay_mark
             replayed = marker is not None and \
                 response.headers.get(marker.name, "").lower() == marker.value.lower()
-            op = self.profile.operations[op_name]
             if self._replay_shape(op, response, body):
                 return Reply(200, self._fields(op, body), replayed=True)
-        if self._matches(self.profile.conflict_answer, response, body) or (
-                op_name == "create_job" and self.profile.conflict_answer is None
-                and status in REFUSALS):
-            # API.md's code, the service's own status (reports show what it really answered)
-            return Reply(status, {"code": "idempotency_key_reused", "status": status},
-                         replayed=replayed)
+            if self._key_reused(response, body):
+                # API.md's code, the service's own status (reports show what it really answered)
+                return Reply(status, {"code": KEY_REUSED, "status": status}, replayed=replayed)
         if 200 <= status < 300:
-            op = self.profile.operations[op_name]
-            if op.items is not None:
-                items = pick(body, op.items)
+            if op_name in LISTS:
+                items = body if op.top_level_list else pick(body, op.items)
                 mapped = [self._fields(op, item) for item in items] \
                     if isinstance(items, list) else None
                 return Reply(status, mapped)
@@ -192,12 +216,17 @@ class ProfileSession(TargetSession):
         code = pick(body, "code") if isinstance(body, dict) else None
         if status == 404:
             code = "not_found"
+        problem = {"code": code if isinstance(code, str) else f"http_{status}", "status": status}
+        if isinstance(body, dict) and "blocking_attempt_id" in body:  # API.md's attempt_in_flight
+            problem["blocking_attempt_id"] = body["blocking_attempt_id"]
         excerpt = response.text[:200] if status >= 500 else ""
-        return Reply(status, {"code": code if isinstance(code, str) else f"http_{status}",
-                              "status": status}, excerpt=excerpt, replayed=replayed)
+        return Reply(status, problem, excerpt=excerpt, replayed=replayed)
 
     @staticmethod
-    def _fields(op: Operation, body: Any) -> dict[str, Any]:
+    def _fields(op: Operation, body: Any) -> Any:
+        """Their answer in API.md's field names (``fields:``; none: it already uses them)."""
+        if not op.fields:
+            return body
         mapped = {ours: pick(body, theirs) for ours, theirs in op.fields.items()}
         for field_name, table in op.values.items():
             if mapped.get(field_name) in table:
@@ -348,8 +377,10 @@ class ProfileTarget(Target):
         name: OperationName = {"create": "create_job", "read": "get_job",
                                "start": "start_attempt"}.get(op, "post_event")  # type: ignore[assignment]
         operation = self.profile.operations.get(name)
-        mapped = set(operation.fields) if operation is not None else set()
         ours = JOB_FIELDS if name in ("create_job", "get_job") else ATTEMPT_FIELDS
+        if operation is not None and not operation.fields:
+            return frozenset()  # no fields: the service answers API.md's
+        mapped = set(operation.fields) if operation is not None else set()
         return frozenset(k for k, theirs in ours.items() if theirs not in mapped)
 
     def terms(self) -> dict[str, str]:
@@ -391,6 +422,17 @@ class ProfileTarget(Target):
                         f"{self.profile.name!r} does not declare under faults: (it declares "
                         f"{', '.join(self.profile.faults or {}) or 'none'})")
         return None
+
+    def preflight(self) -> None:
+        """The service answers, and accepts every owner's token (a read of a missing job)."""
+        from harness.scenarios.targets.preflight import check_owners
+
+        session = ProfileSession(self)
+        try:
+            check_owners(session, list(self.tokens) or [""], self.description,
+                         tokens_given=bool(self.tokens))
+        finally:
+            session.close()
 
     def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         actors = {s.actor for s in scenario.steps}

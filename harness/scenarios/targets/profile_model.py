@@ -15,8 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.scenarios.targets.profile_errors import ProfileValueError, explain
 from harness.yamlsrc import YamlSource, load_yaml
 
 OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",
@@ -34,9 +35,24 @@ class Operation(_Strict):
     path: str = Field(min_length=1, pattern=r"^/")
     key_header: str | None = None
     body: Any = None
+    #: ours (API.md's field name) → the dotted path in their answer; none: API.md's names
     fields: dict[str, str] = {}
+    #: a list operation: the dotted path of the list; ``.`` (or none) for a top-level array
     items: str | None = None
     values: dict[str, dict[str, str]] = {}
+
+    @field_validator("items")
+    @classmethod
+    def _items(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ProfileValueError("names nothing", "write items: . for a top-level JSON array, "
+                                    "or the dotted path of the list (items: data.items)")
+        return value
+
+    @property
+    def top_level_list(self) -> bool:
+        """The list is the answer itself (``items: .`` or no ``items``)."""
+        return self.items in (None, ".")
 
 
 class Answer(_Strict):
@@ -113,9 +129,25 @@ class ReplayShape(_Strict):
     header: Literal["none"] | ReplayHeader = "none"
 
 
+#: API.md's operations: what a profile without ``operations:`` describes (a service speaking
+#: API.md whose profile only adds observers: side_effects, faults, a lease)
+API_MD_OPERATIONS: dict[str, dict[str, Any]] = {
+    "create_job": {"method": "POST", "path": "/v1/jobs", "key_header": "Idempotency-Key"},
+    "get_job": {"method": "GET", "path": "/v1/jobs/{job_id}"},
+    "start_attempt": {"method": "POST", "path": "/v1/jobs/{job_id}/attempts",
+                      "body": {"provider": "{provider}"}},
+    "post_event": {"method": "POST", "path": "/v1/attempts/{attempt_id}/events"},
+    "list_attempts": {"method": "GET", "path": "/v1/jobs/{job_id}/attempts"},
+    "list_races": {"method": "GET", "path": "/v1/jobs/{job_id}/races"},
+}
+API_MD_CAPABILITIES = ["jobs", "attempts", "timeouts", "hedge"]
+
+
 class Profile(_Strict):
     name: str = Field(min_length=1)
-    capabilities: list[Literal["jobs", "attempts", "timeouts", "hedge", "replicas"]] = ["jobs"]
+    #: ``owners`` is accepted (every profile target has it: owners are tokens)
+    capabilities: list[Literal["jobs", "attempts", "timeouts", "hedge", "owners",
+                               "replicas"]] = ["jobs"]
     auth: Auth = Auth()
     headers: dict[str, str] = {}
     created_status: int = 201
@@ -132,6 +164,16 @@ class Profile(_Strict):
     faults: dict[str, Fault] | None = None
     default_fault: str | None = None
     operations: dict[OperationName, Operation]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _api_md_by_default(cls, data: Any) -> Any:
+        """No ``operations:``: the service speaks API.md (and has its capabilities, unless the
+        profile lists them)."""
+        if isinstance(data, dict) and "operations" not in data:
+            data = {**data, "operations": API_MD_OPERATIONS}
+            data.setdefault("capabilities", API_MD_CAPABILITIES)
+        return data
 
     @property
     def conflict_answer(self) -> Answer | None:
@@ -165,12 +207,8 @@ def load_profile(path: str | Path) -> Profile:
     try:
         profile = Profile.model_validate(src.data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
-        fix = {"missing": "add the field", "extra_forbidden":
-               "remove the field (or fix its spelling)"}.get(first["type"],
-                                                            f"fix the value ({first['msg']})")
-        raise src.error(first["msg"], loc, fix=fix) from None
+        message, loc, fix = explain(Profile, exc.errors())
+        raise src.error(message, loc, fix=fix) from None
     for capability in profile.capabilities:
         for op in NEEDS.get(capability, ()):
             if op not in profile.operations:
@@ -234,9 +272,12 @@ def _check_observers(src: YamlSource, profile: Profile) -> None:
 
 
 def pick(body: Any, path: str | None) -> Any:
-    """The value at dotted ``path`` in ``body`` (``data.id``, ``items.0.id``), else None."""
+    """The value at dotted ``path`` in ``body`` (``data.id``, ``items.0.id``; ``.``: the body
+    itself), else None."""
     if path is None:
         return None
+    if path == ".":
+        return body
     value = body
     for part in path.split("."):
         if isinstance(value, dict):
