@@ -22,6 +22,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
@@ -54,6 +55,10 @@ class Runner(Protocol):
     :class:`~harness.explore.through.ThroughController` (a service's storage steps)."""
 
     def run(self, plan: Plan, choices: Chooser) -> Outcome: ...
+
+    def following(self, recorded: list[dict[str, Any]] | None) -> AbstractContextManager[None]:
+        """While replaying ``recorded``: wait as the recording needs (a no-op for a store)."""
+        ...
 
 
 class ExploreStuck(HarnessError):
@@ -134,6 +139,10 @@ class Controller:
 
     def __enter__(self) -> Controller:
         return self
+
+    def following(self, recorded: list[dict[str, Any]] | None) -> AbstractContextManager[None]:
+        """A store's steps never wait on time: nothing to adjust for a replay."""
+        return nullcontext()
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()

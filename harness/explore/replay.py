@@ -53,10 +53,12 @@ def replay_repro(controller: Runner, repro: Repro) -> Replayed:
     """Run ``repro`` on ``controller``'s store, following its decisions."""
     choices = RecordedChoices(repro.decisions)
     try:
-        outcome = controller.run(repro.plan, choices)
+        with controller.following(repro.schedule):
+            outcome = controller.run(repro.plan, choices)
     except Divergence as exc:
         guide = [str(e["event"]) for e in repro.schedule] if repro.schedule else repro.decisions
-        closest = controller.run(repro.plan, GuidedChoices(guide))
+        with controller.following(repro.schedule):
+            closest = controller.run(repro.plan, GuidedChoices(guide))
         return Replayed(closest, f"the schedule diverged: {exc.message}"
                         + unsettled(repro.schedule, closest.schedule), False)
     if choices.position < len(choices.decisions):

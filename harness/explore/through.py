@@ -29,7 +29,8 @@ import re
 import secrets
 import threading
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -57,6 +58,7 @@ from harness.scenarios.targets.base import Target
 POLL_S = 0.001  # how often a PostgreSQL statement that has not come back is asked about locks
 STUCK_S = 30.0
 DEFAULT_SETTLE_MS = 100.0
+REPLAY_SETTLE_S = 3.0  # a replay of a fully settled recording waits this long for each settle
 _HEX = re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{12,}\b|\b\d{6,}\b"
                   r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 
@@ -101,6 +103,22 @@ class ThroughController:
         if proxy.upstream.kind == "postgres":
             self.control = _control_connection(control_url or proxy.upstream.url)
         proxy.gate = self
+
+    @contextmanager
+    def following(self, recorded: list[dict[str, Any]] | None) -> Iterator[None]:
+        """Replaying ``recorded``: if every settle of the recording completed (no ``settle``
+        mark), a settle now waits up to :data:`REPLAY_SETTLE_S` — a loaded machine makes the
+        service slower to reach the proxy, and expiring there would make the replay diverge
+        where the recording was controlled. A recording with an expired settle keeps its
+        settle time (it was not controlled there; the replay says so if it diverges)."""
+        settled = recorded is not None and not any(e.get("settle") for e in recorded)
+        kept = self.settle_s
+        if settled:
+            self.settle_s = max(kept, REPLAY_SETTLE_S)
+        try:
+            yield
+        finally:
+            self.settle_s = kept
 
     # -- the proxy's side (Gate) ----------------------------------------------------------------
     def submit(self, step: Step) -> None:
