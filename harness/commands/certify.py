@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.console import console
     from harness.contracts.certifier import certify, plan
     from harness.contracts.exchange import Mode
-    from harness.contracts.standing import certify_command
+    from harness.contracts.standing import certify_command, undecided_fix
     from harness.contracts.workspace import open_workspace
 
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
@@ -103,8 +103,7 @@ def run(args: argparse.Namespace) -> int:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers))
         fix = (ws.reach_fix(record.provider, record.unreached, command) if record.unreached
-               else f"sample until decided: {command} --adaptive"
-               if record.verdict == "undecided"
+               else undecided_fix(record, command) if record.verdict == "undecided"
                else ws.ineligible_fix(record.provider, record.contract, command))
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "

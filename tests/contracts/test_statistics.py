@@ -275,3 +275,19 @@ def test_drift_does_not_call_sampling_noise_a_change(
         "all inputs")[0]
     summary = (project.root / "reports" / "latest" / "summary.md").read_text("utf-8")
     assert "no significant change" in summary and "new failure" not in summary
+
+
+def test_an_adaptive_run_that_spent_its_budget_does_not_advise_adaptive_again(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1 answer in 10 under a 0.9 threshold: --adaptive spends the budget undecided; the fix
+    says why more of the same will not help (it used to repeat '… --adaptive')."""
+    flaky_anthropic(monkeypatch, 10)
+    _chain(project)
+    assert project.cli("certify", "--no-progress", "--adaptive") == 3
+    out = capsys.readouterr().out
+    assert "sample until decided" not in out
+    assert "--adaptive spent the contract's budget (400 calls)" in out
+    assert "make the provider pass more reliably" in out or "raise certification.budget" in out
+    assert project.cli("gate") == 3
+    assert "--adaptive spent the contract's budget" in capsys.readouterr().out
