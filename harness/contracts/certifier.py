@@ -451,6 +451,7 @@ def _record(
         drift=drift(previous, inputs, confidence=contract.thresholds.confidence),
         provenance=FAKE_PROVENANCE if fake else "",
         unreached=unreached,
+        contract_parts=dict(contract.parts),
     )
 
 

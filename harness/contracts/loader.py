@@ -194,6 +194,7 @@ def load_contract(directory: Path) -> Contract:
             budget=cert.budget,
         ),
         hash=_contract_hash(spec, schema, goldens, business, directory),
+        parts=_contract_parts(spec, schema, goldens, directory),
     )
 
 
@@ -381,6 +382,40 @@ def _check_expectations(
             ) from None
 
 
+def _business_sources(spec: _ContractSpec, directory: Path) -> dict[str, Path]:
+    """module name -> its .py file, for the business model and function."""
+    sources: dict[str, Path] = {}
+    for ref in (spec.business.model, spec.business.function):
+        if ref:
+            module = ref.split(":")[0]
+            sources[module] = directory.joinpath(*module.split(".")).with_suffix(".py")
+    return sources
+
+
+def _contract_parts(
+    spec: _ContractSpec, schema: dict[str, Any], goldens: tuple[Golden, ...], directory: Path,
+) -> dict[str, str]:
+    """A short hash per file of the contract (its meaning, as in the contract hash), so a
+    certification made stale by a change can name the file that changed."""
+    def short(value: Any) -> str:
+        return hashlib.sha256(canonical_json(value)).hexdigest()[:16]
+
+    def rel(path: Path | str) -> str:
+        try:
+            return Path(path).relative_to(directory).as_posix()
+        except ValueError:
+            return Path(path).name
+
+    parts = {CONTRACT_FILE: short(spec.model_dump(mode="json", by_alias=True)),
+             rel(directory / spec.output.schema_): short(schema)}
+    for g in goldens:
+        parts[rel(g.source)] = short(
+            {"id": g.id, "language": g.language, "input": g.input, "expected": g.expected})
+    for path in _business_sources(spec, directory).values():
+        parts[rel(path)] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return dict(sorted(parts.items()))
+
+
 def _contract_hash(
     spec: _ContractSpec,
     schema: dict[str, Any],
@@ -389,12 +424,8 @@ def _contract_hash(
     directory: Path,
 ) -> str:
     """SHA-256 over the contract's meaning: spec, schema, golden cases and business source."""
-    sources: dict[str, str] = {}
-    for ref in (spec.business.model, spec.business.function):
-        if ref:
-            module = ref.split(":")[0]
-            path = directory.joinpath(*module.split(".")).with_suffix(".py")
-            sources[module] = hashlib.sha256(path.read_bytes()).hexdigest()
+    sources = {module: hashlib.sha256(path.read_bytes()).hexdigest()
+               for module, path in _business_sources(spec, directory).items()}
     document = {
         "spec": spec.model_dump(mode="json", by_alias=True),
         "schema": schema,

@@ -249,6 +249,7 @@ class CertificationRecord:
     inputs: dict[str, InputTally] = field(default_factory=dict)  # per golden input
     drift: dict[str, Any] | None = None  # vs the previous certification (see drift.py)
     provenance: str = ""  # FAKE_PROVENANCE for fake:// providers, else ""
+    contract_parts: dict[str, str] = field(default_factory=dict)  # file -> short hash
     # Why no call reached the provider ("could not reach …"), else "". Such a record holds no
     # evidence about the contract: undecided, and certify never lets it replace an earlier
     # record in the lock file (it is written only where the lock had none for the pair).
@@ -311,6 +312,7 @@ class CertificationRecord:
             "checks": [c.to_json() for c in self.checks],
             "inputs": {k: self.inputs[k].to_json() for k in sorted(self.inputs)},
             "drift": self.drift,
+            **({"contract_parts": self.contract_parts} if self.contract_parts else {}),
             **({"unreached": self.unreached} if self.unreached else {}),
         }
 
@@ -342,6 +344,7 @@ class CertificationRecord:
             drift=data.get("drift") or None,
             provenance=data.get("provenance") or "",
             unreached=str(data.get("unreached") or ""),
+            contract_parts={str(k): str(v) for k, v in (data.get("contract_parts") or {}).items()},
         )
 
 

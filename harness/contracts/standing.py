@@ -99,6 +99,7 @@ def standing(
     record: CertificationRecord | None,
     now: datetime,
     command: str,
+    contract_parts: Mapping[str, str] | None = None,
 ) -> Standing:
     """Judge ``record`` against the provider's current config and the contract's current hash."""
     if record is None:
@@ -131,6 +132,9 @@ def standing(
             if record.contract_version != contract_version
             else " (same version, different content)"
         )
+        files = _changed_files(record.contract_parts, contract_parts or {})
+        if files:
+            version = f"{version[:-1]}: {files})"
         return Standing(
             provider, contract, State.STALE,
             f"the contract changed since the certification{version}",
@@ -166,6 +170,16 @@ def standing(
         command=command,
         provenance=record.provenance,
     )
+
+
+def _changed_files(old: Mapping[str, str], new: Mapping[str, str], limit: int = 4) -> str:
+    """``golden/de-x.yaml changed, golden/new.yaml added`` (empty when either side is unknown)."""
+    if not old or not new:
+        return ""
+    what = [f"{name} {'added' if name not in old else 'removed' if name not in new else 'changed'}"
+            for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+    more = f", and {len(what) - limit} more file(s)" if len(what) > limit else ""
+    return ", ".join(what[:limit]) + more
 
 
 def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
