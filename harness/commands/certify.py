@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.console import console
     from harness.contracts.certifier import certify, plan
     from harness.contracts.exchange import Mode
-    from harness.contracts.standing import certify_command, undecided_fix
+    from harness.contracts.standing import certify_command
     from harness.contracts.workspace import open_workspace
 
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
@@ -91,9 +91,8 @@ def run(args: argparse.Namespace) -> int:
         ))
     # A record no call reached is no evidence: it never replaces an earlier one in the lock
     # (written only where the lock has none, so the gate says why the pair is undecided).
-    evidence = [r for r in result.records if not (r.unreached and ws.lock.get(*r.key))]
+    evidence = ws.lock.merge_evidence(result.records)
     if evidence:
-        ws.lock.merge(evidence)
         ws.lock.write()
     failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
     how = "replayed from cassettes" if args.replay else mode
@@ -102,9 +101,7 @@ def run(args: argparse.Namespace) -> int:
     for record in result.records:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers))
-        fix = (ws.reach_fix(record.provider, record.unreached, command) if record.unreached
-               else undecided_fix(record, command) if record.verdict == "undecided"
-               else ws.ineligible_fix(record.provider, record.contract, command))
+        fix = ws.fix_for(record, command)
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
                 f"{result.sequential_s:.2f} s); lock file {ws.lock.path}"

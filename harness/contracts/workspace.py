@@ -9,7 +9,8 @@ from harness.contracts.eligibility import LockFileEligibility
 from harness.contracts.loader import load_contracts
 from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
 from harness.contracts.model import Contract
-from harness.contracts.standing import Standing
+from harness.contracts.records import CertificationRecord
+from harness.contracts.standing import Standing, undecided_fix
 from harness.domain.clock import Clock
 from harness.domain.errors import ConfigError
 from harness.gateways.litellm_config import strip_prefix
@@ -46,6 +47,14 @@ class Workspace:
             for link in chain
             if link.failover == "auto"
         ]
+
+    def fix_for(self, record: CertificationRecord, command: str) -> str:
+        """The fix line of a certification that is not eligible (certify and check)."""
+        if record.unreached:
+            return self.reach_fix(record.provider, record.unreached, command)
+        if record.verdict == "undecided":
+            return undecided_fix(record, command)
+        return self.ineligible_fix(record.provider, record.contract, command)
 
     def ineligible_fix(self, provider: str, contract: str, command: str) -> str:
         """What to do about an ineligible provider, in the terms of the providers' source."""

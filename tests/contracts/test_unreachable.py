@@ -131,3 +131,28 @@ def test_a_provider_that_answers_is_still_judged_on_its_answers(
     project.write_providers({"limited": provider("status:429")})
     record = project.certify().records[0]
     assert record.verdict == "ineligible" and not record.unreached
+
+
+def test_check_keeps_the_earlier_record_too(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`check` certifies like `certify`: an unreachable provider does not replace its record."""
+    server = _served(project)
+    try:
+        project.write_providers({"primary": provider(), "fallback": _http(server.url)})
+        assert project.cli("certify", "--no-progress") == 0
+    finally:
+        server.stop()
+    before = _lock(project)["fallback"]
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "double_click.yaml"
+    capsys.readouterr()
+    project.cli("check", "--scenarios", str(scenario))  # (one scenario: the matrix fails)
+    out = capsys.readouterr().out
+    results = json.loads((project.root / "reports" / "latest" / "results.json").read_text())
+    (fallback,) = [e for e in results["events"]
+                   if e["type"] == "certification" and e["provider"] == "fallback"]
+    assert (fallback["verdict"], fallback["outcome"]) == ("undecided", "unknown")
+    assert "no sample reached the provider" in out and "INELIGIBLE" not in out
+    assert "fix: make the provider reachable (network, base_url, API key): check the network" \
+        in out
+    assert _lock(project)["fallback"] == before
