@@ -46,6 +46,18 @@ def _lock(project: Project) -> dict[str, dict]:
     return {r["provider"]: r for r in data["certifications"]}
 
 
+def _certified_then_gone(project: Project) -> FakeServer:
+    """'fallback' certified eligible on a loopback fake, which then stops: its port refuses
+    connections from now on (the network "broke")."""
+    server = _served(project)
+    try:
+        project.write_providers({"primary": provider(), "fallback": _http(server.url)})
+        assert project.cli("certify", "--no-progress") == 0
+    finally:
+        server.stop()
+    return server
+
+
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-unreachable-test-0000")
@@ -54,12 +66,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_provider_that_went_away_is_undecided_and_keeps_its_earlier_record(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server = _served(project)
-    try:
-        project.write_providers({"primary": provider(), "fallback": _http(server.url)})
-        assert project.cli("certify", "--no-progress") == 0
-    finally:
-        server.stop()  # the port now refuses connections: the network "broke"
+    server = _certified_then_gone(project)
     before = _lock(project)["fallback"]
     assert before["verdict"] == "eligible"
     capsys.readouterr()
@@ -137,12 +144,7 @@ def test_check_keeps_the_earlier_record_too(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`check` certifies like `certify`: an unreachable provider does not replace its record."""
-    server = _served(project)
-    try:
-        project.write_providers({"primary": provider(), "fallback": _http(server.url)})
-        assert project.cli("certify", "--no-progress") == 0
-    finally:
-        server.stop()
+    _certified_then_gone(project)
     before = _lock(project)["fallback"]
     scenario = Path(__file__).resolve().parents[2] / "scenarios" / "double_click.yaml"
     capsys.readouterr()
