@@ -183,8 +183,9 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
         yield "replayed once: " + ("identical" if e.replayed_identical else "DIVERGED")
     if e.mode == "stress":
         yield f"history and explanation: {e.repro_dir}"
-        yield ("to replay it, explore the same workload on an in-process store: "
-               f"failover-harness explore --workload {e.workload} --target <store>")
+        yield ("free-running threads cannot be replayed; for a schedule that replays, explore "
+               "step by step: a service through its storage (--through redis://… or "
+               "postgresql://…), a store without --stress")
         return
     if e.repro_dir:
         yield f"repro: {e.repro_dir}  (scenario.yaml, schedule.jsonl, history.jsonl, " \

@@ -282,3 +282,16 @@ def test_each_deliberate_bug_in_the_independent_service_is_caught(
                       "--tokens-file", str(service.tokens), "--report-dir", str(reports)], capsys)
     assert code == 1, text
     assert verdicts(results(reports))[scenario] == "failed", text
+
+
+def test_stress_on_a_broken_service_points_at_a_replayable_search_of_that_service(
+        qa_service: Callable[..., QaService], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """qa Q28: the hint after a free-running find used to send the user to an in-process store
+    (`--target <store>`), another system than their service."""
+    service = qa_service("--flaws", "no-lock")
+    code, text = run(["explore", "--target", service.url, "--tokens-file", str(service.tokens),
+                      "--stress", "--workload", "double-click", "--budget", "30",
+                      "--report-dir", str(tmp_path)], capsys)
+    assert code == 1, text
+    assert "--through" in text and "<store>" not in text, text
