@@ -406,15 +406,11 @@ def _pass_k(name: str, figure: Any) -> Statistic | None:
 
 
 def _drift(record: Any) -> tuple[Drift, ...]:
-    from harness.contracts.drift import describe_change
+    from harness.contracts.drift import drift_items
 
-    drift = getattr(record, "drift", None) or {}
-    return tuple(
-        Drift(str(c.get("input", "")), "/".join(map(str, c.get("before") or ())) or "—",
-              "/".join(map(str, c.get("after") or ())) or "—", str(c.get("change", "")),
-              describe_change(c))
-        for c in drift.get("inputs", [])
-    )
+    return tuple(Drift(str(i["input"]), str(i["before"]) or "—", str(i["after"]) or "—",
+                       str(i["change"]), str(i["text"]))
+                 for i in (drift_items(record) if getattr(record, "drift", None) else ()))
 
 
 def certification(record: CertificationRecord, failover: str = "", *, fix: str = "",
@@ -479,5 +475,7 @@ def gate_verdict(standings: Iterable[Standing], *, lock_file: str = "",
     )
     failed = any(p.state == "failed" for p in problems)
     verdict = "fail" if failed else "unknown" if problems else "pass"
+    fakes = tuple(f"{s.provider!r} for {s.contract!r}: {s.provenance}, not evidence about a model"
+                  for s in standings if s.eligible and s.provenance)
     return GateVerdict(verdict, verdict, len(standings), problems,  # type: ignore[arg-type]
-                       lock_file=lock_file, providers_file=providers_file)
+                       lock_file=lock_file, providers_file=providers_file, fakes=fakes)

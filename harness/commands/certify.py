@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
     err = console(stderr=True)
+    session = open_session(args, "certify")  # before certifying: its start time is the run's
     previous = dict(ws.lock.records)  # drift: what changed since the last certification
     with Progress(
         TextColumn("certifying" + (" (adaptive: at most)" if args.adaptive else "")),
@@ -88,25 +89,24 @@ def run(args: argparse.Namespace) -> int:
             on_progress=lambda n: progress.advance(task, n), adaptive=args.adaptive,
             previous=previous,
         ))
-    ws.lock.merge(result.records)
-    ws.lock.write()
+    # A record no call reached is no evidence: it never replaces an earlier one in the lock
+    # (written only where the lock has none, so the gate says why the pair is undecided).
+    evidence = ws.lock.merge_evidence(result.records)
+    if evidence:
+        ws.lock.write()
     failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
-    session = open_session(args, "certify")
     how = "replayed from cassettes" if args.replay else mode
     rule = "adaptive, mixture SPRT" if args.adaptive else "fixed, Clopper–Pearson"
     session.say(f"certification ({how}; {rule})")
     for record in result.records:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers))
-        fix = (f"make the provider reachable (network, base_url, API key), then run: {command}"
-               if record.unreached()
-               else f"sample until decided: {command} --adaptive"
-               if record.verdict == "undecided"
-               else f"make it meet the contract or set 'failover: manual' on the link, then "
-               f"run: {command}")
+        fix = ws.fix_for(record, command)
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
-                f"{result.sequential_s:.2f} s); lock file {ws.lock.path}")
+                f"{result.sequential_s:.2f} s); lock file {ws.lock.path}"
+                + ("" if evidence else " not changed"))
     for path in result.cassettes_written:
         session.say(f"cassette {path}")
     return session.finish()
+

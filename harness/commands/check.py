@@ -276,12 +276,12 @@ def _certification(session: Any, args: argparse.Namespace, s: Settings, workspac
         progress, task = _progress("certifying", total)
         with progress:
             result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n)))
-        workspace.lock.merge(result.records)
-        workspace.lock.write()
+        if workspace.lock.merge_evidence(result.records):  # unreached: no evidence
+            workspace.lock.write()
         for record in result.records:
             link = failover.get(record.key, "")
             command = certify_command(record.provider, record.contract, str(s.providers))
-            fix = f"run: {command}" + (" --adaptive" if record.verdict == "undecided" else "")
+            fix = workspace.fix_for(record, command)
             session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.emit(gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),
                               providers_file=str(s.providers)))

@@ -103,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
             suite=f"drill {args.model} via {args.gateway}",
             name=d.drill.name,
             outcome=OUTCOME[d.verdict],
-            message=(problems or unknowns or [f"{d.drill.description}: no double billing, no "
-                                              "uncertified fallback"])[0],
+            message=(problems or unknowns or [f"{d.drill.description}: the client got a whole "
+                                              "answer, no double billing, no uncertified "
+                                              "fallback"])[0],
             details=(f"primary: {d.primary_behaviour} — {d.drill.description}",
                      *(_line(r) for r in d.requests), *problems[1:], *unknowns[1:]),
             command=_command(args, d.drill.name),

@@ -8,6 +8,7 @@ what was observed, so a fallback can be compared with its chain's primary on the
 from __future__ import annotations
 
 import asyncio
+import re
 import tempfile
 import time
 import uuid
@@ -36,6 +37,7 @@ from harness.contracts.records import (
     UNREACHED,
     CertificationRecord,
     CheckResult,
+    Evidence,
     Redactor,
     Sampling,
     Verdict,
@@ -48,6 +50,34 @@ from harness.providers.config import ProviderConfig, ProvidersFile
 from harness.store import open_store
 
 DEFAULT_CONCURRENCY = 64
+UNREACHED_STOP = 3  # calls in a row that could not reach a provider: the rest are not sent
+NOT_SENT = "not sent (the provider could not be reached)"
+_CLASSIFIED = re.compile(r" \[(failed|unknown): [^\]]*\].*$")  # ProviderCallError's trailer
+
+
+@dataclass
+class _Reach:
+    """Do a channel's calls reach a model? Until one has, they go one at a time, and after
+    :data:`UNREACHED_STOP` in a row that could not (DNS, connect, TLS, a refused key), the
+    rest are not sent: the same error 60 times is no more evidence than 3 times."""
+
+    reached: bool = False
+    in_a_row: int = 0
+    why: str = ""  # the first reason a call could not reach it ("DNS lookup failed")
+    error: str = ""  # …and that call's error
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def stopped(self) -> bool:
+        return self.in_a_row >= UNREACHED_STOP
+
+    def note(self, sample: Sample) -> None:
+        if sample.unreached:
+            self.in_a_row += 1
+            if not self.why:
+                self.why, self.error = sample.unreached, sample.error or ""
+        else:
+            self.reached, self.in_a_row = True, 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,15 +214,31 @@ async def certify(
     rounds: dict[tuple[str, str], int] = dict.fromkeys(channels, 0)
     run = CertificationRun([], targets)
 
-    async def one(channel: Channel, golden: Golden, index: int) -> Sample:
-        async with semaphore:
-            try:
-                sample = await channel.exchange(golden, index, store, run_id)
-            except Exception as exc:  # what a provider returned must never stop the run
-                sample = Sample(golden.id, index, error=(
-                    f"harness error while processing this answer ({type(exc).__name__}: "
-                    f"{clean(exc, limit=200, one_line=True)}); counted as a failed sample"
-                ), runner="not judged")
+    reaches = {key: _Reach() for key in channels}
+
+    async def one(key: tuple[str, str], golden: Golden, index: int) -> Sample:
+        reach = reaches[key]
+        if not reach.reached:  # one call at a time until a call reaches the model
+            async with reach.lock:
+                if not reach.reached:
+                    return await call(key, golden, index)
+        return await call(key, golden, index)
+
+    async def call(key: tuple[str, str], golden: Golden, index: int) -> Sample:
+        reach = reaches[key]
+        if reach.stopped:  # the provider could not be reached: the rest is not sent
+            sample = Sample(golden.id, index, error=f"not sent: {reach.error}", runner=NOT_SENT,
+                            unreached=reach.why)
+        else:
+            async with semaphore:
+                try:
+                    sample = await channels[key].exchange(golden, index, store, run_id)
+                except Exception as exc:  # what a provider returned must never stop the run
+                    sample = Sample(golden.id, index, error=(
+                        f"harness error while processing this answer ({type(exc).__name__}: "
+                        f"{clean(exc, limit=200, one_line=True)}); counted as a failed sample"
+                    ), runner="not judged")
+            reach.note(sample)
         if on_progress:
             on_progress(1)
         return sample
@@ -201,7 +247,7 @@ async def certify(
         """``per_input[key]`` more samples of every golden input, for every key, at once."""
         jobs = {
             key: [
-                one(channels[key], g, rounds[key] + i)
+                one(key, g, rounds[key] + i)
                 for i in range(n)
                 for g in channels[key].contract.goldens
             ]
@@ -214,7 +260,7 @@ async def certify(
             samples[key].extend(results[at : at + len(group)])
             at += len(group)
             rounds[key] += per_input[key]
-        run.calls += len(results)
+        run.calls += sum(1 for s in results if s.runner != NOT_SENT)
         run.sequential_s += sum(s.latency_s for s in results)
 
     run_id = uuid.uuid4().hex[:12]
@@ -246,8 +292,8 @@ async def certify(
             while active:
                 await sample_round(dict.fromkeys(active, 1))
                 judge_all(active)
-                active = [key for key in active if _continue(by_key[key], channels[key],
-                                                               records.get(key), rounds[key])]
+                active = [key for key in active if not reaches[key].stopped and _continue(
+                    by_key[key], channels[key], records.get(key), rounds[key])]
     finally:
         for channel in channels.values():
             await channel.aclose()
@@ -337,6 +383,10 @@ def _record(
 ) -> CertificationRecord:
     cfg, contract = target.provider, target.contract
     fake = bool(cfg.is_fake or channel.fake_answers)
+    # A call that never reached a model (DNS, connect, TLS, a refused key) says nothing about
+    # the contract: it is left out, and when no call reached it the record says only that.
+    lost = [s for s in samples if s.unreached]
+    samples = [s for s in samples if not s.unreached]
     judgements = [s.judge(contract) for s in samples]
     primary = target.primary if target.primary != cfg.id else None
     trips = round_trip_outcomes(
@@ -357,8 +407,6 @@ def _record(
             redact=redact, rule=rule, outcomes=trips,
         ),
     )
-    if samples and all(s.unreached for s in samples):
-        checks = _no_evidence(checks, samples)
     inputs = tally(
         [s.golden_id for s in samples],
         {
@@ -366,6 +414,12 @@ def _record(
             "round_trip": [(ok, why) for ok, why, _ in trips],
         },
     )
+    unreached = ""
+    if lost:
+        unreached = _unreached(cfg, lost)
+        checks = _not_reached(checks, unreached, lost=len(lost), judged=len(samples))
+        if samples:
+            unreached = ""  # some calls reached it: judged on those
     decisions = {c.decision for c in checks}
     verdict: Verdict = (
         "ineligible" if "fail" in decisions else "undecided" if "undecided" in decisions
@@ -388,23 +442,47 @@ def _record(
         config=cfg.hashed_fields(),
         sampling=Sampling(
             rule=rule, confidence=contract.thresholds.confidence, k=rounds, rounds=rounds,
-            calls=len(samples), adaptive=adaptive,
+            calls=len(samples) + sum(1 for s in lost if s.runner != NOT_SENT),
+            adaptive=adaptive,
             budget=contract.thresholds.budget_for(len(contract.goldens)) if adaptive else None,
             seeded=channel.seeded,
         ),
         inputs=inputs,
-        drift=drift(previous, inputs),
+        drift=drift(previous, inputs, confidence=contract.thresholds.confidence),
         provenance=FAKE_PROVENANCE if fake else "",
+        unreached=unreached,
+        contract_parts=dict(contract.parts),
     )
 
 
-def _no_evidence(checks: tuple[CheckResult, ...],
-                 samples: list[Sample]) -> tuple[CheckResult, ...]:
-    """Not one sample reached a model (never sent, or the caller refused): the sampled checks
-    say nothing about the contract, so they are undecided with the reason — never failed."""
-    why = (f"{UNREACHED}: {samples[0].error}" if samples[0].error else UNREACHED)
-    return tuple(
-        replace(c, decision="undecided", summary=why, stats=None)
-        if c.name in ("schema", "round_trip") else c
-        for c in checks
-    )
+def _unreached(cfg: ProviderConfig, lost: list[Sample]) -> str:
+    """``could not reach 'x' at URL: DNS lookup failed (ConnectError: …)``."""
+    first = lost[0]
+    error = (first.error or "").removeprefix("not sent: ").removeprefix("failed: ")
+    error = _CLASSIFIED.sub("", error.removeprefix(f"{cfg.id}: "))
+    where = cfg.base_url + (" (the gateway)" if getattr(cfg, "via", None) else "")
+    return clean(f"could not reach {cfg.id!r} at {where}: {first.unreached} ({error})",
+                 one_line=True, limit=400)
+
+
+def _not_reached(
+    checks: tuple[CheckResult, ...], reason: str, *, lost: int, judged: int
+) -> tuple[CheckResult, ...]:
+    """The sampled checks when ``lost`` calls could not reach the provider: undecided (no
+    evidence) when none did, else judged on the ``judged`` that did, saying how many did not."""
+    out = []
+    for check in checks:
+        if check.stats is None:  # deterministic (tokenization): needs no call
+            out.append(check)
+        elif not judged:
+            out.append(CheckResult.build(
+                check.name, "undecided", f"{UNREACHED}: {reason}",
+                {"samples": 0, "unreached": lost}, [Evidence("*", reason)],
+            ))
+        else:
+            out.append(replace(
+                check, figures={**check.figures, "unreached": lost},
+                summary=f"{check.summary}; {lost} call(s) that could not reach the provider "
+                "are not counted",
+            ))
+    return tuple(out)

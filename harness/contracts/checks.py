@@ -39,15 +39,14 @@ class Sample:
     finish_reason: str | None = None
     refusal: str | None = None
     error: str | None = None  # "unknown: read timeout …" / "failed: HTTP 429 …"
-    # The request never reached a model: not sent (connect error, DNS, connect timeout…) or
-    # refused for its credentials or endpoint (401, 403, 404, 407). No evidence about the
-    # contract either way: a provider none of whose samples got through is undecided.
-    unreached: bool = False
     latency_s: float = 0.0
     input_tokens: int | None = None  # the provider's own count of the prompt (reply usage)
     # What the failover runner made of it: the job result it claimed into the store, or why not.
     stored: dict[str, Any] | None = None
     runner: str = ""
+    # Why the call cannot have reached a model (DNS, connect, TLS, a refused key, no such
+    # endpoint), else "": such a sample is no evidence about the contract and is not judged.
+    unreached: str = ""
 
     def judge(self, contract: Contract) -> Judgement:
         if self.error is not None:
@@ -107,7 +106,6 @@ def schema_check(
         "temperature": temperature,
         "max_temperature": limit.max_temperature,
         "failures": dict(sorted(failures.items())),
-        "unreached": sum(1 for s in samples if s.unreached),
         "pass_k": pass_k(samples, [j.ok for j in judgements]),
         "latency_p50_s": round(statistics.median(latencies), 4) if latencies else None,
     }

@@ -75,6 +75,7 @@ class LockFileEligibility:
             config=cfg.hashed_fields(),
             contract_hash=contract.hash,
             contract_version=contract.version,
+            contract_parts=contract.parts,
             record=self.lock.get(provider_id, contract_id),
             now=self.clock.now(),
             command=command,

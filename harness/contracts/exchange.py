@@ -36,7 +36,7 @@ from harness.domain.entities import Intent
 from harness.domain.errors import ConfigError
 from harness.failover import FailoverResult, FailoverRunner, RunStatus
 from harness.providers.base import ProviderClient, ProviderReply, ProviderRequest
-from harness.providers.classify import ProviderCallError
+from harness.providers.classify import ProviderCallError, unreached
 from harness.providers.clients import client_for
 from harness.providers.config import ChainLink, ProviderConfig
 from harness.providers.fake import ANSWERS_HEADER
@@ -135,7 +135,7 @@ class Channel:
         if tap.error is not None:
             return Sample(
                 golden_id, index, error=f"{tap.error.classification}: {tap.error.message}",
-                runner=ran, unreached=unreached(tap.error),
+                runner=ran, unreached=unreached(tap.error) or "",
             )
         reply = tap.reply
         assert reply is not None, ran
@@ -176,18 +176,6 @@ class _AnswersTap(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-#: causes of a request that was never sent (harness.providers.classify), and statuses that
-#: refuse the caller's credentials or endpoint before any model answered
-NOT_SENT_CAUSES = frozenset({"connect_timeout", "pool_timeout", "connect_error",
-                             "unsupported_protocol", "local_protocol_error", "invalid_url"})
-REFUSED_CALLER = frozenset({401, 403, 404, 407})
-
-
-def unreached(error: ProviderCallError) -> bool:
-    """Whether a failed call never reached a model (so it says nothing about the contract)."""
-    return error.cause in NOT_SENT_CAUSES or error.status in REFUSED_CALLER
 
 
 def _describe(result: FailoverResult) -> str:

@@ -28,6 +28,7 @@ from harness.contracts.model import (
     Rule,
     Thresholds,
 )
+from harness.contracts.schema_errors import dotted, json_fix, json_path_at, schema_fix
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.yamlsrc import YamlSource, load_yaml
@@ -193,6 +194,7 @@ def load_contract(directory: Path) -> Contract:
             budget=cert.budget,
         ),
         hash=_contract_hash(spec, schema, goldens, business, directory),
+        parts=_contract_parts(spec, schema, goldens, directory),
     )
 
 
@@ -226,7 +228,8 @@ def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
         schema = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(path),
-                          line=exc.lineno, fix="fix the JSON") from None
+                          line=exc.lineno, field=json_path_at(text, exc.pos) or None,
+                          fix=json_fix(exc.msg, text, exc.pos)) from None
     except RecursionError:
         raise ConfigError("the JSON nests too deeply to parse", file=str(path),
                           fix="flatten the schema (use $defs and $ref)") from None
@@ -235,11 +238,12 @@ def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
     def error(message: str, where: list[str | int], fix: str) -> ConfigError:
         return ConfigError(
             message, file=str(path), line=line_of(lines, where),
-            field="/".join(str(p) for p in where) or "(root)", fix=fix,
+            field=dotted(where) or "(root)", fix=fix,
         )
 
     if not isinstance(schema, dict):
-        raise error("a JSON Schema must be an object", [], "fix the schema")
+        raise error("a JSON Schema must be an object", [],
+                    'write an object: {"type": "object", "properties": {…}}')
     declared = schema.get("$schema")
     if declared and "2020-12" not in str(declared):
         raise error(
@@ -251,7 +255,7 @@ def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
     except SchemaError as exc:
         raise error(
             f"not a valid Draft 2020-12 schema: {exc.message}", list(exc.path),
-            "fix the schema",
+            schema_fix(exc),
         ) from None
     if schema.get("type") != "object":
         raise error("the output must be a JSON object", ["type"] if "type" in schema else [],
@@ -378,6 +382,40 @@ def _check_expectations(
             ) from None
 
 
+def _business_sources(spec: _ContractSpec, directory: Path) -> dict[str, Path]:
+    """module name -> its .py file, for the business model and function."""
+    sources: dict[str, Path] = {}
+    for ref in (spec.business.model, spec.business.function):
+        if ref:
+            module = ref.split(":")[0]
+            sources[module] = directory.joinpath(*module.split(".")).with_suffix(".py")
+    return sources
+
+
+def _contract_parts(
+    spec: _ContractSpec, schema: dict[str, Any], goldens: tuple[Golden, ...], directory: Path,
+) -> dict[str, str]:
+    """A short hash per file of the contract (its meaning, as in the contract hash), so a
+    certification made stale by a change can name the file that changed."""
+    def short(value: Any) -> str:
+        return hashlib.sha256(canonical_json(value)).hexdigest()[:16]
+
+    def rel(path: Path | str) -> str:
+        try:
+            return Path(path).relative_to(directory).as_posix()
+        except ValueError:
+            return Path(path).name
+
+    parts = {CONTRACT_FILE: short(spec.model_dump(mode="json", by_alias=True)),
+             rel(directory / spec.output.schema_): short(schema)}
+    for g in goldens:
+        parts[rel(g.source)] = short(
+            {"id": g.id, "language": g.language, "input": g.input, "expected": g.expected})
+    for path in _business_sources(spec, directory).values():
+        parts[rel(path)] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return dict(sorted(parts.items()))
+
+
 def _contract_hash(
     spec: _ContractSpec,
     schema: dict[str, Any],
@@ -386,12 +424,8 @@ def _contract_hash(
     directory: Path,
 ) -> str:
     """SHA-256 over the contract's meaning: spec, schema, golden cases and business source."""
-    sources: dict[str, str] = {}
-    for ref in (spec.business.model, spec.business.function):
-        if ref:
-            module = ref.split(":")[0]
-            path = directory.joinpath(*module.split(".")).with_suffix(".py")
-            sources[module] = hashlib.sha256(path.read_bytes()).hexdigest()
+    sources = {module: hashlib.sha256(path.read_bytes()).hexdigest()
+               for module, path in _business_sources(spec, directory).items()}
     document = {
         "spec": spec.model_dump(mode="json", by_alias=True),
         "schema": schema,

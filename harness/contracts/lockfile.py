@@ -38,6 +38,13 @@ class LockFile:
         for record in records:
             self.records[record.key] = record
 
+    def merge_evidence(self, records: Iterable[CertificationRecord]) -> int:
+        """:meth:`merge`, except that a record no call reached (``unreached``: no evidence)
+        never replaces an earlier one. Returns how many records were merged."""
+        kept = [r for r in records if not (r.unreached and r.key in self.records)]
+        self.merge(kept)
+        return len(kept)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "lock_version": LOCK_VERSION,

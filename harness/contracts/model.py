@@ -139,6 +139,8 @@ class Contract:
     hash: str
     description: str = ""
     schema_name: str = field(default="")
+    # file (relative to the folder) -> a short hash of its meaning: which file changed
+    parts: Mapping[str, str] = field(default_factory=dict)
 
     def compare_rule(self, key: str) -> CompareRule:
         """The rule for ``key``; fields not listed are compared exactly."""

@@ -249,6 +249,11 @@ class CertificationRecord:
     inputs: dict[str, InputTally] = field(default_factory=dict)  # per golden input
     drift: dict[str, Any] | None = None  # vs the previous certification (see drift.py)
     provenance: str = ""  # FAKE_PROVENANCE for fake:// providers, else ""
+    contract_parts: dict[str, str] = field(default_factory=dict)  # file -> short hash
+    # Why no call reached the provider ("could not reach …"), else "". Such a record holds no
+    # evidence about the contract: undecided, and certify never lets it replace an earlier
+    # record in the lock file (it is written only where the lock had none for the pair).
+    unreached: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -264,11 +269,6 @@ class CertificationRecord:
     def undecided_checks(self) -> list[CheckResult]:
         return [c for c in self.checks if c.decision == "undecided"]
 
-    def unreached(self) -> bool:
-        """Undecided because not one sample reached the provider (network, URL or key)."""
-        return any(c.decision == "undecided" and c.summary.startswith(UNREACHED)
-                   for c in self.checks)
-
     def why(self) -> str:
         """One line: the first failed (else undecided) check's reason, and which others."""
         failed = self.failed_checks()
@@ -276,6 +276,8 @@ class CertificationRecord:
         label = f" — {self.provenance}" if self.provenance else ""
         if not failed and not undecided:
             return "all checks passed" + label
+        if self.unreached and not failed:
+            return f"{UNREACHED}: {self.unreached}{label}"
         if failed:
             first = failed[0]
             reason = first.evidence[0].reason if first.evidence else first.summary
@@ -310,6 +312,8 @@ class CertificationRecord:
             "checks": [c.to_json() for c in self.checks],
             "inputs": {k: self.inputs[k].to_json() for k in sorted(self.inputs)},
             "drift": self.drift,
+            **({"contract_parts": self.contract_parts} if self.contract_parts else {}),
+            **({"unreached": self.unreached} if self.unreached else {}),
         }
 
     @classmethod
@@ -339,6 +343,8 @@ class CertificationRecord:
             inputs={k: InputTally.from_json(v) for k, v in (data.get("inputs") or {}).items()},
             drift=data.get("drift") or None,
             provenance=data.get("provenance") or "",
+            unreached=str(data.get("unreached") or ""),
+            contract_parts={str(k): str(v) for k, v in (data.get("contract_parts") or {}).items()},
         )
 
 

@@ -44,10 +44,32 @@ class Standing:
     state: State
     why: str
     fix: str = ""
+    command: str = ""  # the command that re-certifies the pair
+    provenance: str = ""  # a certified fake says so: records.FAKE_PROVENANCE
 
     @property
     def eligible(self) -> bool:
         return self.state is State.CERTIFIED
+
+
+def undecided_fix(record: CertificationRecord, command: str) -> str:
+    """What decides an undecided record: more samples (``--adaptive``; once --adaptive spent
+    the contract's budget, a larger budget or a provider that passes more reliably)."""
+    if record.unreached:
+        return f"make the provider reachable (network, base_url, API key), then run: {command}"
+    if record.sampling is None or not record.sampling.adaptive:
+        return f"sample until decided: {command} --adaptive"
+    stats = [c.stats for c in record.undecided_checks() if c.stats is not None]
+    more = max((s.more_samples or 0 for s in stats), default=0)
+    if stats and not more:  # no practical number of samples would decide at the observed rate
+        return (f"--adaptive spent the contract's budget ({record.sampling.calls} calls) and "
+                "the rate sits on pass_threshold, where no number of samples would decide: make "
+                "the provider pass more reliably (or lower certification.pass_threshold in the "
+                f"contract), then run: {command} --adaptive")
+    return (f"--adaptive spent the contract's budget ({record.sampling.calls} calls) undecided: "
+            "raise certification.budget in the contract"
+            + (f" (about {more} more samples would decide at the observed rate)" if more else "")
+            + f", then run: {command} --adaptive")
 
 
 def certify_command(
@@ -77,6 +99,7 @@ def standing(
     record: CertificationRecord | None,
     now: datetime,
     command: str,
+    contract_parts: Mapping[str, str] | None = None,
 ) -> Standing:
     """Judge ``record`` against the provider's current config and the contract's current hash."""
     if record is None:
@@ -84,6 +107,7 @@ def standing(
             provider, contract, State.MISSING,
             f"no certification of {provider!r} for contract {contract!r} in the lock file",
             f"run: {command}",
+            command=command,
         )
     if record.sampling is None:
         return Standing(
@@ -91,6 +115,7 @@ def standing(
             f"certified by failover-harness {record.harness_version or '(unknown version)'} "
             "with a point-estimate pass rate (lock_version 1), not a confidence bound",
             f"re-certify: {command}",
+            command=command,
         )
     if record.config_hash != config_hash:
         changed = _changed(record.config, config)
@@ -99,6 +124,7 @@ def standing(
             f"the provider's configuration changed since it was certified"
             f"{' (' + changed + ')' if changed else ''}",
             f"re-certify at the new configuration: {command}",
+            command=command,
         )
     if record.contract_hash != contract_hash:
         version = (
@@ -106,36 +132,54 @@ def standing(
             if record.contract_version != contract_version
             else " (same version, different content)"
         )
+        files = _changed_files(record.contract_parts, contract_parts or {})
+        if files:
+            version = f"{version[:-1]}: {files})"
         return Standing(
             provider, contract, State.STALE,
             f"the contract changed since the certification{version}",
             f"re-certify against the new contract: {command}",
+            command=command,
         )
     if now >= record.expires_at:
         return Standing(
             provider, contract, State.EXPIRED,
             f"the certification expired at {record.expires_at:%Y-%m-%d %H:%M} UTC",
             f"re-certify: {command}",
+            command=command,
         )
     if record.verdict == "undecided":
         return Standing(
             provider, contract, State.UNDECIDED,
             f"certified undecided ({record.mode}): {record.why()}",
-            f"make the provider reachable (network, base_url, API key), then run: {command}"
-            if record.unreached() else f"sample until decided: {command} --adaptive",
+            undecided_fix(record, command),
+            command=command,
         )
     if record.verdict != "eligible":
         return Standing(
             provider, contract, State.FAILED,
             f"certified ineligible ({record.mode}): {record.why()}",
             f"make the provider meet the contract{MANUAL_ADVICE}, then run: {command}",
+            command=command,
         )
     label = f" — {record.provenance}" if record.provenance else ""
     return Standing(
         provider, contract, State.CERTIFIED,
         f"certified {record.mode} at {record.certified_at:%Y-%m-%d %H:%M} UTC, valid until "
         f"{record.expires_at:%Y-%m-%d %H:%M} UTC{label}",
+        command=command,
+        provenance=record.provenance,
     )
+
+
+def _changed_files(old: Mapping[str, str], new: Mapping[str, str], limit: int = 4) -> str:
+    """``golden/de-x.yaml changed, golden/new.yaml added`` (empty when either side is unknown)."""
+    if not old or not new:
+        return ""
+    what = [f"{name} {'added' if name not in old else 'removed' if name not in new else 'changed'}"
+            for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+    more = f", and {len(what) - limit} more file(s)" if len(what) > limit else ""
+    return ", ".join(what[:limit]) + more
 
 
 def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:

@@ -9,10 +9,12 @@ from harness.contracts.eligibility import LockFileEligibility
 from harness.contracts.loader import load_contracts
 from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
 from harness.contracts.model import Contract
-from harness.contracts.standing import Standing
+from harness.contracts.records import CertificationRecord
+from harness.contracts.standing import Standing, undecided_fix
 from harness.domain.clock import Clock
 from harness.domain.errors import ConfigError
 from harness.gateways.litellm_config import strip_prefix
+from harness.providers.classify import unreached_setting
 from harness.providers.config import ProvidersFile, load_providers
 from harness.yamlsrc import load_yaml
 
@@ -45,6 +47,52 @@ class Workspace:
             for link in chain
             if link.failover == "auto"
         ]
+
+    def fix_for(self, record: CertificationRecord, command: str) -> str:
+        """The fix line of a certification that is not eligible (certify and check)."""
+        if record.unreached:
+            return self.reach_fix(record.provider, record.unreached, command)
+        if record.verdict == "undecided":
+            return undecided_fix(record, command)
+        return self.ineligible_fix(record.provider, record.contract, command)
+
+    def ineligible_fix(self, provider: str, contract: str, command: str) -> str:
+        """What to do about an ineligible provider, in the terms of the providers' source."""
+        gateway = getattr(self.providers, "gateway", None)
+        if gateway is not None:  # a LiteLLM config: no 'failover: manual' there
+            return str(gateway.ineligible_fix(provider, contract, command))
+        return (f"make it meet the contract or set 'failover: manual' on its link in "
+                f"{self.providers_path}, then run: {command}")
+
+    def reach_fix(self, provider: str, reason: str, command: str) -> str:
+        """What to check when no call reached ``provider`` (``reason`` names why, in
+        :func:`~harness.providers.classify.unreached`'s words)."""
+        cfg = self.providers.providers[provider]
+        setting = unreached_setting(reason)
+        gateway = getattr(self.providers, "gateway", None)
+        via = getattr(cfg, "via", None)
+        if via and setting == "upstream":
+            at = f" at {gateway.where(provider, 'api_base')}" if gateway is not None else ""
+            what = (f"that the gateway at {via} can reach the provider: the network and "
+                    f"api_base{at}, as the gateway sees them")
+        elif via:
+            what = (f"that the gateway runs at {via} and accepts the key in ${cfg.api_key_env}"
+                    if setting != "model" else
+                    f"that the gateway at {via} serves model {cfg.model!r}")
+        elif gateway is not None:
+            param = {"key": "api_key", "model": "model"}.get(setting, "api_base")
+            what = {"key": f"the key in ${cfg.api_key_env}",
+                    "model": "api_base and the model name"}.get(setting, "the network and api_base")
+            what += f" at {gateway.where(provider, param)}"
+        else:
+            field = {"key": "api_key_env", "model": "model"}.get(setting, "base_url")
+            line = load_yaml(self.providers_path).line_of(("providers", provider, field))
+            at = f"{self.providers_path}:{line}" if line else str(self.providers_path)
+            what = {"key": f"the key in ${cfg.api_key_env}",
+                    "model": "base_url and the model name"}.get(
+                        setting, "the network and base_url") + f" ({at}, providers.{provider})"
+        return (f"make the provider reachable (network, base_url, API key): check {what} (the "
+                f"lock file keeps an earlier record of it), then run: {command}")
 
     def gate(self, clock: Clock | None = None) -> list[Standing]:
         """The standing of every ``auto`` link."""

@@ -21,6 +21,7 @@ import httpx
 
 from harness.contracts.records import CertificationRecord, CheckResult, Evidence, Redactor
 from harness.contracts.render import render_golden
+from harness.contracts.stats import Decision
 
 if TYPE_CHECKING:
     from harness.contracts.certifier import Target
@@ -41,7 +42,7 @@ async def audit_through_gateway(
             target = by_key.get(record.key)
             via = getattr(target.provider, "via", None) if target else None
             upstream = getattr(target.provider, "upstream", None) if target else None
-            if target is None or not via or not upstream:
+            if target is None or not via or not upstream or record.unreached:
                 out.append(record)
                 continue
             root = _root(upstream.get("base_url", ""))
@@ -52,10 +53,10 @@ async def audit_through_gateway(
                 out.append(record)
                 continue
             check = gateway_check(target.contract, str(via), bodies)
-            out.append(replace(
-                record, checks=(*record.checks, check),
-                verdict="ineligible" if not check.passed else record.verdict,
-            ))
+            verdict = ("ineligible" if check.decision == "fail" else "undecided"
+                       if check.decision == "undecided" and record.verdict == "eligible"
+                       else record.verdict)
+            out.append(replace(record, checks=(*record.checks, check), verdict=verdict))
         for root, bodies in received_at.items():
             if bodies is not None:
                 await http.post(f"{root}/_fake/reset")
@@ -106,8 +107,8 @@ def gateway_check(
                 redact.excerpt(f"provider received keys: {keys}"),
             ))
     passed = observed > 0 and not evidence
-    if observed == 0:
-        summary = "no sample reached the provider through the gateway"
+    if observed == 0:  # nothing to compare: no evidence either way
+        summary = "no sample reached the provider through the gateway: nothing to compare"
     elif passed:
         summary = f"{observed} request(s) reached the provider as the client sent them"
     else:
@@ -116,7 +117,8 @@ def gateway_check(
                    f"{dropped_system} of {observed} received")
     figures = {"gateway": gateway, "observed": observed, "schema_dropped": dropped_schema,
                "system_dropped": dropped_system}
-    return CheckResult.build(CHECK, passed, summary, figures, evidence)
+    decision: Decision = "undecided" if observed == 0 else "pass" if passed else "fail"
+    return CheckResult.build(CHECK, decision, summary, figures, evidence)
 
 
 def _contains(value: Any, wanted: Mapping[str, Any]) -> bool:

@@ -9,8 +9,9 @@ by model group, waits until every provider call has ended, and reports per reque
 calls it caused (counted at each fake), the billed completions, whether a late primary answer
 was delivered or billed, which deployment answered and whether that fallback is certified for
 the group's contract, whether the retries carried an idempotency key, and how long the client
-waited. One request that caused two billed completions, or that reached an uncertified fallback,
-is a violation.
+waited. A violation: one request that caused two billed completions, reached an uncertified
+fallback, or — the primary having failed as scripted — left the client without a whole answer
+(an error, or a stream cut short): failover did not happen.
 """
 
 from __future__ import annotations
@@ -81,13 +82,31 @@ class RequestResult:
     fallback_certified: bool | None  # None: unknown (no contract, or not a fallback)
     fallback_why: str
     unsettled: list[str] = field(default_factory=list)  # calls still open at the deadline
+    reached_primary: bool = True  # the scripted failure happened (a primary got the request)
 
     @property
     def provider_calls(self) -> int:
         return sum(self.calls.values())
 
+    @property
+    def whole_answer(self) -> bool:
+        """Did the client get a whole answer (HTTP 200; a stream that ended properly)?"""
+        return self.status == 200 and not self.error and self.stream_complete is not False
+
+    def broken_answer(self) -> str:
+        """What the client got instead of a whole answer, in words."""
+        if self.status == 200 and self.stream_complete is False:
+            return ("a cut stream (HTTP 200, then the stream broke off before its end"
+                    + (f": {self.error}" if self.error else "") + ")")
+        if self.status is None:
+            return f"no answer ({self.error or 'no response'})"
+        return f"HTTP {self.status}" + (f" ({self.error})" if self.error else "")
+
     def violations(self) -> list[str]:
         out = []
+        if self.reached_primary and not self.whole_answer:
+            out.append(f"failover did not happen: the primary failed and the client received "
+                       f"{self.broken_answer()}")
         if self.billed >= 2:
             out.append(f"one request caused {self.billed} billed completions "
                        f"({_calls_text(self.outcomes)})")
@@ -352,6 +371,7 @@ def _judge_request(
     outcomes = {pid: [r.outcome for r in rs] for pid, rs in records.items() if rs}
     billed = sum(r.billed for rs in records.values() for r in rs)
     primaries = {d.id for d in deployed if d.primary}
+    reached_primary = any(records.get(pid) for pid in primaries)
     late = ""
     for pid in primaries:
         for r in records.get(pid, []):
@@ -383,6 +403,7 @@ def _judge_request(
         answered_by=answered_by, calls=calls, outcomes=outcomes, billed=billed,
         late_primary=late, retries=len(retries), retries_with_key=with_key, fallback=fallback,
         fallback_certified=certified, fallback_why=why, unsettled=unsettled,
+        reached_primary=reached_primary,
     )
 
 

@@ -51,7 +51,8 @@ class CertifiedLists:
             lines.append(f"# not checked: model group {group!r} serves no contract "
                          "(map it with contracts: in failover-harness.yaml or --contract-map)")
         body = yaml.safe_dump(self.sections, sort_keys=False, default_flow_style=None,
-                              allow_unicode=True) if self.sections else ""
+                              allow_unicode=True) if self.sections else (
+            "# the config has no fallback lists: nothing to paste\n")
         return "\n".join(lines) + "\n" + body
 
 

@@ -88,8 +88,8 @@ class RecordingFake(FakeProvider):
     """A FakeProvider that records what it received and how each request ended (see module)."""
 
     def __init__(self, kind: str, behaviour: str = "conformant", answer: AnswerFn | None = None,
-                 *, name: str = "") -> None:
-        super().__init__(kind, "conformant", answer)
+                 *, name: str = "", answers_from: str | None = None) -> None:
+        super().__init__(kind, "conformant", answer, answers_from=answers_from)
         self.name = name or kind
         self.script = _check(behaviour)
         self._log = _Log()

@@ -262,8 +262,12 @@ def _default_fallbacks(
     src: YamlSource, section: str, value: Any, groups: Mapping[str, list[LiteLLMDeployment]],
 ) -> DefaultFallbacks:
     loc: tuple[str | int, ...] = (section, "default_fallbacks")
-    if isinstance(value, str):
-        value = [value]
+    if isinstance(value, str):  # LiteLLM refuses to start with it, like a string fallback
+        raise src.error(
+            f"`default_fallbacks` is the string {value!r}, not a list: LiteLLM refuses to start "
+            '("default_fallbacks must be a list of model names")', loc,
+            fix=f"write default_fallbacks: [{value}]",
+        )
     if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
         raise src.error("`default_fallbacks` must be a list of model groups", loc,
                         fix="write default_fallbacks: [my-fallback-group]")

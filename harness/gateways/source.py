@@ -25,7 +25,6 @@ from typing import Any
 
 from pydantic import PrivateAttr, ValidationError
 
-from harness.contracts.standing import MANUAL_ADVICE
 from harness.domain.errors import ConfigError
 from harness.gateways.litellm_config import (
     TRANSPORT_PARAMS,
@@ -55,6 +54,17 @@ class Deployment(ProviderConfig):
     upstream: dict[str, str]  # kind, base_url, model of the deployment itself
     litellm_params: dict[str, Any]  # what else changes the request (secrets as names only)
     via: str | None = None
+    # Where the key's variable is named (file, line, field) and how to fix a missing one.
+    _key_origin: tuple[str | None, int | None, str, str, str] | None = PrivateAttr(default=None)
+
+    def missing_key(self) -> ConfigError:
+        """The missing key's variable, at the line of the LiteLLM config (or failover-harness.yaml
+        for the gateway's key) that names it."""
+        if self._key_origin is None:
+            return super().missing_key()
+        file, line, field, why, fix = self._key_origin
+        return ConfigError(f"environment variable {self.api_key_env} is not set: {why}",
+                           file=file, line=line, field=field, fix=fix)
 
     def hashed_fields(self) -> dict[str, Any]:
         """The deployment's effective config: upstream, not the channel used to certify it."""
@@ -115,14 +125,46 @@ class GatewaySource:
             if origin is None or s.eligible:
                 out.append(s)
                 continue
-            # a gateway fails over without asking anyone: no link of a LiteLLM config can be
-            # set to 'failover: manual', so that advice (for providers.yaml) does not apply
-            fix = s.fix.replace(MANUAL_ADVICE, "")
-            if origin.field.startswith(("router_settings", "litellm_settings")):
+            fix = s.fix
+            if str(s.state) == "failed":  # a LiteLLM link has no 'failover: manual'
+                fix = self.ineligible_fix(s.provider, s.contract, s.command)
+            elif origin.field.startswith(("router_settings", "litellm_settings")):
                 fix += (f"; or take {origin.group!r} out of that list — 'failover-harness export "
                         "litellm-fallbacks' prints the lists that hold only certified fallbacks")
             out.append(replace(s, why=f"{origin}: {s.why}", fix=fix))
         return out
+
+    def deployment(self, provider: str) -> LiteLLMDeployment | None:
+        return next((d for d in self.config.deployments
+                     if self.provider_ids.get(d.index) == provider), None)
+
+    def where(self, provider: str, param: str | None = None) -> str:
+        """``config.yaml:5 (model_list[0].litellm_params.api_base)``: where a deployment's
+        ``litellm_params`` (entry ``param``) is written, else the deployment itself."""
+        d = self.deployment(provider)
+        if d is None:
+            return str(self.config.path)
+        line = self.config.source.line_of(_loc(d) + ((param,) if param else ()))
+        field = (f"{d.where}.litellm_params" + (f".{param}" if param else "") if line
+                 else f"{d.where}: model group {d.group!r}")
+        return f"{self.config.path}:{line or d.line} ({field})"
+
+    def ineligible_fix(self, provider: str, contract: str, command: str) -> str:
+        """What to do about an ineligible deployment, in LiteLLM's terms: every link of a
+        LiteLLM config is automatic (there is no 'failover: manual'), so change the deployment,
+        or take it out of the fallback lists, or route its group elsewhere."""
+        origin = self.origins.get((provider, contract))
+        fallback = origin is not None and origin.field.startswith(
+            ("router_settings", "litellm_settings"))
+        change = (f"make the provider meet the contract (deployment {provider!r}: its "
+                  f"litellm_params at {self.where(provider)}), then run: {command}")
+        if fallback:
+            assert origin is not None
+            return (f"{change}; or take {origin.group!r} out of the fallback list at {origin} — "
+                    "'failover-harness export litellm-fallbacks' prints the lists that hold only "
+                    "certified fallbacks")
+        return (f"{change}; or point model group {(origin.group if origin else provider)!r} at a "
+                "deployment that meets it")
 
 
 class GatewayProviders(ProvidersFile):
@@ -318,7 +360,7 @@ def _deployment_provider(
         body.update(kind=upstream_kind, base_url=upstream["base_url"], model=name,
                     api_key_env=d.api_key_env or DEFAULT_KEY_ENV[prefix])
     try:
-        return Deployment.model_validate(body)
+        made = Deployment.model_validate(body)
     except ValidationError as exc:
         first = exc.errors(include_input=False, include_url=False)[0]
         name_ = str(first["loc"][-1]) if first["loc"] else "litellm_params"
@@ -331,6 +373,36 @@ def _deployment_provider(
             field=f"{d.where}.litellm_params.{where}",
             fix="correct the value in the LiteLLM config",
         ) from None
+    made._key_origin = _key_origin(config, d, made, via=via)
+    return made
+
+
+def _key_origin(
+    config: LiteLLMConfig, d: LiteLLMDeployment, made: Deployment, *, via: str | None,
+) -> tuple[str | None, int | None, str, str, str]:
+    """(file, line, field, why, fix) for a missing key variable of this deployment."""
+    env = made.api_key_env
+    if via:
+        project = config.path.parent / PROJECT_FILE
+        src = load_yaml(project) if project.exists() else None
+        named = next(((key, src.line_of((key,))) for key in ("via_api_key_env", "via")
+                      if src is not None and src.line_of((key,))), ("--via", None))
+        return (str(project) if named[1] else None, named[1], named[0],
+                f"certifying through the gateway {via} sends the gateway's key from it",
+                f"export {env}=<the gateway's key> before running, or name the variable that "
+                f"holds it with `via_api_key_env:` in {project}")
+    loc = (*_loc(d), "api_key")
+    line = config.source.line_of(loc)
+    if d.api_key_env:
+        return (str(config.path), line, f"{d.where}.litellm_params.api_key",
+                f"deployment {d.group!r} reads its key from it (api_key: os.environ/{env})",
+                f"export {env}=<your key> before running")
+    return (str(config.path), config.source.line_of(_loc(d)) or d.line,
+            f"{d.where}.litellm_params",
+            f"deployment {d.group!r} names no api_key, so it is LiteLLM's default for its "
+            "provider",
+            f"export {env}=<your key> before running, or write `api_key: os.environ/<VARIABLE>` "
+            "in its litellm_params")
 
 
 def _loc(d: LiteLLMDeployment) -> tuple[str | int, ...]:

@@ -152,3 +152,66 @@ def retry_after_seconds(headers: httpx.Headers, *, now: float | None = None) -> 
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# Where a call cannot have reached a model: the network, the address or the key is wrong.
+# Such a call is no evidence about what the model answers (certification leaves it out).
+_UNREACHED_CAUSES = frozenset({
+    "connect_error", "connect_timeout", "pool_timeout", "unsupported_protocol",
+    "local_protocol_error", "invalid_url",
+})
+_UNREACHED_STATUS = {
+    401: "the key was refused (HTTP 401)",
+    403: "the key is not allowed to use it (HTTP 403)",
+    404: "no such endpoint or model (HTTP 404)",
+    407: "a proxy asked for credentials (HTTP 407)",
+}
+_KEY_STATUS = frozenset({401, 403, 407})
+GATEWAY_UNREACHED = "the gateway could not connect to the provider"
+# LiteLLM without a database answers 400 "No connected db." to a key that is not its master key
+GATEWAY_KEY_REFUSED = "the gateway refused the key"
+_CONNECT_WORDS = ("connection error", "apiconnectionerror", "connecterror", "connection refused",
+                  "name or service not known", "nodename nor servname")
+_DNS = ("name or service not known", "nodename nor servname", "getaddrinfo", "no address",
+        "temporary failure in name resolution", "name resolution")
+_TLS = ("ssl", "certificate", "tls")
+
+
+def unreached(exc: ProviderCallError) -> str | None:
+    """Why this call cannot have reached a model (``None``: it may have): a DNS, connect or
+    TLS failure, a request never sent, the provider refusing the key or the address (401, 403,
+    404, 407), or a gateway saying so about the provider behind it (a 5xx naming a connection
+    error; LiteLLM's 400 "No connected db." for a key it does not know). Short: "DNS lookup
+    failed", "the key was refused (HTTP 401)"."""
+    if exc.status is not None:
+        text = exc.message.lower()
+        if exc.status >= 500 and any(word in text for word in _CONNECT_WORDS):
+            return GATEWAY_UNREACHED  # a gateway (LiteLLM) says it could not connect upstream
+        if exc.status == 400 and "no connected db" in text:
+            return GATEWAY_KEY_REFUSED
+        return _UNREACHED_STATUS.get(exc.status)
+    if exc.cause not in _UNREACHED_CAUSES:
+        return None
+    text = exc.message.lower()
+    if any(word in text for word in _DNS):
+        return "DNS lookup failed"
+    if any(word in text for word in _TLS):
+        return "TLS handshake failed"
+    return {
+        "connect_timeout": "the connection timed out",
+        "pool_timeout": "the request was never sent (no free connection)",
+        "invalid_url": "the address is not a valid URL",
+        "unsupported_protocol": "the address's scheme is not http or https",
+    }.get(exc.cause, "the connection was refused or failed")
+
+
+def unreached_setting(text: str) -> str:
+    """Which setting to check for a text holding an :func:`unreached` reason: ``key``,
+    ``model`` (a 404: the address or the model name), ``upstream`` (behind a gateway: the
+    provider's address as the gateway has it) or ``address`` (network, DNS, TLS, the URL)."""
+    if GATEWAY_KEY_REFUSED in text or any(
+            _UNREACHED_STATUS[status] in text for status in _KEY_STATUS):
+        return "key"
+    if GATEWAY_UNREACHED in text:
+        return "upstream"
+    return "model" if _UNREACHED_STATUS[404] in text else "address"

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 import httpx
 
-from harness.domain.errors import ConfigError
 from harness.providers.anthropic_messages import AnthropicMessagesClient
 from harness.providers.base import (
     ProviderClient,
@@ -74,12 +73,7 @@ def client_for(
                    transport=transport)
     key = secret_from_env(env, cfg.api_key_env) if cfg.api_key_env else None
     if key is None:
-        raise ConfigError(
-            f"environment variable {cfg.api_key_env} is not set (provider {cfg.id!r} needs it)",
-            field=f"providers.{cfg.id}.api_key_env",
-            fix=f"export {cfg.api_key_env}=<your key> before running, or point api_key_env at "
-                "the variable that holds it",
-        )
+        raise cfg.missing_key()
     return cls(cfg, api_key=key, transport=transport)
 
 

@@ -143,6 +143,16 @@ class ProviderConfig(BaseModel):
         """The behaviour of a ``fake://`` provider, else None."""
         return Behaviour.parse(self.base_url[len(FAKE_SCHEME):]) if self.is_fake else None
 
+    def missing_key(self) -> ConfigError:
+        """The error when the variable named by ``api_key_env`` is not set (a source other
+        than providers.yaml names its own file and line: see harness.gateways.source)."""
+        return ConfigError(
+            f"environment variable {self.api_key_env} is not set (provider {self.id!r} needs it)",
+            field=f"providers.{self.id}.api_key_env",
+            fix=f"export {self.api_key_env}=<your key> before running, or point api_key_env at "
+                "the variable that holds it",
+        )
+
     def hashed_fields(self) -> dict[str, Any]:
         """The behaviour-relevant fields (:data:`HASHED_FIELDS`) as plain JSON values."""
         data = self.model_dump(mode="json")

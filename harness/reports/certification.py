@@ -120,3 +120,6 @@ class GateVerdict:
     problems: tuple[GateProblem, ...] = ()
     lock_file: str = ""
     providers_file: str = ""
+    # certified links whose provider is a fake ("'x' for 'y': fake provider (answers from the
+    # golden file)"): not evidence about a model, said in every rendering
+    fakes: tuple[str, ...] = ()

@@ -243,8 +243,9 @@ def _gate(j: _Suites, g: GateVerdict) -> None:
     for p in sorted(g.problems, key=lambda p: p.state == "failed"):
         _add(case, "failure" if p.state == "failed" else "error",
              f"{p.provider}/{p.contract}: {p.state}", [p.why, f"fix: {p.fix}"], p.state)
-    if not g.problems:
-        _out(case, [f"{g.links_checked} auto link(s) certified"])
+    certified = [] if g.problems else [f"{g.links_checked} auto link(s) certified"]
+    if certified or g.fakes:
+        _out(case, [*certified, *(f"certified {fake}" for fake in g.fakes)])
 
 
 def _replay(j: _Suites, r: ReplayComparison) -> None:

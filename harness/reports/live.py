@@ -183,8 +183,9 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
         yield "replayed once: " + ("identical" if e.replayed_identical else "DIVERGED")
     if e.mode == "stress":
         yield f"history and explanation: {e.repro_dir}"
-        yield ("to replay it, explore the same workload on an in-process store: "
-               f"failover-harness explore --workload {e.workload} --target <store>")
+        yield ("free-running threads cannot be replayed; for a schedule that replays, explore "
+               "step by step: a service through its storage (--through redis://… or "
+               "postgresql://…), a store without --stress")
         return
     if e.repro_dir:
         yield f"repro: {e.repro_dir}  (scenario.yaml, schedule.jsonl, history.jsonl, " \
@@ -218,6 +219,7 @@ def gate_lines(g: GateVerdict) -> Iterator[str]:
     for p in g.problems:
         yield f"{p.state.upper()}: provider {p.provider!r}, contract {p.contract!r}: {p.why}"
         yield f"  fix: {p.fix}"
+    yield from (f"note: certified {fake}" for fake in g.fakes)
     if not g.links_checked:
         yield f"gate: no auto failover links in {g.providers_file}; nothing to certify"
     elif not g.problems:

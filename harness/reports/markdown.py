@@ -51,10 +51,12 @@ def _headline(r: Results) -> list[str]:
                      f"{e.schedules_tried} schedules")
     certs = r.of(Certification)
     if certs:
-        eligible = sum(1 for c in certs if c.verdict == "eligible")
-        parts.append(f"**Certification:** {eligible} of {len(certs)} eligible")
+        eligible = [c for c in certs if c.verdict == "eligible"]
+        parts.append(f"**Certification:** {len(eligible)} of {len(certs)} eligible"
+                     + _fakes(sum(1 for c in eligible if c.provenance), len(eligible)))
     for g in r.of(GateVerdict):
-        parts.append(f"**Gate:** {ICON[g.verdict]} {g.verdict} ({g.links_checked} auto links)")
+        parts.append(f"**Gate:** {ICON[g.verdict]} {g.verdict} ({g.links_checked} auto links)"
+                     + _fakes(len(g.fakes), g.links_checked - len(g.problems)))
     for p in r.of(ReplayComparison):
         same = ("identical" if p.identical else "diverged" if p.identical is False
                 else "not compared")
@@ -64,6 +66,22 @@ def _headline(r: Results) -> list[str]:
         failed = sum(1 for c in cases if c.outcome == "fail")
         parts.append(f"**Checks:** {len(cases) - failed} of {len(cases)} hold")
     return [" · ".join(parts), ""] if parts else []
+
+
+def _fakes(fakes: int, of: int) -> str:
+    """A verdict that rests on fake providers says so where a reader looks first."""
+    if not fakes:
+        return ""
+    which = ("a fake provider" if of == 1 else "all fake providers" if fakes == of
+             else f"{fakes} of them fake provider{'s' if fakes > 1 else ''}")
+    return f" — {which} (answers from the golden file): not evidence about a model"
+
+
+def _drift(r: Results) -> list[str]:
+    """What changed since the last certification (noise is not listed as a change)."""
+    items = [f"{c.provider} × {c.contract}: {d.text or f'{d.field}: {d.previous} → {d.current}'}"
+             for c in r.of(Certification) for d in c.drift]
+    return _listed("Drift since the last certification", "↕", items)
 
 
 def _item(p: Problem) -> str:
@@ -130,6 +148,9 @@ def render_markdown(results: Results) -> str:
                       "report folder they are its `runs/` and `repro/`.)", ""]
         if len(commands) > len(shown):
             lines += [f"… and {len(commands) - len(shown)} more commands in results.json", ""]
+    lines += _drift(r)
+    lines += _listed("Certified, but fake providers", ICON["skip"],
+                     [fake for g in r.of(GateVerdict) for fake in g.fakes])
     lines += _all_verdicts(r)
     lines += list(r.notes)
     return "\n".join(lines).rstrip() + "\n"

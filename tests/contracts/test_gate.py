@@ -62,7 +62,18 @@ def test_changing_the_contract_makes_every_link_stale(project, capsys) -> None:
     assert project.cli("gate") == 3
     out = capsys.readouterr().out
     assert out.count("STALE") == 2
-    assert "the contract changed since the certification (same version, different content)" in out
+    # which file changed, for the reviewer of the pull request that changed it (QA Q31)
+    assert ("the contract changed since the certification (same version, different content: "
+            "golden/en-outage.yaml changed)") in out
+    schema = project.contract / "schema.json"
+    schema.write_text(schema.read_text("utf-8").replace('"maxItems": 5', '"maxItems": 6'), "utf-8")
+    (project.contract / "golden" / "en-new.yaml").write_text(
+        golden.read_text("utf-8").replace("en-outage", "en-new"), encoding="utf-8")
+    capsys.readouterr()
+    assert project.cli("gate") == 3
+    out = capsys.readouterr().out
+    assert ("(same version, different content: golden/en-new.yaml added, "
+            "golden/en-outage.yaml changed, schema.json changed)") in out
 
 
 def test_a_comment_in_the_contract_changes_nothing(project) -> None:

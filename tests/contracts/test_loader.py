@@ -117,15 +117,48 @@ def test_a_schema_error_names_its_line_in_schema_json(project) -> None:
     err = _error(project.contract)
     assert err.file and err.file.endswith("schema.json")
     assert err.line == _schema_line(project, '"arrray"')
-    assert err.field == "properties/tags/type"
+    assert err.field == "properties.tags.type"  # named like every other file's fields
     assert "not a valid Draft 2020-12 schema" in err.message
-    assert f"schema.json:{err.line} (properties/tags/type)" in str(err)
+    assert f"schema.json:{err.line} (properties.tags.type)" in str(err)
+    assert err.fix == ('"type" takes one of array, boolean, integer, null, number, object, '
+                       "string, or a list of them — did you mean 'array'?")
 
 
 def test_a_json_syntax_error_in_the_schema_names_its_line(project) -> None:
     _edit(project, '"type": "object",', '"type": "object",,', "schema.json")
     err = _error(project.contract)
     assert err.line == _schema_line(project, ",,") and "not valid JSON" in err.message
+
+
+# QA Q10: schema.json errors read `schema.json:LINE (path)` and carry a fix that says what to
+# write, for invalid JSON and for an invalid schema alike (never "fix the schema/JSON").
+@pytest.mark.parametrize(("old", "new", "needle", "field", "fix"), [
+    ('"minimum": 0', '"minimum": "zero"', '"zero"', "properties.confidence.minimum",
+     '"minimum" takes a number'),
+    ('"pattern": "^[a-z]{2}$"', '"pattern": "^[a-z{2}$"', "[a-z{2}", "properties.language.pattern",
+     '"pattern" must be a valid regular expression (unterminated character set'),
+    ('"enum": ["p1", "p2", "p3", "p4"]', '"enum": "p1"', '"enum": "p1"', "properties.priority.enum",
+     '"enum" takes a list'),
+    ('"minLength": 1', '"minLength": -1', '"minLength": -1', "properties.summary.minLength",
+     '"minLength" must be at least 0'),
+    ('"maxItems": 5}', '"maxItems": 5,}', "5,}", "properties.tags",
+     "remove the comma before this point: JSON allows no trailing comma"),
+    ('"summary": {', 'summary: {', "summary: {", "properties",
+     'write the key in double quotes: "key": value'),
+    ('"maxLength": 200}', '"maxLength": 200 "x": 1}', '200 "x"', "properties.summary.maxLength",
+     "add the missing comma between the two values"),
+    ('"pattern": "^[a-z]{2}$"', '"pattern": "^\\d{2}$"', "^\\d",
+     "properties.language.pattern", "escape a backslash as \\\\"),
+])
+def test_schema_json_errors_name_line_path_and_fix(
+    project, old: str, new: str, needle: str, field: str, fix: str
+) -> None:
+    _edit(project, old, new, "schema.json")
+    err = _error(project.contract)
+    assert err.file is not None and err.file.endswith("schema.json")
+    assert (err.line, err.field) == (_schema_line(project, needle), field), str(err)
+    assert err.fix is not None and err.fix.startswith(fix), err.fix
+    assert f"schema.json:{err.line} ({field}): " in str(err)
 
 
 def test_a_golden_expectation_error_names_its_line_in_the_golden_file(project) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from harness.contracts import exchange
+from harness.contracts.drift import drift_lines
 from harness.contracts.stats import (
     RateVerdict,
     binom_sf,
@@ -240,6 +241,53 @@ def test_recertifying_reports_drift_per_golden_input(
     junit = (project.root / "reports" / "latest" / "junit.xml").read_text("utf-8")
     assert line in junit  # (and in index.html, under "drift since")
     primary = project.workspace().lock.get("primary", "ticket_triage")
-    assert primary is not None and primary.drift == {  # compared, nothing changed
-        "since": primary.drift["since"], "previous_verdict": "eligible",  # type: ignore[index]
-        "previous_config_hash": primary.config_hash, "inputs": []}
+    assert primary is not None and primary.drift is not None  # compared, nothing changed
+    assert primary.drift["inputs"] == [] and primary.drift["overall"]["change"] == "none"
+    assert primary.drift["previous_config_hash"] == primary.config_hash
+    assert drift_lines(primary) == []  # nothing differs: nothing to say
+    # the fallback's change is beyond sampling noise (60/60 → 40/60): said first, then where
+    overall = record.drift["overall"]
+    assert (overall["before"], overall["after"], overall["change"]) == ([60, 60], [40, 60],
+                                                                        "worse")
+    assert "all inputs: 60/60 → 40/60: worse beyond sampling noise (Fisher's exact" in out
+
+
+def test_drift_does_not_call_sampling_noise_a_change(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same provider (1 answer in 10 broken) certified with 3, then 20 samples per input:
+    its per-input tallies differ (3/3 → 18/20) by chance alone. Nothing got worse (QA Q25)."""
+    flaky_anthropic(monkeypatch, 10)
+    _chain(project)
+    assert project.cli("certify", "--no-progress") == 3
+    capsys.readouterr()
+    assert project.cli("certify", "--no-progress", "--adaptive") == 3
+    out = capsys.readouterr().out
+    record = project.workspace().lock.get("fallback", "ticket_triage")
+    assert record is not None and record.drift is not None
+    assert any(c["change"] == "worse" for c in record.drift["inputs"])  # the raw tallies differ…
+    assert record.drift["overall"]["change"] == "none"  # …within sampling noise
+    assert not any(c["significant"] for c in record.drift["inputs"] if "significant" in c)
+    lines = drift_lines(record)
+    assert len(lines) == 1 and "no significant change (Fisher's exact" in lines[0], lines
+    assert lines[0] in out
+    assert "new failure" not in out and "→ 1" not in out.split("drift since")[-1].split(
+        "all inputs")[0]
+    summary = (project.root / "reports" / "latest" / "summary.md").read_text("utf-8")
+    assert "no significant change" in summary and "new failure" not in summary
+
+
+def test_an_adaptive_run_that_spent_its_budget_does_not_advise_adaptive_again(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1 answer in 10 under a 0.9 threshold: --adaptive spends the budget undecided; the fix
+    says why more of the same will not help (it used to repeat '… --adaptive')."""
+    flaky_anthropic(monkeypatch, 10)
+    _chain(project)
+    assert project.cli("certify", "--no-progress", "--adaptive") == 3
+    out = capsys.readouterr().out
+    assert "sample until decided" not in out
+    assert "--adaptive spent the contract's budget (400 calls)" in out
+    assert "make the provider pass more reliably" in out or "raise certification.budget" in out
+    assert project.cli("gate") == 3
+    assert "--adaptive spent the contract's budget" in capsys.readouterr().out

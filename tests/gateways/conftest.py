@@ -118,7 +118,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     Groups: ``triage`` (OpenAI fake) falling back to ``triage-fallback`` (Anthropic fake, so
     LiteLLM translates); ``droppy`` (OpenAI fake; the gateway drops ``response_format``);
     ``drill-primary`` (timeout 1 s) falling back to ``drill-fallback``, whose fakes the drill
-    command itself starts on the reserved ports.
+    command itself starts on the reserved ports; ``nowhere``, whose api_base nothing listens on.
     """
     # Not imported here: importing litellm fetches a model-cost map from the network.
     if importlib.util.find_spec("litellm") is None:
@@ -130,10 +130,12 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     copy_contract(root)
     contract = load_contracts(root / "contracts")["ticket_triage"]
     answer = golden_answer(contract)
+    golden = "golden ticket_triage"  # they answer from the golden file, and say so
     fakes = {
-        "triage": FakeServer(RecordingFake("openai-chat", answer=answer)),
-        "triage-fallback": FakeServer(RecordingFake("anthropic-messages", answer=answer)),
-        "droppy": FakeServer(RecordingFake("openai-chat", answer=answer)),
+        "triage": FakeServer(RecordingFake("openai-chat", answer=answer, answers_from=golden)),
+        "triage-fallback": FakeServer(RecordingFake("anthropic-messages", answer=answer,
+                                                    answers_from=golden)),
+        "droppy": FakeServer(RecordingFake("openai-chat", answer=answer, answers_from=golden)),
     }
     for server in fakes.values():
         server.start()
@@ -149,6 +151,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                        f"http://127.0.0.1:{ports['drill-primary']}/v1", timeout=1),
             deployment("drill-fallback", "openai/gpt-4o-mini",
                        f"http://127.0.0.1:{ports['drill-fallback']}/v1"),
+            deployment("nowhere", "openai/gpt-4o-mini",  # nothing listens there
+                       f"http://127.0.0.1:{free_port()}/v1"),
         ],
         "router_settings": {"fallbacks": [{"triage": ["triage-fallback"]},
                                           {"drill-primary": ["drill-fallback"]}]},

@@ -52,7 +52,7 @@ def test_every_drill_through_the_real_gateway(
     cases = {e["name"]: e for e in results["events"] if e["type"] == "case"}
     assert {name: c["outcome"] for name, c in cases.items()} == {
         "hang": "fail", "late": "fail", "overload-429": "pass", "overload-529": "pass",
-        "reset": "fail", "stream-cut": "pass"}
+        "reset": "fail", "stream-cut": "fail"}
     assert "billed completions" in cases["hang"]["message"]
     assert "--drills hang" in cases["hang"]["command"]
     report = json.loads((reports / "latest" / "drill.json").read_text())
@@ -83,6 +83,11 @@ def test_every_drill_through_the_real_gateway(
         assert drills[name]["verdict"] == "passed"
     (cut,) = drills["stream-cut"]["requests"]
     assert cut["stream_complete"] is False and "cut" in cut["outcomes"]["drill-primary"]
+    # The client got a broken stream and no fallback was tried: never a PASS (QA Q17).
+    assert drills["stream-cut"]["verdict"] == "failed"
+    assert cut["violations"][0].startswith(
+        "failover did not happen: the primary failed and the client received a cut stream")
+    assert cases["stream-cut"]["message"] == cut["violations"][0]
 
     # The same overload with a fallback that is not certified (an empty lock): a violation.
     empty = tmp_path / "empty.lock.json"

@@ -56,3 +56,28 @@ def test_the_primary_answering_is_no_fallback() -> None:
     r = judge({"p": [_rec(1, "answered")]}, certified=None)
     assert (r.answered_by, r.fallback, r.billed) == ("p", None, 1)
     assert r.violations() == [] and r.unknowns() == []
+
+
+def test_a_broken_answer_after_the_primary_failed_is_a_violation() -> None:
+    """The scripted failure reached the client: failover did not happen (QA Q17)."""
+    cut = _judge_request("t", 200, "RemoteProtocolError: incomplete chunked read", 1.0, False,
+                         None, [PRIMARY, FALLBACK], {"p": [_rec(1, "cut", "stream-cut")]},
+                         lambda pid: None, [])
+    assert cut.billed == 1 and not cut.whole_answer
+    assert cut.violations() == [
+        "failover did not happen: the primary failed and the client received a cut stream "
+        "(HTTP 200, then the stream broke off before its end: RemoteProtocolError: incomplete "
+        "chunked read)"]
+    error = _judge_request("t", 500, "HTTP 500: upstream failed", 1.0, None, None,
+                           [PRIMARY, FALLBACK], {"p": [_rec(1, "refused", "status:529")]},
+                           lambda pid: None, [])
+    assert error.violations() == [
+        "failover did not happen: the primary failed and the client received HTTP 500 "
+        "(HTTP 500: upstream failed)"]
+
+
+def test_an_error_before_any_primary_call_is_not_the_failovers_fault() -> None:
+    """A refused key (no call reached the primary): the drill is unknown, not failed."""
+    r = _judge_request("t", 401, "HTTP 401: bad key", 1.0, None, None, [PRIMARY, FALLBACK], {},
+                       lambda pid: None, [])
+    assert r.violations() == [] and not r.reached_primary

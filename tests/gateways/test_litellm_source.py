@@ -113,6 +113,10 @@ def test_the_hash_binds_to_the_effective_config(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("old", "new", "line", "words"), [
     ("[triage-fallback]", "[triage-fallbak]", 21, "'triage-fallbak' of 'triage' is no model_name"),
+    ("triage: [triage-fallback]", "triage: triage-fallback", 21,
+     "the fallbacks of 'triage' are the string 'triage-fallback', not a list"),  # QA Q11
+    ("drop_params: true", "drop_params: true\n  default_fallbacks: triage", 26,
+     "`default_fallbacks` is the string 'triage', not a list"),
     ("api_key: os.environ/ANTHROPIC_KEY", "api_key: sk-ant-REALKEY123", 14,
      "API key written in the file"),
     ("model: anthropic/claude", "model: bedrock/claude", 13, "does not speak directly"),
@@ -129,6 +133,8 @@ def test_errors_name_the_litellm_file_and_line(
     err = info.value
     assert (err.file, err.line) == (str(path), line), err.message
     assert words in err.message
+    if "a string, not a list" in words:
+        assert err.fix in ("write triage: [triage-fallback]", "write default_fallbacks: [triage]")
     assert "REALKEY" not in str(err.to_problem())
 
 
@@ -188,11 +194,18 @@ def test_certified_and_gated_with_no_providers_yaml(
     # Certified, and it turns out ineligible (it adds a key the schema does not name) → 1.
     assert project.cli("certify", "--providers", str(config), "--provider", "cheap",
                        *QUIET) == 1
-    capsys.readouterr()
+    certified = capsys.readouterr().out
     assert project.cli("gate", "--providers", str(config)) == 1
     out = capsys.readouterr().out
     assert f"FAILED: provider 'cheap', contract 'ticket_triage': {where}: certified ineligible" \
         in out
+    # The fix speaks LiteLLM: a LiteLLM link has no 'failover: manual' (every link is auto).
+    params = f"{config}:{project.line_of('model: openai/cheap-model') - 1}"
+    for text in (certified, out):
+        assert "failover: manual" not in text
+        assert (f"fix: make the provider meet the contract (deployment 'cheap': its "
+                f"litellm_params at {params} (model_list[2].litellm_params)") in text
+        assert f"or take 'cheap' out of the fallback list at {where}" in text
 
 
 def test_a_changed_deployment_is_stale(
@@ -279,3 +292,44 @@ def test_several_deployments_in_one_group(tmp_path: Path) -> None:
     assert [via.providers[p].model for p in ("g-a", "g-b", "h-east")] == ["g-a", "g-b", "h-east"]
     assert all(via.providers[p].config_hash() == direct.providers[p].config_hash()
                for p in direct.providers)
+
+
+def test_export_when_every_fallback_is_dropped_prints_an_empty_list(
+    litellm_project: LiteLLMProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing certified: the export is still something to paste (QA Q14), not only comments."""
+    project = litellm_project
+    config = project.write(
+        [deployment("triage", "openai/gpt-4o-mini", "http://127.0.0.1:9/v1"),
+         deployment("cheap", "openai/cheap-model", "http://127.0.0.1:10/v1")],
+        {"triage": ["cheap"]}, contracts={"triage": "ticket_triage"},
+        litellm_settings={"context_window_fallbacks": [{"triage": ["cheap"]}]},
+    )
+    assert project.cli("export", "litellm-fallbacks", "--providers", str(config)) == 1
+    out = capsys.readouterr().out
+    assert "# dropped 'cheap' from the fallbacks of 'triage'" in out
+    assert yaml.safe_load(out) == {  # pasted over the config's lists: no fallback stays
+        "router_settings": {"fallbacks": []},
+        "litellm_settings": {"context_window_fallbacks": []},
+    }
+
+
+def test_a_missing_key_variable_names_the_litellm_line(
+    litellm_project: LiteLLMProject, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not `providers.triage.api_key_env` (no such file): the LiteLLM line that names it."""
+    project = litellm_project
+    monkeypatch.delenv(KEY_ENV)
+    config = project.write(
+        [deployment("triage", "openai/gpt-4o-mini", "http://127.0.0.1:9/v1"),
+         deployment("triage-fallback", "anthropic/claude-3-5-haiku", "http://127.0.0.1:10")],
+        {"triage": ["triage-fallback"]}, contracts={"triage": "ticket_triage"})
+    assert project.cli("certify", "--providers", str(config), *QUIET) == 2
+    err = capsys.readouterr().err
+    line = project.line_of(f"api_key: os.environ/{KEY_ENV}")
+    assert (f"error: {config}:{line} (model_list[0].litellm_params.api_key): environment "
+            f"variable {KEY_ENV} is not set: deployment 'triage' reads its key from it") in err
+    assert f"fix: export {KEY_ENV}=<your key> before running" in err
+    assert "providers.triage" not in err
+    assert not project.lock.exists()
