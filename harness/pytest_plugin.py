@@ -50,6 +50,35 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+#: the command line's option names, as the plugin spells them
+_PLUGIN_OPTIONS = (("--tokens-file", "--harness-tokens-file"),
+                   ("--target-profile", "--harness-target-profile"),
+                   ("--target", "--harness-target"))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A target that cannot be used as configured (no tokens, a refused token, nothing
+    listening, a bad profile) stops the session once, in the plugin's option names — not as
+    the same traceback in every scenario item."""
+    config = session.config
+    url = config.getoption("--harness-target", default=None)
+    if not url:
+        return
+    from harness.domain.errors import HarnessError
+
+    try:
+        target = _open_target(config, url)
+        try:
+            target.preflight()
+        finally:
+            target.close()
+    except HarnessError as exc:
+        text = str(exc)
+        for cli, plugin in _PLUGIN_OPTIONS:
+            text = text.replace(f"{cli} ", f"{plugin} ").replace(f"{cli}:", f"{plugin}:")
+        raise pytest.UsageError(f"failover-harness: {text}") from None
+
+
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
     config = parent.config
     if (config.getoption("--harness-target") and file_path.suffix in (".yaml", ".yml")
