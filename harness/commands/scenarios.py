@@ -87,6 +87,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="sqlite:///file.db or postgresql://… shared by all runs "
                         "(default: a temporary SQLite file)")
     matrix.add_argument("--seed", type=int, default=None)
+    add_report_options(matrix)
 
 
 def _positive(text: str) -> int:
@@ -170,14 +171,21 @@ def _list(args: argparse.Namespace) -> int:
 def _matrix(args: argparse.Namespace) -> int:
     from harness.scenarios.matrix import detection_matrix
 
+    from harness.commands._collect import detection_matrix as matrix_event
+    from harness.commands._report import open_session
+    from harness.providers.secrets import redact_dsn
+
     scenarios = _load(args.paths)
     matrix = detection_matrix(scenarios, args.db, seed=args.seed)
-    print(matrix.render())
+    session = open_session(args, "scenarios matrix", targets=[redact_dsn(args.db or "sqlite")])
+    session.say(matrix.render())
     runs = len(matrix.cells)
-    print(f"{runs} runs in {matrix.elapsed_s:.2f} s ({runs / matrix.elapsed_s:.0f} scenarios/s)")
+    session.say(f"{runs} runs in {matrix.elapsed_s:.2f} s "
+                f"({runs / matrix.elapsed_s:.0f} scenarios/s)")
     problems = matrix.problems()
     for problem in problems:
-        print(f"problem: {problem}")
+        session.say(f"problem: {problem}")
     if not problems:
-        print("every mutant is caught by at least one scenario; the reference by none")
-    return 1 if problems else 0
+        session.say("every mutant is caught by at least one scenario; the reference by none")
+    session.emit(matrix_event(matrix))  # the report folder, --json and --junit, like every command
+    return session.finish()

@@ -107,14 +107,18 @@ checkers: [late_result_discarded_recorded]
     assert "UNKNOWN   unread_race" in out and "no races read after A's late result" in out
 
 
-def test_list_and_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_and_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["scenarios", "list", str(SCENARIOS_DIR)], capsys)
     assert code == 0 and out.count("checkers:") == 12
     two = [str(SCENARIOS_DIR / "double_click.yaml"), str(SCENARIOS_DIR / "mismatched_key.yaml")]
-    code, out, _ = _run(["scenarios", "matrix", *two], capsys)
+    code, out, _ = _run(["scenarios", "matrix", *two, "--report-dir", str(tmp_path)], capsys)
     assert code == 1
     assert "problem: mutant timeout-marks-failed is caught by no scenario" in out
     assert "scenarios/s" in out
+    # like every judging command: the report folder, with the matrix in results.json (qa Q24)
+    results = json.loads((tmp_path / "latest" / "results.json").read_text("utf-8"))
+    assert results["command"] == "scenarios matrix" and results["exit_code"] == 1
+    assert any(e["type"] == "detection_matrix" for e in results["events"])
 
 
 @pytest.mark.parametrize(("target", "message"), [
