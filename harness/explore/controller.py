@@ -62,7 +62,12 @@ class Runner(Protocol):
 
 
 class ExploreStuck(HarnessError):
-    """The schedule cannot go on: nothing may run, yet a worker is not done."""
+    """The schedule cannot go on: nothing may run, yet a worker is not done.
+
+    Exit 3, not 1: no promise was seen broken — the search could not go on (qa Q33: under load a
+    correct service's schedule stalled and the run exited with the violation code)."""
+
+    exit_code = 3
 
 
 @dataclass

@@ -450,9 +450,11 @@ class ThroughController:
                 if w in self.waiting:
                     state += f" (waits in PostgreSQL on backend {sorted(self.waiting[w])})"
                 states.append(state)
-            pids = {link.pid: f"{link.number}" for link in self.proxy.links if link.pid}
+            connections = len(self.proxy.links)
         return (f"the schedule is stuck at virtual time {self.now:g} s: {', '.join(states)} — "
-                f"no request can move (connections through the proxy: {len(pids)})")
+                f"no request can move (connections through the proxy: {connections}); no "
+                "promise was seen broken. If the service or its storage was merely slow (a "
+                "loaded machine), run again with a larger --settle-ms")
 
     def close(self) -> None:
         with self.cv:
