@@ -83,7 +83,12 @@ class Workspace:
             param = {"key": "api_key", "model": "model"}.get(setting, "api_base")
             what = {"key": f"the key in ${cfg.api_key_env}",
                     "model": "api_base and the model name"}.get(setting, "the network and api_base")
-            what += f" at {gateway.where(provider, param)}"
+            deployment = gateway.deployment(provider)
+            if param == "api_base" and deployment is not None and not deployment.api_base:
+                # no api_base written: the provider's public API is meant (qa Q3b)
+                what += f" (none set, so {cfg.base_url}) of {gateway.where(provider)}"
+            else:
+                what += f" at {gateway.where(provider, param)}"
         else:
             field = {"key": "api_key_env", "model": "model"}.get(setting, "base_url")
             line = load_yaml(self.providers_path).line_of(("providers", provider, field))
@@ -91,8 +96,9 @@ class Workspace:
             what = {"key": f"the key in ${cfg.api_key_env}",
                     "model": "base_url and the model name"}.get(
                         setting, "the network and base_url") + f" ({at}, providers.{provider})"
-        return (f"make the provider reachable (network, base_url, API key): check {what} (the "
-                f"lock file keeps an earlier record of it), then run: {command}")
+        return (f"make the provider reachable (network, base_url, API key): check {what} (an "
+                f"earlier record of it, if there is one, stays in the lock file), then run: "
+                f"{command}")
 
     def gate(self, clock: Clock | None = None) -> list[Standing]:
         """The standing of every ``auto`` link."""

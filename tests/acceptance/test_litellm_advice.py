@@ -100,3 +100,18 @@ def test_a_fallback_written_as_a_string_is_refused_at_its_line(
     line = CONFIG.splitlines().index("    - triage: [triage-fallback]") + 1
     assert f"config.yaml:{line} " in err and "must be a list of model names" in err, err
     assert "fix: write triage: [triage-fallback]" in err and "Traceback" not in err
+
+
+def test_an_unreachable_deployment_without_api_base_names_the_default_endpoint(
+        project: Path) -> None:
+    """qa Q3b: the fix said "check the network and api_base at config.yaml:N
+    (…litellm_params.api_base)" for a deployment that has no api_base; it names the endpoint
+    LiteLLM uses instead. (The fix line itself, without calling any provider.)"""
+    from harness.contracts.workspace import open_workspace
+
+    ws = open_workspace(project / "config.yaml", contract_map={"triage": "ticket_triage"})
+    fix = ws.reach_fix("triage", "could not reach 'triage': DNS lookup failed", "CMD")
+    assert "api_base (none set, so https://api.openai.com/v1) of " in fix, fix
+    assert "config.yaml:3 (model_list[0].litellm_params)" in fix
+    assert "litellm_params.api_base" not in fix
+    assert "if there is one, stays in the lock file" in fix and fix.endswith("run: CMD")
