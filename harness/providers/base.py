@@ -218,8 +218,10 @@ class ProviderClient(ABC):
             message = response.text[:200].strip() or response.reason_phrase
         code = code or f"http_{status}"
         classification = classify_status(status) if status >= 400 else "failed"
+        # A gateway may put the status itself in the code ("HTTP 500 500"): say it once.
+        named = "" if str(code) in (str(status), f"http_{status}") else f" {code}"
         return ProviderCallError(
-            f"HTTP {status} {code}: {redact(message)}",
+            f"HTTP {status}{named}: {redact(message)}",
             classification=classification, provider_id=self.cfg.id, status=status, code=code,
             retry_after_s=retry_after_seconds(response.headers), request_id=request_id,
         )

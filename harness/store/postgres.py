@@ -147,13 +147,15 @@ class PostgresStore(SqlStore):
         self.pool.close()
 
     def succeed(self, owner_id: str, attempt_id: str, result: Any) -> EventResult:
-        """The claim in one statement (``sql/postgres/claim.sql``) when the attempt is open and
-        the session is the pool's own (autocommit); otherwise, statement by statement.
+        """The claim in one statement (``sql/postgres/claim.sql``) when the attempt is open;
+        otherwise (or for stores that change the claim: mutants override ``_claim``), statement
+        by statement as in :class:`SqlStore`.
 
-        Explore's gated sessions (not autocommit) and stores that change the claim (mutants
-        override ``_claim``) take the statement-by-statement path of :class:`SqlStore`.
+        On the pool's sessions (autocommit) the statement is one round trip; on explore's gated
+        sessions it is one step of its own transaction, so explore searches the claim that
+        production runs.
         """
-        if type(self)._claim is SqlStore._claim and isinstance(self.pool, ConnectionPool):
+        if type(self)._claim is SqlStore._claim:
             digest = payload_digest(result)
             with self.statements() as tx:  # the pool's sessions are autocommit: one round trip
                 row = tx.one(

@@ -26,13 +26,14 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def open_controller(db_url: str) -> Iterator[Open]:
-    """``open_controller(mutant=None)``: a controller on the reference store or a mutant."""
+    """``open_controller(mutant=None, commit_steps=False)``: a controller on the reference store
+    or a mutant."""
     with ExitStack() as stack:
 
-        def opener(mutant: str | None = None) -> Controller:
+        def opener(mutant: str | None = None, *, commit_steps: bool = False) -> Controller:
             text = f"mutant:{mutant}@{db_url}" if mutant else db_url
             store, _ = stack.enter_context(explore_store(text))
-            return stack.enter_context(Controller(store))
+            return stack.enter_context(Controller(store, commit_steps=commit_steps))
 
         yield opener
 

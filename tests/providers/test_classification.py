@@ -209,3 +209,21 @@ def test_an_error_body_that_is_not_json_still_names_the_status(
     assert (info.value.classification, info.value.status, info.value.code) == (
         "failed", 502, "http_502")
     assert "Bad Gateway" in info.value.message
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ({"error": {"message": "upstream failed", "type": "None", "code": "500"}},
+     "HTTP 500: upstream failed"),
+    ({"error": {"message": "upstream failed", "code": "server_error"}},
+     "HTTP 500 server_error: upstream failed"),
+])
+def test_an_error_code_that_repeats_the_status_is_said_once(
+        body: dict[str, object], expected: str, ticket_request: ProviderRequest,
+        env: dict[str, str]) -> None:
+    # LiteLLM's proxy answers {"error": {..., "code": "500"}}: the message said "HTTP 500 500".
+    transport = httpx.MockTransport(lambda request: httpx.Response(500, json=body))
+    client = client_for(make_config("openai-chat", "https://provider.test/v1"),
+                        transport=transport, env=env)
+    with pytest.raises(ProviderCallError) as info:
+        client.complete_sync(ticket_request)
+    assert f"openai-chat-test: {expected} [" in info.value.message

@@ -154,3 +154,10 @@ def test_no_action_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_passwords_are_redacted_from_target_descriptions() -> None:
     assert redact("postgresql://app:s3cret@db:5432/x") == "postgresql://app:***@db:5432/x"
     assert redact("postgresql://app@db/x") == "postgresql://app@db/x"
+    assert redact("mutant:lost-update@postgresql://app:s3cret@db/x") == \
+        "mutant:lost-update@postgresql://app:***@db/x"
+    assert redact("postgresql://db/x?sslmode=require&password=s3cret") == \
+        "postgresql://db/x?sslmode=require&password=***"
+    assert redact("mutant:lost-update@host=db password=s3cret dbname=x") == \
+        "mutant:lost-update@host=db password=*** dbname=x"
+    assert redact("host=db password = 'se cret' dbname=x") == "host=db password = *** dbname=x"

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from harness.domain.clock import ManualClock
+from harness.domain.redaction import KV_PASSWORD, QUERY_PASSWORD
+from harness.domain.redaction import redact as redact_secrets
 from harness.scenarios.model import Scenario
 
 
@@ -168,5 +170,20 @@ _PASSWORD = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")
 
 
 def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
-    return _PASSWORD.sub(r"\1***\3", url)
+    """``url`` with any password replaced by ``***``: a URL's (``scheme://user:pw@``, also
+    inside ``mutant:name@postgresql://…``), a ``?password=`` parameter, a key=value DSN's
+    (``host=db password=pw``), and any secret registered with :mod:`harness.domain.redaction`."""
+    text = _PASSWORD.sub(r"\1***\3", url)
+    for pattern in (QUERY_PASSWORD, KV_PASSWORD):
+        text = pattern.sub(_mask, text)
+    return redact_secrets(text)
+
+
+def _mask(match: re.Match[str]) -> str:
+    group = next(g for g in ("pw", "quoted", "bare")
+                 if g in match.re.groupindex and match.group(g) is not None)
+    start, end = match.start(group) - match.start(), match.end(group) - match.start()
+    whole = match.group(0)
+    if group == "quoted":  # the quotes go with the password: 'a b' becomes ***
+        start, end = start - 1, end + 1
+    return whole[:start] + "***" + whole[end:]
