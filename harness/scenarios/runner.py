@@ -213,6 +213,9 @@ class _Play:
         """Read the target's side-effect counter, when it has one, into the history."""
         if self.target is None or "side_effects" not in self.target.capabilities:
             return
+        if self.target.counts_side_effects_when_judged and "one_side_effect_per_click" not in {
+                *self.scenario.checkers, *self.scenario.optional_checkers}:
+            return  # a store's counter is read only where a checker judges it
         count = self.session.count_side_effects  # type: ignore[attr-defined]
         invoke = self.history.invoke("observer", "side_effects", {"at": moment})
         self.history.complete(invoke, "ok", {"count": count()})

@@ -96,6 +96,9 @@ class Target(ABC):
     #: reference's: compared with the result's digest) or ``none`` (unknown: races are matched by
     #: attempt id only)
     race_digest: str = "none"
+    #: read the side-effect counter only in scenarios that judge it (an in-process store, whose
+    #: counter is its job rows); a profile's counter is read in every run
+    counts_side_effects_when_judged: bool = False
 
     @property
     @abstractmethod

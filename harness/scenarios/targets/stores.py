@@ -43,8 +43,27 @@ def _answer(call: Callable[[], tuple[int, Any]]) -> Reply:
 class StoreSession(TargetSession):
     """API-shaped answers from a :class:`SqlStore` (reference or mutant)."""
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlStore, run_id: str = "") -> None:
         self.store = store
+        self.run_id = run_id
+
+    def count_side_effects(self) -> int:
+        """The side effects this run's clicks made: a store runs no handler, so a click's one
+        effect is the job it inserts (the detection suite's counter; a store that inserts two
+        jobs for one click shows here even when both answers name one). Counted by the run's
+        job ids (``job_<run>_<n>``), so runs sharing the database do not mix."""
+        prefix = f"job_{self.run_id}_"
+        if self.store.backend == "postgres":
+            with self.store.raw_connection() as conn:  # type: ignore[attr-defined]
+                row = conn.execute(
+                    "SELECT count(*) AS n FROM jobs WHERE substr(id, 1, %s) = %s",
+                    (len(prefix), prefix),
+                ).fetchone()
+                return int(row["n"])
+        conn = self.store.connection()  # type: ignore[attr-defined]
+        row = conn.execute("SELECT count(*) FROM jobs WHERE substr(id, 1, ?) = ?",
+                           (len(prefix), prefix)).fetchone()
+        return int(row[0])
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:
         def call() -> tuple[int, Any]:
@@ -86,8 +105,11 @@ class StoreTarget(Target):
     shared by the runs, which never see each other (keys and ids are unique per run); the
     store's clock and ids are swapped for each run."""
 
-    capabilities = STORE_CAPABILITIES
+    # side_effects: a store runs no handler, so the one thing a click makes is its job row, which
+    # the store target counts (StoreSession.count_side_effects)
+    capabilities = STORE_CAPABILITIES | {"side_effects"}
     race_digest = "sha256-rfc8785"  # the reference store's payload digest (harness.domain)
+    counts_side_effects_when_judged = True
 
     def __init__(self, url: str | None, *, mutant: str | None = None) -> None:
         self.url = url
@@ -136,7 +158,7 @@ class StoreTarget(Target):
                 ) from None
         store = self._store
         store.clock, store.ids = clock, ids
-        yield StoreSession(store)
+        yield StoreSession(store, run_id)
 
     def close(self) -> None:
         if self._store is not None:
