@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from harness.scenarios.checkers.base import Evidence, Findings, checker, jobs, of, ok
-from harness.scenarios.checkers.side_effects import side_effects_made
+from harness.scenarios.checkers.side_effects import COUNTER_FIX, side_effects_made
 from harness.scenarios.history import Op, Pair, pairs
 
 ALLOWED = ("created", "same job", "in flight → same job", "locked → same job")
@@ -167,7 +167,7 @@ def loser_answers_allowed(items: list[Pair], found: Findings) -> None:
                 found.unknown(f"{who} were answered {found.terms['locked']} (busy, never ran) "
                               "before the job; that is allowed only with no extra side effect, "
                               "which this target does not let us count",
-                              "name a side-effect counter under side_effects: in the profile")
+                              COUNTER_FIX)
             elif observed[0] > len({(p.invoke.value["owner"], p.invoke.value["key"])
                                     for p in of(items, "create") if ok(p)}):
                 found.violation(f"{who} were answered {found.terms['locked']} (busy, never ran) "

@@ -16,6 +16,11 @@ from harness.scenarios.history import Pair
 CALIBRATION = "~calibrate"  # the keys of the requests that measured a first request's latency
 NOT_OBSERVED = ("the target's side effects were not observed: name a counter under "
                 "side_effects: in its profile (an HTTP endpoint or a SQL query)")
+#: the fix, concrete: what to write and where (a user without a profile needs one for this alone)
+COUNTER_FIX = ("name a side-effect counter in the target profile (--target-profile FILE), e.g. "
+               "side_effects: {http: {path: /stats, field: jobs}} or side_effects: {sql: "
+               "{url_env: JOBS_DB, query: \"SELECT count(*) FROM jobs\"}} (docs/detection.md, "
+               "'Side effects, observed directly')")
 
 
 def side_effects_made(items: list[Pair]) -> tuple[int, list[Pair]] | None:
@@ -41,8 +46,7 @@ def clicks(items: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
 def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
     observed = side_effects_made(items)
     if observed is None:
-        found.unknown(NOT_OBSERVED, "name a side-effect counter under side_effects: in the "
-                      "target profile (an HTTP endpoint or a SQL query)")
+        found.unknown(NOT_OBSERVED, COUNTER_FIX)
         return
     made, readings = observed
     by_click = clicks(items)
