@@ -12,6 +12,7 @@ what failover would have claimed as the job's result. A tap on the client keeps 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 from dataclasses import dataclass
@@ -118,7 +119,10 @@ class Channel:
             contract=self.contract.id, input=dict(golden.input),
             params={"certification": run_id, "provider": self.provider.id, "sample": key},
         )
-        job = store.create_job(OWNER, f"{run_id}:{self.provider.id}:{key}", intent).job
+        # in a worker thread, like every store call of the runner: samples run concurrently
+        created = await asyncio.to_thread(
+            store.create_job, OWNER, f"{run_id}:{self.provider.id}:{key}", intent)
+        job = created.job
         tap = _Tap(self.client)
         runner = FailoverRunner(
             store, OWNER, clients={self.provider.id: tap},  # type: ignore[dict-item]
