@@ -15,6 +15,20 @@ from harness.store import SqlStore, open_store
 
 pytest_plugins = ["pytester"]
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def scenario_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A fresh pytester project holding a copy of the shipped scenarios/*.yaml."""
+    import shutil
+
+    scenarios = pytester.path / "scenarios"
+    scenarios.mkdir()
+    for shipped in (ROOT / "scenarios").glob("*.yaml"):
+        shutil.copy(shipped, scenarios)
+    return pytester
+
 PG_ENV = "HARNESS_PG_DSN"
 REQUIRE_PG = os.environ.get("HARNESS_REQUIRE_PG") == "1"
 TEMPLATE_DB = f"harness_test_template_{os.getpid()}"  # per session: runs never share it

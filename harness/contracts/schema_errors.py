@@ -69,30 +69,29 @@ def schema_fix(exc: SchemaError) -> str:
             f"{_short(exc.validator_value)}); see {SPEC}")
 
 
+# What to write for each ``json.JSONDecodeError`` message (by its start), in the order tried.
+_JSON_FIXES = (
+    ("Expecting property name", 'write the key in double quotes: "key": value'),
+    ("Expecting ',' delimiter",
+     "add the missing comma between the two values (or close the bracket before it)"),
+    ("Expecting ':' delimiter", 'write a colon after the key: "key": value'),
+    ("Expecting value", "write a value here: a string in double quotes, a number, true, false, "
+                        "null, an object or a list"),
+    ("Extra data", "remove what follows the schema's closing brace: one JSON object per file"),
+    ("Unterminated string", 'close the string with a double quote (")'),
+    ("Invalid control character", "write a newline or tab inside a string as \\n or \\t"),
+    ("Invalid \\escape", "escape a backslash as \\\\ (in a pattern: \"\\\\d\" for \\d)"),
+)
+
+
 def json_fix(message: str, text: str, pos: int) -> str:
     """A fix for a ``json.JSONDecodeError`` (its ``msg``) at ``pos`` of ``text``."""
     before, after = text[:pos].rstrip(), text[pos:pos + 1]
     if before.endswith(",") and after in ("}", "]") and message.startswith(
             ("Expecting property name", "Expecting value")):
         return "remove the comma before this point: JSON allows no trailing comma"
-    if message.startswith("Expecting property name"):
-        return 'write the key in double quotes: "key": value'
-    if message.startswith("Expecting ',' delimiter"):
-        return "add the missing comma between the two values (or close the bracket before it)"
-    if message.startswith("Expecting ':' delimiter"):
-        return 'write a colon after the key: "key": value'
-    if message.startswith("Expecting value"):
-        return ("write a value here: a string in double quotes, a number, true, false, null, "
-                "an object or a list")
-    if message.startswith("Extra data"):
-        return "remove what follows the schema's closing brace: one JSON object per file"
-    if message.startswith("Unterminated string"):
-        return 'close the string with a double quote (")'
-    if message.startswith("Invalid control character"):
-        return "write a newline or tab inside a string as \\n or \\t"
-    if message.startswith("Invalid \\escape"):
-        return "escape a backslash as \\\\ (in a pattern: \"\\\\d\" for \\d)"
-    return "correct the JSON at this point"
+    return next((fix for start, fix in _JSON_FIXES if message.startswith(start)),
+                "correct the JSON at this point")
 
 
 def json_path_at(text: str, pos: int) -> str:

@@ -76,18 +76,28 @@ def register_dsn(dsn: str) -> None:
         register_secret(value)
 
 
-def redact_dsn(dsn: str) -> str:
-    """``dsn`` with its password(s) replaced by ``[REDACTED]`` (URL or key=value form), and any
-    registered secret removed: safe to print, log, or put in a report or a command line."""
-    if not isinstance(dsn, str):
-        dsn = str(dsn)
+def mask_passwords(text: str, replacement: str = REDACTED,
+                   patterns: Iterable[re.Pattern[str]] = _DSN_PATTERNS, *,
+                   keep_quotes: bool = True) -> str:
+    """``text`` with each password the DSN ``patterns`` find replaced by ``replacement`` (a
+    quoted key=value password keeps its quotes unless ``keep_quotes`` is false)."""
 
     def mask(match: re.Match[str]) -> str:
         group = next(g for g in ("pw", "quoted", "bare")
                      if g in match.re.groupindex and match.group(g) is not None)
         start, end = match.start(group) - match.start(), match.end(group) - match.start()
-        return match.group(0)[:start] + REDACTED + match.group(0)[end:]
+        if group == "quoted" and not keep_quotes:
+            start, end = start - 1, end + 1
+        return match.group(0)[:start] + replacement + match.group(0)[end:]
 
-    for pattern in _DSN_PATTERNS:
-        dsn = pattern.sub(mask, dsn)
-    return redact(dsn)
+    for pattern in patterns:
+        text = pattern.sub(mask, text)
+    return text
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` with its password(s) replaced by ``[REDACTED]`` (URL or key=value form), and any
+    registered secret removed: safe to print, log, or put in a report or a command line."""
+    if not isinstance(dsn, str):
+        dsn = str(dsn)
+    return redact(mask_passwords(dsn))

@@ -4,7 +4,6 @@ named `--tokens-file`, an option the plugin does not have)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,21 +12,12 @@ import pytest
 from tests.acceptance.conftest import ROOT, QaService
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    scenarios = pytester.path / "scenarios"
-    scenarios.mkdir()
-    for shipped in (ROOT / "scenarios").glob("*.yaml"):
-        shutil.copy(shipped, scenarios)
-    return pytester
-
-
 def test_an_http_target_without_tokens_is_one_usage_error(
-        project: pytest.Pytester, qa_service: Callable[..., QaService],
+        scenario_project: pytest.Pytester, qa_service: Callable[..., QaService],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HARNESS_TOKENS", raising=False)
     service = qa_service()
-    result = project.runpytest_subprocess("--harness-target", service.url)
+    result = scenario_project.runpytest_subprocess("--harness-target", service.url)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*failover-harness: --harness-tokens-file: an HTTP target "
                                  "needs a bearer token*", "*fix: pass --harness-tokens-file*"])
@@ -35,17 +25,17 @@ def test_an_http_target_without_tokens_is_one_usage_error(
 
 
 def test_a_refused_token_is_one_usage_error_and_good_tokens_run_the_scenarios(
-        project: pytest.Pytester, qa_service: Callable[..., QaService],
+        scenario_project: pytest.Pytester, qa_service: Callable[..., QaService],
         tmp_path: Path) -> None:
     service = qa_service("--replicas", "2", "--idle-ms", "1000")
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text("not-a-token-of-it: alice\n", "utf-8")
-    refused = project.runpytest_subprocess("--harness-target", service.url,
+    refused = scenario_project.runpytest_subprocess("--harness-target", service.url,
                                            "--harness-tokens-file", str(wrong))
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*owner alice's token was refused (401*",
                                   "*check --harness-tokens-file*"])
     shipped = len(list((ROOT / "scenarios").glob("*.yaml")))
-    good = project.runpytest_subprocess("--harness-target", service.url,
+    good = scenario_project.runpytest_subprocess("--harness-target", service.url,
                                         "--harness-tokens-file", str(service.tokens))
     good.assert_outcomes(passed=shipped)  # two URLs: the replicas scenario runs too

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,16 +26,6 @@ def test_the_quick_start_is_exactly_two_commands_and_ci_runs_the_second() -> Non
     assert commands[0].endswith("failover-harness check")
     assert "pytest" in commands[1] and "[test]" in commands[1]
     assert commands[1] in (ROOT / ".ci" / "run").read_text("utf-8")
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A copy of the shipped providers.yaml, contracts and scenarios."""
-    shutil.copy(ROOT / "providers.yaml", tmp_path / "providers.yaml")
-    shutil.copytree(ROOT / "contracts", tmp_path / "contracts",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
-    return tmp_path
 
 
 def check_args(ws: Path, *extra: str) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,45 +10,37 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGIN: tuple[str, ...] = ()  # the installed pytest11 entry point loads the plugin
 
 
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    scenarios = pytester.path / "scenarios"
-    scenarios.mkdir()
-    for shipped in (ROOT / "scenarios").glob("*.yaml"):
-        shutil.copy(shipped, scenarios)
-    return pytester
-
-
 def test_the_shipped_scenarios_become_items_that_pass_on_the_reference(
-    project: pytest.Pytester,
+    scenario_project: pytest.Pytester,
 ) -> None:
     shipped = len(list((ROOT / "scenarios").glob("*.yaml")))
-    result = project.runpytest_subprocess(*PLUGIN, "--harness-target", "sqlite", "-rs")
+    result = scenario_project.runpytest_subprocess(*PLUGIN, "--harness-target", "sqlite", "-rs")
     result.assert_outcomes(passed=shipped - 1, skipped=1)  # triple_click needs HTTP replicas
     result.stdout.fnmatch_lines(["*not applicable on sqlite*replicas*"])
 
 
 def test_a_violated_scenario_fails_with_the_promise_and_the_replay_command(
-    project: pytest.Pytester,
+    scenario_project: pytest.Pytester,
 ) -> None:
-    result = project.runpytest_subprocess(
+    result = scenario_project.runpytest_subprocess(
         *PLUGIN, "--harness-target", "mutant:last-write-wins",
-        "--harness-report-dir", str(project.path / "out"), "-k", "out_of_order",
+        "--harness-report-dir", str(scenario_project.path / "out"), "-k", "out_of_order",
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*one_winner_per_job*", "*failover-harness replay *"
                                  "--target mutant:last-write-wins*"])
-    assert list((project.path / "out" / "runs").iterdir())
+    assert list((scenario_project.path / "out" / "runs").iterdir())
 
 
-def test_without_a_target_scenario_files_are_not_collected(project: pytest.Pytester) -> None:
-    project.makepyfile(test_nothing="def test_ok():\n    pass\n")
-    result = project.runpytest_subprocess(*PLUGIN)
+def test_without_a_target_scenario_files_are_not_collected(
+        scenario_project: pytest.Pytester) -> None:
+    scenario_project.makepyfile(test_nothing="def test_ok():\n    pass\n")
+    result = scenario_project.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(passed=1)
 
 
-def test_the_fixtures_and_the_marker(project: pytest.Pytester) -> None:
-    project.makepyfile(
+def test_the_fixtures_and_the_marker(scenario_project: pytest.Pytester) -> None:
+    scenario_project.makepyfile(
         test_fixtures=f'''
 import httpx
 import pytest
@@ -81,10 +72,10 @@ def test_fake_provider(fake_provider):
     assert server.app.deliveries.total == 1
 '''
     )
-    result = project.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
+    result = scenario_project.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
 
 
-def test_the_markers_are_registered_with_help(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess(*PLUGIN, "--markers")
+def test_the_markers_are_registered_with_help(scenario_project: pytest.Pytester) -> None:
+    result = scenario_project.runpytest_subprocess(*PLUGIN, "--markers")
     result.stdout.fnmatch_lines(["*harness_target(url): the target scenario_runner uses*"])

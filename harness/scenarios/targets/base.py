@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from harness.domain.clock import ManualClock
-from harness.domain.redaction import KV_PASSWORD, QUERY_PASSWORD
+from harness.domain.redaction import KV_PASSWORD, QUERY_PASSWORD, mask_passwords
 from harness.domain.redaction import redact as redact_secrets
 from harness.scenarios.model import Scenario
 
@@ -177,16 +177,5 @@ def redact(url: str) -> str:
     inside ``mutant:name@postgresql://…``), a ``?password=`` parameter, a key=value DSN's
     (``host=db password=pw``), and any secret registered with :mod:`harness.domain.redaction`."""
     text = _PASSWORD.sub(r"\1***\3", url)
-    for pattern in (QUERY_PASSWORD, KV_PASSWORD):
-        text = pattern.sub(_mask, text)
+    text = mask_passwords(text, "***", (QUERY_PASSWORD, KV_PASSWORD), keep_quotes=False)
     return redact_secrets(text)
-
-
-def _mask(match: re.Match[str]) -> str:
-    group = next(g for g in ("pw", "quoted", "bare")
-                 if g in match.re.groupindex and match.group(g) is not None)
-    start, end = match.start(group) - match.start(), match.end(group) - match.start()
-    whole = match.group(0)
-    if group == "quoted":  # the quotes go with the password: 'a b' becomes ***
-        start, end = start - 1, end + 1
-    return whole[:start] + "***" + whole[end:]

@@ -53,17 +53,9 @@ class StoreSession(TargetSession):
         jobs for one click shows here even when both answers name one). Counted by the run's
         job ids (``job_<run>_<n>``), so runs sharing the database do not mix."""
         prefix = f"job_{self.run_id}_"
-        if self.store.backend == "postgres":
-            with self.store.raw_connection() as conn:  # type: ignore[attr-defined]
-                row = conn.execute(
-                    "SELECT count(*) AS n FROM jobs WHERE substr(id, 1, %s) = %s",
-                    (len(prefix), prefix),
-                ).fetchone()
-                return int(row["n"])
-        conn = self.store.connection()  # type: ignore[attr-defined]
-        row = conn.execute("SELECT count(*) FROM jobs WHERE substr(id, 1, ?) = ?",
-                           (len(prefix), prefix)).fetchone()
-        return int(row[0])
+        with self.store.reads() as tx:
+            row = tx.one("jobs_with_id_prefix", prefix=prefix, prefix_length=len(prefix))
+        return int(row["n"]) if row is not None else 0
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:
         def call() -> tuple[int, Any]:

@@ -61,3 +61,8 @@ VALUES (:id, :job_id, :attempt_id, :now, :payload_sha256, :winner_attempt_id, :r
 
 -- races_of_job --
 SELECT {race_columns} FROM races WHERE job_id = :job_id ORDER BY seq
+
+-- jobs_with_id_prefix --
+-- The jobs whose ids start with :prefix (a scenario run's: job_<run>_<n>): the side-effect
+-- counter of an in-process store target, which runs no handler.
+SELECT count(*) AS n FROM jobs WHERE substr(id, 1, :prefix_length) = :prefix
