@@ -8,5 +8,5 @@ is itself being imported):
 - :mod:`harness.gateways.source` turns it into providers and chains;
 - :mod:`harness.gateways.options` adds ``--contract-map`` / ``--via`` to a command;
 - :mod:`harness.gateways.export` writes the certified fallback lists;
-- :mod:`harness.gateways.fakes`, :mod:`harness.gateways.drill` run the failover drills.
+- :mod:`harness.gateways.drill` runs the failover drills (on ``providers.recording`` fakes).
 """

@@ -1,8 +1,9 @@
 """Failover drills: script the providers behind a running gateway and count what one request costs.
 
 The user starts the gateway on a test copy of its LiteLLM config whose deployments' ``api_base``
-are loopback addresses. The drill starts a :class:`~harness.gateways.fakes.RecordingFake` on each
-of those addresses, then per drill scripts the primary group's deployments (hang past the
+are loopback addresses. The drill starts a
+:class:`~harness.providers.recording.RecordingFake` on each of those addresses, then per drill
+scripts the primary group's deployments (hang past the
 gateway's timeout, answer after it, 429/529 overload, reset after reading the request, a stream
 cut after its first bytes; every other deployment answers), sends requests through the gateway
 by model group, waits until every provider call has ended, and reports per request: the provider
@@ -27,8 +28,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from harness.domain.errors import ConfigError
-from harness.gateways.fakes import STREAM_CUT, Received, RecordingFake
 from harness.gateways.litellm_config import LiteLLMConfig, LiteLLMDeployment
+from harness.providers.recording import STREAM_CUT, Received, RecordingFake
 from harness.providers.secrets import Secret, redact
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")

@@ -4,7 +4,8 @@ The public surface is re-exported here, imported lazily so that ``harness.provid
 does not pull in httpx and uvicorn. Implementation lives in the submodules: ``config``
 (providers.yaml), ``base``/``openai_chat``/``anthropic_messages``/``clients`` (wire clients),
 ``classify`` (failed vs unknown), ``secrets`` (keys and redaction), ``behaviours``, and
-``fake``/``fake_wire``/``fake_answers``/``fake_transport``/``fake_server`` (fake providers).
+``fake``/``fake_wire``/``fake_answers``/``fake_transport``/``fake_server`` (fake providers),
+``recording`` (a fake that records every call and is scripted per request: the drills).
 The in-process fake's factory is ``harness.providers.fake_transport.fake_transport`` (not
 re-exported: the name is taken by its module).
 """

@@ -123,7 +123,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     # Not imported here: importing litellm fetches a model-cost map from the network.
     if importlib.util.find_spec("litellm") is None:
         pytest.skip("the gateway tests need the test extra (litellm[proxy])")
-    from harness.gateways.fakes import RecordingFake
+    from harness.providers.recording import RecordingFake
     from tests.gateways.litellm_proxy import LiteLLMProxy, free_port
 
     root = tmp_path_factory.mktemp("gateway")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from harness.gateways.drill import Deployed, _judge_request
-from harness.gateways.fakes import Received, RecordingFake
 from harness.gateways.litellm_config import LiteLLMDeployment
+from harness.providers.recording import Received, RecordingFake
 
 
 def _deployed(pid: str, port: int, primary: bool) -> Deployed:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from harness.gateways.fakes import RecordingFake
 from harness.providers.fake_server import FakeServer
+from harness.providers.recording import RecordingFake
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "drill-0123456789ab: hi"}]}
 AUTH = {"Authorization": "Bearer not-a-secret", "Idempotency-Key": "k1"}
