@@ -45,7 +45,7 @@ class Served:
 
 
 @dataclass
-class DrillRun:
+class DrillResults:
     """Every intent of one run, judged, by drill (in the order the drills were asked for)."""
 
     profile: str
@@ -99,7 +99,46 @@ class Engine:
     served: list[Served]
     epoch: float
     client: httpx.Client
+    concurrency: int = 8
     stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def fakes(self) -> list[tuple[str, str, str]]:
+        """(name, kind, url) of every fake, for the judge's fixes and the report."""
+        return [(s.upstream.name, s.upstream.kind, s.url) for s in self.served]
+
+    def run(self, drills: Sequence[str], trials: int, *, certify: Certifier | None = None,
+            on_intent: Callable[[IntentVerdict], None] | None = None) -> DrillResults:
+        """Every (drill, trial) intent, ``concurrency`` at a time, each judged as it ends."""
+        setup = Setup(self.section, self.fakes, certify)
+        run = DrillResults(self.profile.name, self.target, trials, self.concurrency, self.fakes,
+                           {name: [] for name in drills})
+        jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills]
+        lock = threading.Lock()
+        before = sum(len(s.fake.received()) for s in self.served)
+
+        def one(job: tuple[Drill, int]) -> None:
+            drill, trial = job
+            verdict = judge_intent(self.drill_intent(drill, trial), drill, setup)
+            with lock:
+                run.verdicts[drill.name].append(verdict)
+                if on_intent is not None:
+                    on_intent(verdict)
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=max(1, self.concurrency),
+                                thread_name_prefix="drill") as pool:
+            try:
+                for future in [pool.submit(one, j) for j in jobs]:
+                    future.result()
+            except BaseException:
+                self.stop.set()  # the other intents stop watching at their next look
+                raise
+        run.wall_s = time.perf_counter() - started
+        run.calls = sum(len(s.fake.received()) for s in self.served) - before
+        for verdicts in run.verdicts.values():
+            verdicts.sort(key=lambda v: v.evidence.trial)
+        return run
 
     @property
     def section(self) -> Any:
@@ -248,12 +287,11 @@ class Engine:
         return sorted(out, key=lambda c: c.at)
 
 
-def run_drills(profile: DrillProfile, *, target: str, env: Mapping[str, str],
-               drills: Sequence[str], trials: int = 1, concurrency: int = 8,
-               ports: Mapping[str, int] | None = None, certify: Certifier | None = None,
-               on_intent: Callable[[IntentVerdict], None] | None = None) -> DrillRun:
-    """Drill ``target`` (a running service) with every named drill, ``trials`` intents each,
-    ``concurrency`` at a time; ConfigError for a profile or port problem (nothing started)."""
+@contextmanager
+def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
+             ports: Mapping[str, int] | None = None, concurrency: int = 8) -> Iterator[Engine]:
+    """The fakes listening and a client for the service: ConfigError for a profile, variable or
+    port problem before anything is drilled (so a caller opens its report after this)."""
     upstreams = profile.upstreams(env, ports)
     profile.headers(env)  # an unset ${VAR} fails here, before anything runs
     profile.headers(env, "observe")
@@ -263,33 +301,15 @@ def run_drills(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     with serving(profile, upstreams, epoch) as served, httpx.Client(
             base_url=target.rstrip("/"), timeout=client_timeout,
             limits=httpx.Limits(max_connections=max(10, concurrency * 3))) as client:
-        engine = Engine(profile, target, env, served, epoch, client)
-        fakes = [(s.upstream.name, s.upstream.kind, s.url) for s in served]
-        setup = Setup(profile.section, fakes, certify)
-        run = DrillRun(profile.name, target, trials, concurrency, fakes,
-                       {name: [] for name in drills})
-        jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills]
-        lock = threading.Lock()
+        yield Engine(profile, target, env, served, epoch, client, concurrency=concurrency)
 
-        def one(job: tuple[Drill, int]) -> None:
-            drill, trial = job
-            verdict = judge_intent(engine.drill_intent(drill, trial), drill, setup)
-            with lock:
-                run.verdicts[drill.name].append(verdict)
-                if on_intent is not None:
-                    on_intent(verdict)
 
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=max(1, concurrency),
-                                thread_name_prefix="drill") as pool:
-            try:
-                for future in [pool.submit(one, j) for j in jobs]:
-                    future.result()
-            except BaseException:
-                engine.stop.set()  # the other intents stop watching at their next look
-                raise
-        run.wall_s = time.perf_counter() - started
-        run.calls = sum(len(s.fake.received()) for s in served)
-        for verdicts in run.verdicts.values():
-            verdicts.sort(key=lambda v: v.evidence.trial)
-    return run
+def run_drills(profile: DrillProfile, *, target: str, env: Mapping[str, str],
+               drills: Sequence[str], trials: int = 1, concurrency: int = 8,
+               ports: Mapping[str, int] | None = None, certify: Certifier | None = None,
+               on_intent: Callable[[IntentVerdict], None] | None = None) -> DrillResults:
+    """Drill ``target`` (a running service) with every named drill, ``trials`` intents each,
+    ``concurrency`` at a time; ConfigError for a profile or port problem (nothing started)."""
+    with drilling(profile, target=target, env=env, ports=ports,
+                  concurrency=concurrency) as engine:
+        return engine.run(drills, trials, certify=certify, on_intent=on_intent)
