@@ -183,11 +183,14 @@ def _hedge(ev: IntentEvidence, setup: Setup) -> Finding:
         if len(running) > 1:
             return Finding("within_hedge", "broken", f"call {c.ident} started while "
                            f"{len(running)} calls were running (a hedge is one extra call)")
+        # measured from the submit (not the first call's arrival, which a loaded service's
+        # client may delay): a lower bound on the service's own delay, so never a false alarm
         after = hedge.after_s or 0.0
-        if c.at - first.at < after - tol:
+        since = ev.submissions[0].at if ev.submissions else first.at
+        if c.at - since < after - tol:
             return Finding("within_hedge", "broken", f"hedge {c.ident} started "
-                           f"{c.at - first.at:.3f} s after {first.ident} (declared after_s "
-                           f"{after:g})")
+                           f"{c.at - since:.3f} s after the intent was submitted, while "
+                           f"{first.ident} ran (declared after_s {after:g})")
     return Finding("within_hedge", "held", f"{len(calls)} call(s): "
                    + ", ".join(f"{c.ident} {c.outcome}" for c in calls))
 
