@@ -73,6 +73,8 @@ class Service:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
+        if self.process.stdout is not None:  # else an unraisable ResourceWarning fails a test
+            self.process.stdout.close()
 
 
 def provider_env(primary_port: int | None, fallback_port: int | None) -> dict[str, str]:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -46,10 +45,8 @@ def _free_port() -> int:
 
 @pytest.fixture
 def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-            start_service: Callable[..., object]) -> Iterator[Callable[..., tuple[int, Path, str]]]:
+            start_service: Callable[..., object]) -> Callable[..., tuple[int, Path, str]]:
     """Start an example on fresh ports, drill it, return (exit code, report folder, output)."""
-    services: list[Any] = []
-
     def run(script: str, drills: str, *, trials: int = 1, reach: bool = True,
             capsys: pytest.CaptureFixture[str]) -> tuple[int, Path, str]:
         primary, fallback = _free_port(), _free_port()
@@ -59,7 +56,6 @@ def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         env = provider_env(primary, fallback) if reach else provider_env(_free_port(),
                                                                           _free_port())
         service = start_service(script, ["--timeout", "0.4"], env)
-        services.append(service)
         profile = tmp_path / "service.profile.yaml"
         profile.write_text(PROFILE, encoding="utf-8")
         code = main(["drill", "--target", service.url,  # type: ignore[attr-defined]
@@ -67,12 +63,7 @@ def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                      "--trials", str(trials), "--report-dir", str(tmp_path / "report")])
         out = capsys.readouterr()
         return code, tmp_path / "report" / "latest", out.out + out.err
-    yield run
-    for service in services:  # stopped here so that its output pipe is closed too
-        service.stop()
-        service.process.wait(timeout=10)
-        if service.process.stdout is not None:
-            service.process.stdout.close()
+    return run
 
 
 def _events(folder: Path) -> list[dict[str, object]]:
