@@ -4,13 +4,16 @@ bad input, and its workers die with it."""
 from __future__ import annotations
 
 import logging
+import signal
+import socket
 from pathlib import Path
 
 import httpx
+import psutil
 
 from harness.commands.serve import log_config
 from harness.providers.secrets import RedactingFilter, register_secret
-from tests.service.serving import TOKENS, ServeProcess
+from tests.service.serving import TOKENS, ServeProcess, run_cli
 
 CANARY = "canary-path-secret-7Yq2Lw"
 
@@ -56,3 +59,42 @@ def test_a_secret_split_between_format_and_argument_is_still_redacted() -> None:
                                (CANARY[half:],), None)
     assert RedactingFilter().filter(record)
     assert CANARY not in record.getMessage() and "[REDACTED]" in record.getMessage()
+
+
+def test_an_address_in_use_is_exit_2_naming_the_port(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli(["serve", "--db", f"sqlite:///{tmp_path / 'h.db'}", "--port", str(port)],
+                       env={"HARNESS_TOKENS": "tok-aaaaaaaa=alice"})
+    assert done.returncode == 2, done.stderr
+    assert f"127.0.0.1:{port} is already in use" in done.stderr and "fix:" in done.stderr
+    assert "--port" in done.stderr and "Traceback" not in done.stderr
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_killing_serve_with_workers_takes_its_workers_down(tmp_path: Path) -> None:
+    server = ServeProcess(db=f"sqlite:///{tmp_path / 'h.db'}", log_path=tmp_path / "serve.log",
+                          tokens=TOKENS, workers=2).wait_ready()
+    parent = psutil.Process(server.proc.pid)
+    workers = parent.children(recursive=True)
+    assert workers, server.log_text()
+    server.proc.send_signal(signal.SIGKILL)
+    server.proc.wait(timeout=30)
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    orphans = [p for p in alive if not _gone(p.pid)]
+    for orphan in orphans:  # leave no orphan behind, even when the test fails
+        orphan.kill()
+    assert [p.pid for p in orphans] == [], server.log_text()
+    # and the port is free again: a new serve on it starts
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", server.port))
+    server.stop()
