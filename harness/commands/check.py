@@ -276,8 +276,7 @@ def _certification(session: Any, args: argparse.Namespace, s: Settings, workspac
         progress, task = _progress("certifying", total)
         with progress:
             result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n)))
-        if workspace.lock.merge_evidence(result.records):  # unreached: no evidence
-            workspace.lock.write()
+        workspace.lock.commit(result.records)  # unreached: no evidence; under a file lock
         for record in result.records:
             link = failover.get(record.key, "")
             command = certify_command(record.provider, record.contract, str(s.providers))
