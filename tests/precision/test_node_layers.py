@@ -28,7 +28,10 @@ No node (or no ``npm ci`` in ``tests/precision/node``): skipped, saying why; wit
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +115,50 @@ def test_a_key_held_forever_is_said_so(fleet: Fleet, scenarios: dict[str, Scenar
                    profile=True, trials=1)
     messages = [v for run in result.all_runs for c in run.checks for v in c.violations]
     assert any("held forever" in v.message for v in messages), evidence(result)
+
+
+LOCAL_SCENARIO = """name: my_own_retry
+actors: [alice]
+intents:
+  a: {contract: ticket_triage, input: {ticket: "mine"}}
+steps:
+  - {at: 0, create: {key: k-1, intent: a}, save: job, expect: {created: true}}
+  - {at: 1, create: {key: k-1, intent: a}, expect: {reuse_of: job}}
+checkers: [one_job_per_intent, duplicates_get_same_job]
+"""
+
+
+def _check(service: str, fleet: Fleet, tokens_file: Path,
+           folder: Path) -> subprocess.CompletedProcess[str]:
+    """``failover-harness check --target`` as a user runs it, from a folder holding a
+    scenarios/ folder of their own."""
+    running = fleet.get(service)
+    (folder / "scenarios").mkdir()
+    (folder / "scenarios" / "mine.yaml").write_text(LOCAL_SCENARIO, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "check", "--target", running.url,
+         "--target-profile", str(running.profile), "--tokens-file", str(tokens_file),
+         "--no-certify", "--report-dir", str(folder / "reports")],
+        capture_output=True, text=True, timeout=600, cwd=folder, check=False,
+        env={**os.environ, **running.env})
+
+
+def test_check_target_on_a_clean_layer_passes_with_every_suite(
+        fleet: Fleet, tokens_file: Path, tmp_path: Path) -> None:
+    done = _check("express-idempotency", fleet, tokens_file, tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert re.search(r"suites: shipped \(\d+\), detection \(\d+\), local scenarios/ \(1\)", out)
+    assert "replay: unmarked" in out  # the profile's warning names what it turns off
+    assert not re.search(r"^(VIOLATED|UNKNOWN)\b", out, re.M), out[-4000:]
+
+
+@pytest.mark.slow
+def test_check_target_on_a_header_keyed_layer_reports_only_the_owner_leak(
+        fleet: Fleet, tokens_file: Path, tmp_path: Path) -> None:
+    done = _check("node-layer-by-header", fleet, tokens_file, tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out[-4000:]
+    violated = re.findall(r"^VIOLATED\s+(\S+)", out, re.M)
+    assert violated == ["same_key_two_owners"], out[-4000:]
+    assert not re.search(r"^UNKNOWN\b", out, re.M), out[-4000:]
