@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from harness.console import clean
+from harness.domain.verdicts import VERDICT_LABEL
 from harness.reports.model import (
     Case,
     Certification,
@@ -29,7 +30,7 @@ from harness.reports.model import (
 )
 from harness.reports.session import Handler, Header
 
-LABELS = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
+LABELS = VERDICT_LABEL
 SEQUENTIAL = "sequential"
 MAX_OPS_SHOWN = 12
 

@@ -7,11 +7,11 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from harness.domain.verdicts import STATUS_LABEL
 from harness.scenarios.history import Op, Pair, pairs, shown_text
 from harness.scenarios.runner import RunResult
 
-LABELS = {"passed": "PASS", "violated": "VIOLATED", "unknown": "UNKNOWN",
-          "not_applicable": "N/A"}
+LABELS = STATUS_LABEL
 
 
 def _short(value: Any) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.domain import payload_digest
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
+from harness.domain.verdicts import RunStatus
 from harness.scenarios import arrivals
 from harness.scenarios.checkers import EVIDENCE, CheckResult, run_checkers, verdict_of
 from harness.scenarios.checkers.base import TOKENS_FIX
@@ -76,7 +77,7 @@ class RunResult:
     target_kind: str
     seed: int
     run_id: str
-    status: str  # passed | violated | unknown | not_applicable
+    status: RunStatus
     reason: str | None = None
     checks: list[CheckResult] = field(default_factory=list)
     history: list[Op] = field(default_factory=list)
