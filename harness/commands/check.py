@@ -32,8 +32,14 @@ from typing import Any
 from harness.commands._report import add_report_options
 from harness.gateways.options import add_gateway_options, gateway_options
 
-HELP = ("the main job: scenarios on your service (--target) or the reference store and its "
-        "mutants, certification and gate, with a report")
+HELP = ("Run the main job: scenarios on your service (or the reference store and its mutants), "
+        "then certify and gate the providers")
+EXAMPLES = (
+    ("check your running service, described by a target profile",
+     "failover-harness check --target http://127.0.0.1:8801 "
+     "--target-profile examples/jobs.profile.yaml"),
+    ("check the harness itself, offline (what the Quick start runs)", "failover-harness check"),
+)
 DEFAULT_PROVIDERS = Path("providers.yaml")
 
 
@@ -289,18 +295,27 @@ def _certification(session: Any, args: argparse.Namespace, s: Settings, workspac
             failover[(link.provider, contract)] = link.failover
     if not args.no_certify:
         from harness.contracts.certifier import certify, plan
+        from harness.contracts.decidable import needs_adaptive
 
         targets = plan(workspace.providers, workspace.contracts,
                        providers_path=str(s.providers))
         failover.update({(t.provider.id, t.contract.id): t.failover for t in targets})
-        total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
+        undecidable = needs_adaptive([t.contract for t in targets])
+        adaptive = any(c.adaptive_decides for c in undecidable)  # what would decide
+        for check in undecidable:
+            session.say(f"note: {check.text()}")
+        total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) if adaptive
+                    else len(t.contract.goldens) * t.contract.thresholds.samples
+                    for t in targets)
         progress, task = _progress("certifying", total)
         with progress:
-            result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n)))
+            result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n),
+                                         adaptive=adaptive))
         workspace.lock.commit(result.records)  # unreached: no evidence; under a file lock
         for record in result.records:
             link = failover.get(record.key, "")
-            command = certify_command(record.provider, record.contract, str(s.providers))
+            command = certify_command(record.provider, record.contract, str(s.providers),
+                                      adaptive=adaptive)
             fix = workspace.fix_for(record, command)
             session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.emit(gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),

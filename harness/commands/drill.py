@@ -25,7 +25,18 @@ from typing import Any, Literal
 from harness.commands._report import add_report_options
 from harness.gateways.options import gateway_options
 
-HELP = "drill a running gateway's failover (hangs, late answers, 429/529, resets, cut streams)"
+HELP = ("Drill a running gateway's failover: hangs, late answers, 429/529, resets and cut "
+        "streams")
+EXITS = {
+    0: "every drill ran and no request cost two billed completions",
+    1: "a request caused two billed completions or reached an uncertified fallback",
+    3: "a drill's scripted failure never happened, or a fallback could not be judged",
+}
+EXAMPLES = (
+    ("drill the model group 'triage' of a LiteLLM proxy running config.yaml",
+     "failover-harness drill --gateway http://127.0.0.1:4000 --config config.yaml "
+     "--model triage"),
+)
 OUTCOME: dict[str, Literal["pass", "fail", "unknown"]] = {
     "passed": "pass", "failed": "fail", "unknown": "unknown"}
 DRILL_NAMES = ("hang", "late", "overload-429", "overload-529", "reset", "stream-cut")
