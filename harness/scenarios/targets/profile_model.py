@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.scenarios.targets.base import redact
+from harness.scenarios.targets.profile_drill import DrillSection
 from harness.scenarios.targets.profile_errors import ProfileValueError, explain
 from harness.yamlsrc import YamlSource, load_yaml
 
@@ -175,6 +176,7 @@ class Profile(_Strict):
     faults: dict[str, Fault] | None = None
     default_fault: str | None = None
     operations: dict[OperationName, Operation]
+    drill: DrillSection | None = None  # the service seen from its providers (docs/drill.md)
 
     @model_validator(mode="before")
     @classmethod
