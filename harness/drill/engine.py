@@ -156,13 +156,14 @@ class Engine:
             item.fake.script_tag(tag, behaviour if item.upstream.role == "primary"
                                  else "conformant")
         ev = IntentEvidence(drill.name, trial, tag, self.now())
-        ev.submissions.append(self._submit(tag, key))
+        stream = self.section.submit.stream or drill.name == "stream-cut"
+        ev.submissions.append(self._submit(tag, key, stream))
         if drill.clicks > 1 and ev.submissions[0].status is not None:
             primaries = [s.fake for s in self.served if s.upstream.role == "primary"]
             wait = self.section.timeouts.provider_s + 2
             if any(f.wait_arrival(tag, wait) for f in primaries):  # the click lands in the hang
                 for _ in range(drill.clicks - 1):
-                    ev.submissions.append(self._submit(tag, key))
+                    ev.submissions.append(self._submit(tag, key, stream))
         if self.section.submit.kind == "create_job":
             self._watch(ev, drill)
         else:
@@ -171,15 +172,17 @@ class Engine:
         ev.ended_at = self.now()
         return ev
 
-    def _submit(self, tag: str, key: str) -> Submission:
+    def _submit(self, tag: str, key: str, stream: bool = False) -> Submission:
         submit = self.section.submit
         marks = {"{tag}": tag, "{key}": key}
         headers = {k: fill(v, marks) for k, v in self.profile.headers(self.env).items()}
         body = fill(submit.body, marks)
         at = self.now()
         try:
-            if submit.kind == "chat":
-                return read_chat(self.client, submit, headers, body, at, self.now)
+            if submit.kind == "chat":  # a gateway streams for the stream-cut drill
+                if stream and isinstance(body, dict):
+                    body = {**body, "stream": True}
+                return read_chat(self.client, submit, headers, body, at, self.now, stream)
             response = self.client.request(submit.method, submit.path, json=body,
                                            headers=headers)
         except httpx.HTTPError as exc:
