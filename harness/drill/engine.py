@@ -101,6 +101,25 @@ class Engine:
     client: httpx.Client
     concurrency: int = 8
     stop: threading.Event = field(default_factory=threading.Event)
+    _woken: dict[str, threading.Event] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for item in self.served:
+            item.fake.on_change = self._changed
+
+    def _changed(self, tag: str | None) -> None:
+        """A call of ``tag`` arrived or ended: its watcher looks at the job now."""
+        event = self._woken.get(tag) if tag else None
+        if event is not None:
+            event.set()
+
+    def _pause(self, tag: str, seconds: float) -> bool:
+        """Wait ``seconds`` between two looks at a job, or less if a call of its tag arrived or
+        ended (True): the watcher looks when something happens, and slowly in between."""
+        event = self._woken.setdefault(tag, threading.Event())
+        woken = event.wait(seconds)
+        event.clear()
+        return woken and not self.stop.is_set()
 
     @property
     def fakes(self) -> list[tuple[str, str, str]]:
@@ -155,6 +174,7 @@ class Engine:
         for item in self.served:
             item.fake.script_tag(tag, behaviour if item.upstream.role == "primary"
                                  else "conformant")
+        self._woken[tag] = threading.Event()
         ev = IntentEvidence(drill.name, trial, tag, self.now())
         stream = self.section.submit.stream or drill.name == "stream-cut"
         ev.submissions.append(self._submit(tag, key, stream))
@@ -205,6 +225,11 @@ class Engine:
         observe = self.section.observe
         deadline = ev.started_at + self._budget(drill)
         done_at: float | None = None
+        # Quick looks (poll_s) for a while after a call of the tag arrived or ended, slower
+        # ones in between when many intents run at once (their polls would load the service).
+        idle = min(max(observe.poll_s, observe.poll_s * self.concurrency / 8),
+                   max(observe.poll_s, self.section.timeouts.provider_s / 3))
+        quick = 3
         while not self.stop.is_set():
             ev.observations.append(self._observe(job))
             terminal = ev.observations[-1].status in ("succeeded", "failed")
@@ -217,7 +242,9 @@ class Engine:
                 self._release(ev, "the job did not finish within the drill's budget")
                 ev.observations.append(self._observe(job))
                 break
-            self.stop.wait(observe.poll_s)
+            quick = 3 if self._pause(ev.tag, observe.poll_s if quick > 0 else idle) \
+                else quick - 1
+        self._woken.pop(ev.tag, None)
         self._lists(ev, job)
 
     def _calls_ended(self, ev: IntentEvidence, drill: Drill, done_at: float) -> bool:
