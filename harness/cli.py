@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -48,7 +49,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def _print_error(message: str, *, fix: str | None = None) -> None:
+def _print_error(message: str, fix: str | None = None) -> None:
     color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
     red, reset = ("\033[31m", "\033[0m") if color else ("", "")
     # A message may quote a file or a service: printed as text (harness.console).
@@ -83,19 +84,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._run(args))
     except HarnessError as exc:
-        _print_error(exc.message)
+        _print_error(*_with_fix(exc))
         return exc.exit_code
     except ImportError as exc:  # an optional part that is not installed: name the extra
         missing = missing_extra(exc)
         if missing is None:
             return _internal_error(exc)
-        _print_error(missing.message)
+        _print_error(*_with_fix(missing))
         return missing.exit_code
     except KeyboardInterrupt:
         _print_error("interrupted")
         return 130
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
         return _internal_error(exc)
+
+
+# The verbs a message's advice starts with ("…; use sqlite:///file.db or …").
+_ADVICE = re.compile(r"(?:;|:| —) (?=(?:use|write|pass|send|set|run|remove|install|pip install|"
+                     r"add|give|check|create|choose|rename|point|start|keep|fix|try|see) )")
+
+
+def _with_fix(exc: HarnessError) -> tuple[str, str | None]:
+    """The message and its fix line: bad input (exit 2) always has one. A message that
+    carries its advice inline ("…; use X") has it moved to the fix line."""
+    message = exc.message
+    if exc.exit_code != EXIT_BAD_INPUT or "\n  fix:" in message:
+        return message, None
+    parts = _ADVICE.split(message, maxsplit=1)
+    if len(parts) == 2 and parts[0].strip() and parts[1].strip():
+        return parts[0].rstrip(), parts[1].strip()
+    return message, ("correct what the message names and run the command again "
+                     "('failover-harness COMMAND --help' lists the options)")
 
 
 def _internal_error(exc: Exception) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.domain import HarnessError, Intent, InvalidIntent, StoreError, UnsupportedTarget
 from harness.domain.clock import parse_rfc3339, rfc3339
+from harness.domain.redaction import redact_dsn
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, dumps_json, random_ids
 
@@ -187,7 +188,7 @@ def sqlite_path_from_url(url: str) -> str:
     """``sqlite:///rel/path`` → ``rel/path``; ``sqlite:////abs/path`` → ``/abs/path``."""
     if not url.startswith("sqlite:///") or len(url) <= len("sqlite:///"):
         raise UnsupportedTarget(
-            f"{url!r} is not a SQLite URL; write sqlite:///relative/file.db or "
+            f"{redact_dsn(url)!r} is not a SQLite URL; write sqlite:///relative/file.db or "
             "sqlite:////absolute/file.db"
         )
     path = url[len("sqlite:///"):].split("?", 1)[0]
