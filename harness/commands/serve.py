@@ -15,7 +15,13 @@ from typing import Any
 
 from harness.domain.errors import ConfigError, StoreError
 
-HELP = "Run the reference HTTP service (API v1) over the reference store."
+HELP = "Run the reference HTTP service (API v1) over the reference store"
+EXITS = {0: "stopped cleanly (Ctrl-C)"}
+EXAMPLES = (
+    ("serve on 127.0.0.1:8787 with SQLite, tokens from HARNESS_TOKENS", "failover-harness serve"),
+    ("four workers on PostgreSQL",
+     "failover-harness serve --db postgresql://app@db:5432/jobs --workers 4"),
+)
 
 DEFAULT_PORT = 8787
 
