@@ -12,11 +12,14 @@ configuration, 3 no violation but some verdict unknown (missing, stale, indeterm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from harness import __version__
 from harness.commands._help import describe, epilog
@@ -89,6 +92,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT
+    with _terminate_as_interrupt():
+        return _run(args)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, unwound like Ctrl-C: in-flight work is cancelled, worker threads are waited
+    for, stores are closed; the exit code is 143 (128 + SIGTERM) instead of 130."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While a command runs (in the main thread), SIGTERM raises :class:`Terminated`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args._run(args))
     except HarnessError as exc:
@@ -100,9 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _internal_error(exc)
         _print_error(*_with_fix(missing))
         return missing.exit_code
-    except KeyboardInterrupt:
-        _print_error("interrupted")
-        return 130
+    except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
+        terminated = isinstance(exc, Terminated)
+        _print_error("terminated (SIGTERM)" if terminated else "interrupted")
+        return 143 if terminated else 130
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
         return _internal_error(exc)
 
