@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from harness.reports.certification import (
+from harness.contracts.events import (
     CertCheck,
     Certification,
     Drift,
@@ -27,23 +27,20 @@ from harness.reports.certification import (
     Sampling,
     Statistic,
 )
-from harness.reports.events import (
-    Case,
+from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict, Verdict
+from harness.explore.events import ExploreResult, ScheduleStep
+from harness.reports.events import Case
+from harness.scenarios.events import (
     Check,
-    CheckVerdict,
     DetectionMatrix,
-    ExploreResult,
     FirstFailure,
     Lane,
     LoserCount,
     MatrixCell,
-    Outcome,
     PatternSummary,
     Rate,
     ReplayComparison,
     ScenarioRun,
-    ScenarioVerdict,
-    ScheduleStep,
     Timeline,
     TimelineEvent,
     TrialFailure,
@@ -51,7 +48,6 @@ from harness.reports.events import (
     Unknown,
     UnknownCount,
     UnrunStep,
-    Verdict,
     Violation,
 )
 
