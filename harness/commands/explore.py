@@ -20,8 +20,21 @@ if TYPE_CHECKING:
     from harness.explore.search import Settings
     from harness.reports.session import ReportSession
 
-HELP = ("Find, shrink and replay races: in your service through its Redis / PostgreSQL "
-        "(--through), or in a store one SQL statement at a time.")
+HELP = ("Find, shrink and replay races in your service (through its Redis or PostgreSQL) "
+        "or in a store, one step at a time")
+EXITS = {
+    0: "the budget was spent with no violation, every promise exercised",
+    1: "a violation (or, for a replay, a run that diverged from the recording)",
+    3: "no violation, but a promise no schedule exercised",
+}
+EXAMPLES = (
+    ("find a race in a mutant store", "failover-harness explore --target "
+     "mutant:check-then-insert --workload double-click --budget 200"),
+    ("find a race in a service through its Redis, starting the service with this Python",
+     "failover-harness explore --target http://127.0.0.1:8811 --target-profile "
+     "examples/redis-lock.profile.yaml --through redis://127.0.0.1:6379/0 --choices pct "
+     "--service-cmd \"python examples/redis_lock_service.py --port 8811 --redis {proxy}\""),
+)
 STORE_WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
 SERVICE_WORKLOADS = ("double-click", "mismatch", "handler-failure", "all")
 WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "handler-failure", "all")

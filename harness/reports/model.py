@@ -28,6 +28,7 @@ from harness.contracts.events import (
     Statistic,
 )
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict, Verdict
+from harness.drill.events import DrillRun
 from harness.explore.events import ExploreResult, ScheduleStep
 from harness.reports.events import Case
 from harness.scenarios.events import (
@@ -63,6 +64,7 @@ __all__ = [
     "CheckVerdict",
     "DetectionMatrix",
     "Drift",
+    "DrillRun",
     "Event",
     "Evidence",
     "ExploreResult",
@@ -100,9 +102,10 @@ EXIT_CODES: dict[str, int] = {"pass": 0, "fail": 1, "unknown": 3}
 
 
 Event = (ScenarioRun | TrialSeries | DetectionMatrix | ExploreResult | Certification
-         | GateVerdict | ReplayComparison | Case)
+         | GateVerdict | ReplayComparison | Case | DrillRun)
 EVENT_TYPES: tuple[type[Any], ...] = (ScenarioRun, TrialSeries, DetectionMatrix, ExploreResult,
-                                      Certification, GateVerdict, ReplayComparison, Case)
+                                      Certification, GateVerdict, ReplayComparison, Case,
+                                      DrillRun)
 BY_TYPE: dict[str, type[Any]] = {cls.TYPE: cls for cls in EVENT_TYPES}
 
 
