@@ -271,8 +271,8 @@ def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> 
 
 def _self_check(session: Any, args: argparse.Namespace, s: Settings,
                 scenarios: list[Any]) -> None:
-    from harness.commands._collect import detection_matrix, scenario_run
     from harness.commands._trials import public_target
+    from harness.scenarios.emit import detection_matrix, scenario_run
     from harness.scenarios.matrix import REFERENCE
     from harness.scenarios.matrix import detection_matrix as run_matrix
     from harness.scenarios.runfolder import replay_command, write_run
@@ -294,7 +294,7 @@ def _self_check(session: Any, args: argparse.Namespace, s: Settings,
 
 
 def _certification(session: Any, args: argparse.Namespace, s: Settings, workspace: Any) -> None:
-    from harness.commands._collect import certification, gate_verdict
+    from harness.contracts.emit import certification, gate_verdict
     from harness.contracts.standing import certify_command
 
     failover: dict[tuple[str, str], str] = {}

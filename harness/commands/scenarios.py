@@ -195,9 +195,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from harness.commands._collect import detection_matrix as matrix_event
     from harness.commands._report import open_session
     from harness.providers.secrets import redact_dsn
+    from harness.scenarios.emit import detection_matrix as matrix_event
     from harness.scenarios.matrix import detection_matrix
 
     scenarios = _load(args.paths)
