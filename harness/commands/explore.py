@@ -187,7 +187,8 @@ class _Ticker:
         self.progress = progress
         if not self.bar.disable:
             self.bar.update(self.task, completed=progress.schedules,
-                            description=f"{progress.violations} violations")
+                            description=f"{progress.violations} violation"
+                            + ("" if progress.violations == 1 else "s"))
             return
         now = time.perf_counter()
         if now - self.last >= PROGRESS_EVERY_S:
