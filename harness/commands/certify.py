@@ -106,9 +106,8 @@ def run(args: argparse.Namespace) -> int:
         ))
     # A record no call reached is no evidence: it never replaces an earlier one in the lock
     # (written only where the lock has none, so the gate says why the pair is undecided).
-    evidence = ws.lock.merge_evidence(result.records)
-    if evidence:
-        ws.lock.write()
+    # Merged into the lock as it is now, under a file lock: a concurrent run keeps its records.
+    evidence = ws.lock.commit(result.records)
     failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
     how = "replayed from cassettes" if args.replay else mode
     rule = "adaptive, mixture SPRT" if args.adaptive else "fixed, Clopper–Pearson"

@@ -32,11 +32,14 @@ EXAMPLES = (
 def default_scenarios() -> Path:
     """``scenarios/`` of the working directory, else the ones shipped with the harness (a wheel
     carries them as ``harness/shipped/scenarios``; a checkout has them beside ``harness/``)."""
+    folder = Path("scenarios")
+    return folder if folder.is_dir() else shipped_scenarios()
+
+
+def shipped_scenarios() -> Path:
+    """The scenarios shipped with the harness (whatever the working directory holds)."""
     import harness
 
-    folder = Path("scenarios")
-    if folder.is_dir():
-        return folder
     package = Path(harness.__file__).resolve().parent
     shipped = package / "shipped" / "scenarios"
     return shipped if shipped.is_dir() else package.parent / "scenarios"

@@ -14,10 +14,12 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from harness.console import clean
+from harness.domain.verdicts import VERDICT_LABEL
 from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrillRun,
     Event,
     ExploreResult,
     GateVerdict,
@@ -31,7 +33,7 @@ from harness.reports.model import (
 from harness.reports.session import Handler, Header
 from harness.reports.summary import summary_lines
 
-LABELS = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
+LABELS = VERDICT_LABEL
 SEQUENTIAL = "sequential"
 MAX_OPS_SHOWN = 12
 
@@ -302,10 +304,23 @@ def case_lines(c: Case) -> Iterator[str]:
         yield f"  reproduce: {c.command}"
 
 
+def drill_lines(d: DrillRun) -> Iterator[str]:
+    label = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN"}[d.verdict]
+    yield (f"{label:<9} drill {d.drill} on {d.target}: {d.description} "
+           f"({d.trials} intent(s), {d.provider_calls} provider calls, {d.wall_s:.2f} s)")
+    for p in d.promises:
+        if p.broken or p.unknown:
+            yield f"    {p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
+    for u in d.unknowns:
+        yield f"    unknown: {u.reason}" + (f"\n      fix: {u.fix}" if u.fix else "")
+    if d.command and d.verdict != "passed":
+        yield f"  drill again: {d.command}"
+
+
 RENDER: dict[type[Any], Callable[[Any], Iterator[str]]] = {
     ScenarioRun: scenario_lines, TrialSeries: series_lines, DetectionMatrix: matrix_lines,
     ExploreResult: explore_lines, Certification: certification_lines, GateVerdict: gate_lines,
-    ReplayComparison: replay_lines, Case: case_lines,
+    ReplayComparison: replay_lines, Case: case_lines, DrillRun: drill_lines,
 }
 
 

@@ -16,14 +16,18 @@ COLOURS = {
     "result": "#0f766e", "won": "#16a34a", "lost": "#9ca3af", "failed": "#dc2626",
     "cancelled": "#7c3aed", "crash": "#111827", "created": "#65a30d", "replayed": "#0ea5e9",
     "refused": "#db2777", "statement": "#4338ca", "timer": "#ca8a04",
-    "created_again": "#991b1b",
+    "created_again": "#991b1b", "answered": "#0d9488", "abandoned": "#b45309",
+    "late": "#6d28d9", "reset": "#e11d48", "cut": "#f97316", "released": "#374151",
+    "succeeded": "#15803d", "running": "#93c5fd", "submitted": "#1e40af",
 }
 SHAPES = {
     "started": "circle", "dispatched": "circle", "result": "circle", "statement": "circle",
     "replayed": "square", "won": "square", "created": "square",
     "timed_out": "diamond", "unknown": "diamond", "timer": "diamond",
     "failed": "triangle", "refused": "triangle", "created_again": "triangle", "crash": "triangle",
-    "lost": "cross", "cancelled": "cross",
+    "lost": "cross", "cancelled": "cross", "released": "cross",
+    "answered": "circle", "running": "circle", "submitted": "circle", "succeeded": "square",
+    "abandoned": "diamond", "late": "diamond", "reset": "triangle", "cut": "triangle",
 }
 
 
