@@ -215,7 +215,8 @@ def test_a_service_refusing_every_token_is_one_unknown_with_its_evidence_kept(
     # tokens the service accepts for reads but refuses for writes (a read-only token): the
     # preflight's read passes, every create is refused 401 (refused for reads too is exit 2:
     # tests/scenarios/test_preflight.py)
-    url = answering(401, {"error": "unauthenticated"}, reads=(404, {"code": "not_found"}))
+    url = answering(401, {"error": "unauthenticated"}, reads=(404, {"code": "not_found"}),
+                    paths={"/healthz": (200, {"status": "ok"})})  # API.md's health check
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("tok-alice-1234: alice\ntok-bob-5678: bob\n", "utf-8")
     monkeypatch.chdir(tmp_path)
