@@ -89,12 +89,16 @@ def brief_lines(event: Event) -> Iterator[str]:
     if event.verdict == "not_applicable":
         yield f"{label:<9} {event.scenario}: {event.reason}"
         return
-    rates = ", ".join(f"{p.violated}" if p.pattern == SEQUENTIAL else f"{p.pattern} {p.violated}"
-                      for p in event.patterns)
-    line = (f"{label:<9} {event.scenario}  ({len(event.patterns)} pattern(s) × {event.trials} "
-            f"trials in {event.wall_s:.1f} s)")
+    if [p.pattern for p in event.patterns] == [SEQUENTIAL]:
+        line = (f"{label:<9} {event.scenario}  ({event.trials} trial"
+                f"{'' if event.trials == 1 else 's'}, {event.wall_s:.1f} s)")
+        rates = f"{event.patterns[0].violated}/{event.trials}"
+    else:
+        line = (f"{label:<9} {event.scenario}  ({len(event.patterns)} patterns × {event.trials} "
+                f"trials, {event.wall_s:.1f} s)")
+        rates = ", ".join(f"{p.pattern} {p.violated}/{p.trials}" for p in event.patterns)
     if event.verdict == "failed":
-        line += f": {rates} of {event.trials} broke a promise"
+        line += f": {rates} broke a promise"
     yield line
 
 
@@ -111,8 +115,8 @@ def not_applicable_lines(runs: list[ScenarioRun]) -> Iterator[str]:
         yield from (f"N/A       {r.scenario}: {r.reason}" for r in runs)
         return
     needs = dict.fromkeys(n.strip() for m in matches if m for n in m.group("needs").split(","))
-    yield (f"N/A       {len(runs)} scenario(s) need {', '.join(needs)}, which {whos.pop()} "
-           "does not declare (--verbose names them)")
+    yield (f"N/A       {len(runs)} scenarios need {', '.join(needs)} (not in "
+           f"{whos.pop()}; --verbose names them)")
 
 
 def series_lines(ts: TrialSeries) -> Iterator[str]:
@@ -285,6 +289,12 @@ def brief_certification(c: Certification) -> Iterator[str]:
 
 
 def replay_lines(r: ReplayComparison) -> Iterator[str]:
+    if r.completed and r.identical is False and r.note.startswith("reproduced"):
+        # what the user asked: did it happen again? Yes; where the history differs is a note
+        yield r.note
+        yield (f"  note: the {r.compared} differs from the recorded run ({r.divergence}): a "
+               "live service or threads decide a race anew, the violation is the same")
+        return
     if not r.completed:
         yield f"DIVERGED  {r.divergence}"
     elif r.identical is True:

@@ -99,3 +99,17 @@ def test_an_eligible_fake_certification_line_is_one_line() -> None:
     out = io.StringIO()
     LiveOutput(out).handle(replace(cert, outcome="pass"))
     assert len(out.getvalue().splitlines()) == 1
+
+
+def test_a_reproduced_replay_says_reproduced_first_and_the_difference_as_a_note() -> None:
+    from harness.reports.model import ReplayComparison
+
+    out = io.StringIO()
+    LiveOutput(out).handle(ReplayComparison(
+        "reports/x/runs/y", "http://127.0.0.1:8802", False, "pass",
+        divergence="op #1 differs: recorded 'ok', now 'fail'",
+        note="reproduced: violated again (the race showed in 18 of 20 straddle trials)"))
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("reproduced: violated again")
+    assert "DIVERGED" not in out.getvalue()
+    assert lines[1].startswith("  note: the history differs from the recorded run (op #1")
