@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from harness.console import clean
+from harness.console import clean, counted
 from harness.domain.verdicts import VERDICT_LABEL
 from harness.reports.model import (
     Case,
@@ -201,7 +201,8 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
     if e.mode == "replay":
         yield f"{LABELS[e.verdict]:<9} {e.workload}: {e.shrunk_steps or 0} steps, {e.ops} ops"
     elif e.verdict == "passed" or not broken:  # a search with no violation (unknown: evidence)
-        yield e.note or f"no violation in {e.schedules_tried} schedules ({e.steps_tried} steps)"
+        yield e.note or (f"no violation in {counted(e.schedules_tried, 'schedule')} "
+                         f"({e.steps_tried} steps)")
         for fix in dict.fromkeys(u.fix for c in e.checks for u in c.unknowns if u.fix):
             yield f"  fix: {fix}"
         return
@@ -215,7 +216,8 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
         shrunk = (f", shrunk to {e.shrunk_steps}" if e.original_steps is not None
                   and e.original_steps != e.shrunk_steps else "")
         steps = e.original_steps if e.original_steps is not None else e.shrunk_steps
-        yield (f"VIOLATED  {names} after {e.schedules_tried} schedules ({where}; {steps} steps"
+        yield (f"VIOLATED  {names} after {counted(e.schedules_tried, 'schedule')} ({where}; "
+               f"{steps} steps"
                f"{shrunk})")
     for check in broken:
         yield f"  promise broken ({check.name}): {check.promise}"
