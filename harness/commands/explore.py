@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.explore.repro import write_repro
     from harness.explore.stress import stress
     from harness.scenarios.targets import open_target
@@ -262,7 +262,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def _replayed(session: ReportSession, args: argparse.Namespace, replayed: Replayed,
               target: str) -> int:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.reports import ReplayComparison
 
     outcome = replayed.outcome

@@ -55,7 +55,7 @@ def test_a_fake_provider_is_said_once_per_certification_cell() -> None:
 
 
 def test_pass_k_is_said_once_and_plurals_agree() -> None:
-    from harness.commands._collect import _pass_k
+    from harness.contracts.emit import _pass_k
 
     three = _pass_k("schema", {"rate": 0.95, "k": 3, "inputs": 20, "all_pass": 19})
     one = _pass_k("schema", {"rate": 1.0, "k": 1, "inputs": 3, "all_pass": 3})
