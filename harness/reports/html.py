@@ -9,7 +9,6 @@ from functools import cache
 
 import jinja2
 
-from harness.drill.events import DrilledIntent
 from harness.reports.charts import histogram_svg
 from harness.reports.digest import commands, problems
 from harness.reports.model import (
@@ -19,16 +18,13 @@ from harness.reports.model import (
     DrillRun,
     ExploreResult,
     GateVerdict,
-    Lane,
     ReplayComparison,
     Results,
     ScenarioRun,
-    Timeline,
-    TimelineEvent,
     TrialSeries,
 )
 from harness.reports.redaction import scrub
-from harness.reports.timeline import COLOURS, render_svg
+from harness.reports.timeline import legend_mark, render_svg
 
 LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed", "cancelled",
           "crash", "created", "replayed", "refused", "unknown", "abandoned", "late", "reset",
@@ -54,13 +50,6 @@ def _first_runs(series: TrialSeries) -> list[tuple[str, object]]:
         if failure.first is not None:
             seen.setdefault((failure.first.pattern, failure.first.trial), []).append(failure)
     return [(", ".join(f.title for f in fs), fs) for fs in seen.values()]  # type: ignore[attr-defined]
-
-
-def _drill_timeline(intent: DrilledIntent) -> Timeline:
-    """A drilled intent's lanes as a timeline (the job, then each provider call)."""
-    return Timeline(duration=intent.duration_s, lanes=tuple(
-        Lane(lane.label, lane.role, tuple(TimelineEvent(m.t, m.kind, m.label) for m in lane.marks),
-             lane.outcome) for lane in intent.lanes))
 
 
 def _mutant_counts(m: DetectionMatrix) -> tuple[int, int]:
@@ -91,9 +80,8 @@ def render_html(results: Results) -> str:
         drills=results.of(DrillRun),
         check_names=names,
         svg=render_svg,
-        drill_timeline=_drill_timeline,
         histogram=histogram_svg,
         first_runs=_first_runs,
         mutant_counts=_mutant_counts,
-        colours={k: COLOURS[k] for k in LEGEND},
+        legend=[(k.replace("_", " "), legend_mark(k)) for k in LEGEND],
     )
