@@ -33,7 +33,8 @@ class Service:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
             start_new_session=True)
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
+        self._pumping = threading.Thread(target=self._pump, args=(lines,), daemon=True)
+        self._pumping.start()
         try:
             self.url = self._listening(lines)
         except BaseException:
@@ -73,6 +74,9 @@ class Service:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
+        self._pumping.join(timeout=10)  # it ends at the pipe's EOF
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def provider_env(primary_port: int | None, fallback_port: int | None) -> dict[str, str]:
@@ -135,7 +139,7 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
          "--dir", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     for line in process.stdout:  # blocks until the server says it is ready (or exits)
-        if "Ready to accept connections" in line:
+        if "ready to accept connections" in line.lower():
             break
     else:
         pytest.fail(f"redis-server exited with {process.wait(timeout=10)}")
@@ -144,3 +148,4 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+        process.stdout.close()
