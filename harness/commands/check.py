@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -130,18 +131,25 @@ def run(args: argparse.Namespace) -> int:
     workspace = _open_workspace(args, s)  # bad config fails here, before any work
     if s.target:
         from harness.commands._trials import target_secrets
+        from harness.drill.check import open_check_drill
         from harness.scenarios.targets import open_target
 
         scenarios = _load(s.scenarios or _default_scenarios(with_detection=True))
         target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
+        drill = None
         try:
             target_secrets(target, s.target)
             target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
+            drill = open_check_drill(s.target, s.target_profile, os.environ)  # docs/drill.md
             session = open_session(args, "check", targets=[target.description])
             session.say(f"check: {len(scenarios)} scenario(s) against {target.description}")
+            if drill is not None:  # the providers: timeouts, late results judged by the drill
+                drill.run(session, s.trials)
             _on_target(session, s, scenarios, target)
         finally:
             target.close()
+            if drill is not None:
+                drill.close()
     else:
         from harness.reports.redaction import register_target_secrets
 

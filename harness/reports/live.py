@@ -17,6 +17,7 @@ from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrillRun,
     Event,
     ExploreResult,
     GateVerdict,
@@ -51,8 +52,11 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
     if s.verdict == "not_applicable":
         yield f"{label:<9} {s.scenario}: {s.reason}"
         return
-    yield (f"{label:<9} {s.scenario}  ({s.ops} ops, {s.virtual_s:g} s virtual in "
-           f"{s.wall_s * 1000:.0f} ms)")
+    if s.source == "drill":  # judged by the drill (docs/drill.md), not played as a scenario
+        yield f"{label:<9} {s.scenario}: {s.reason}"
+    else:
+        yield (f"{label:<9} {s.scenario}  ({s.ops} ops, {s.virtual_s:g} s virtual in "
+               f"{s.wall_s * 1000:.0f} ms)")
     yield from (f"  warning: {w}" for w in s.warnings)
     yield from (f"  did not happen: {u.why}" for u in s.unrun)
     if s.unrun and s.fix:
@@ -254,10 +258,23 @@ def case_lines(c: Case) -> Iterator[str]:
         yield f"  reproduce: {c.command}"
 
 
+def drill_lines(d: DrillRun) -> Iterator[str]:
+    label = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN"}[d.verdict]
+    yield (f"{label:<9} drill {d.drill} on {d.target}: {d.description} "
+           f"({d.trials} intent(s), {d.provider_calls} provider calls, {d.wall_s:.2f} s)")
+    for p in d.promises:
+        if p.broken or p.unknown:
+            yield f"    {p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
+    for u in d.unknowns:
+        yield f"    unknown: {u.reason}" + (f"\n      fix: {u.fix}" if u.fix else "")
+    if d.command and d.verdict != "passed":
+        yield f"  drill again: {d.command}"
+
+
 RENDER: dict[type[Any], Callable[[Any], Iterator[str]]] = {
     ScenarioRun: scenario_lines, TrialSeries: series_lines, DetectionMatrix: matrix_lines,
     ExploreResult: explore_lines, Certification: certification_lines, GateVerdict: gate_lines,
-    ReplayComparison: replay_lines, Case: case_lines,
+    ReplayComparison: replay_lines, Case: case_lines, DrillRun: drill_lines,
 }
 
 

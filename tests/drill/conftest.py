@@ -75,7 +75,7 @@ class Service:
                 self.process.kill()
                 self.process.wait(timeout=5)
         self._pumping.join(timeout=10)  # it ends at the pipe's EOF
-        if self.process.stdout is not None:
+        if self.process.stdout is not None:  # else an unraisable ResourceWarning fails a test
             self.process.stdout.close()
 
 

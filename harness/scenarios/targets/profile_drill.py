@@ -152,6 +152,7 @@ class DrillSection(_Strict):
     providers: list[DrillProvider] = Field(min_length=1)
     timeouts: Timeouts
     policy: Policy = Policy()
+    contract: str | None = None  # the contract the fallbacks serve: the lock judges them
 
 
 class DrillFile(_Strict):
