@@ -268,8 +268,11 @@ def serve_stdlib(store: Store, start_worker: Callable[[dict[str, Any]], None],
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 128  # the default backlog of 5 resets connections under a burst
+
+    server = Server((host, port), Handler)
     print(f"listening on http://{host}:{server.server_address[1]}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever(poll_interval=0.05)
