@@ -25,18 +25,35 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.commands._report import add_report_options
+from harness.commands.drill_target import add_target_options, run_target
+from harness.domain.errors import ConfigError
+from harness.drill.drills import NAMES, parse_names
 from harness.gateways.options import gateway_options
 
-HELP = ("drill a running service's or gateway's failover (hangs, late answers, 5xx, 429/529, "
-        "resets, cut streams, double clicks)")
+HELP = ("Drill a running service's or gateway's failover from the provider side: hangs, late "
+        "answers, 5xx, 429/529, resets, cut streams and double clicks")
+EXITS = {
+    0: "every drill ran and every promise held",
+    1: "a promise was broken (two jobs for one intent, a timeout reported as a failure, a "
+       "result that changed, billed calls over the bound, a cut stream taken as a success, an "
+       "uncertified fallback reached)",
+    2: "bad input: a profile or config error, a busy or non-loopback port",
+    3: "a promise could not be judged (the scripted failure never happened, the service never "
+       "called the fakes, a fallback could not be judged)",
+}
+EXAMPLES = (
+    ("drill a jobs service whose providers point at the fakes' ports",
+     "failover-harness drill --target http://127.0.0.1:8000 --target-profile drill.profile.yaml"),
+    ("drill the model group 'triage' of a LiteLLM proxy running config.yaml",
+     "failover-harness drill --gateway http://127.0.0.1:4000 --config config.yaml "
+     "--model triage"),
+)
 OUTCOME: dict[str, Literal["pass", "fail", "unknown"]] = {
     "passed": "pass", "failed": "fail", "unknown": "unknown"}
 GATEWAY_DRILLS = ("hang", "late", "overload-429", "overload-529", "reset", "stream-cut")
 
 
 def _drills(text: str) -> list[str]:
-    from harness.drill.drills import parse_names
-
     try:
         return parse_names(text)
     except ValueError as exc:
@@ -44,9 +61,6 @@ def _drills(text: str) -> list[str]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from harness.commands.drill_target import add_target_options
-    from harness.drill.drills import NAMES
-
     add_target_options(parser)
     parser.add_argument("--gateway", metavar="URL",
                         help="a running LiteLLM gateway (e.g. http://127.0.0.1:4000), with "
@@ -75,17 +89,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.domain.errors import ConfigError
-
     if (args.target is None) == (args.gateway is None):
         raise ConfigError("drill needs either --target URL --target-profile FILE (a service) or "
                           "--gateway URL --config FILE --model GROUP (a LiteLLM gateway)",
                           field="--target", fix="failover-harness drill --target "
                           "http://127.0.0.1:8000 --target-profile service.profile.yaml")
     if args.target is not None:
-        from harness.commands.drill_target import run_target
-        from harness.drill.drills import NAMES
-
         if args.target_profile is None:
             raise ConfigError("--target needs --target-profile", field="--target-profile",
                               fix="--target-profile service.profile.yaml (see docs/drill.md)")
@@ -96,7 +105,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_gateway(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
-    from harness.domain.errors import ConfigError
     from harness.gateways.drill import run_drills
     from harness.gateways.litellm_config import read_litellm_config
     from harness.gateways.source import provider_ids

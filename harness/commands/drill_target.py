@@ -15,9 +15,13 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.commands._report import open_session
+from harness.contracts.workspace import open_workspace
 from harness.domain.errors import ConfigError
+from harness.drill.engine import drilling
 from harness.drill.judge import Certifier, IntentVerdict
-from harness.drill.profile import DrillProfile
+from harness.drill.profile import DrillProfile, load_drill
+from harness.drill.summary import drill_events
 
 
 def parse_ports(items: list[str]) -> dict[str, int]:
@@ -53,8 +57,6 @@ def certifier(args: argparse.Namespace, profile: DrillProfile) -> Certifier | No
     contract = profile.section.contract
     if contract is None or args.providers is None:
         return None
-    from harness.contracts.workspace import open_workspace
-
     eligibility = open_workspace(args.providers, args.contracts, args.lock).eligibility()
 
     def judge(provider: str) -> tuple[bool, str]:
@@ -82,11 +84,6 @@ def progress(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
 
 
 def run_target(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-    from harness.drill.engine import drilling
-    from harness.drill.profile import load_drill
-    from harness.drill.summary import drill_events
-
     profile = load_drill(args.target_profile)
     ports = check_args(args, profile)
     certify = certifier(args, profile)

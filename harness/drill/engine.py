@@ -62,7 +62,7 @@ class DrillResults:
 def serving(profile: DrillProfile, upstreams: Sequence[Upstream], epoch: float
             ) -> Iterator[list[Served]]:
     """The fakes, listening on the profile's ports (a busy port: ConfigError at its line)."""
-    from harness.providers.fake_server import FakeServer  # uvicorn: the [serve] extra
+    from harness.providers.fake_server import FakeServer  # optional extra: serve (uvicorn)
 
     served = [Served(u, RecordingFake(u.kind, name=u.name, signed=True, epoch=epoch))
               for u in upstreams]

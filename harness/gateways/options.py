@@ -6,12 +6,15 @@ import argparse
 from typing import Any
 
 
-def add_gateway_options(parser: argparse.ArgumentParser) -> None:
-    """``--contract-map GROUP=ID`` (repeatable) and ``--via URL``, for a LiteLLM config."""
+def add_gateway_options(parser: argparse.ArgumentParser, *, via: bool = True) -> None:
+    """``--contract-map GROUP=ID`` (repeatable) and ``--via URL``, for a LiteLLM config
+    (``via=False`` for a command that never calls a provider: ``gate``)."""
     group = parser.add_argument_group("LiteLLM config (--providers litellm:config.yaml)")
     group.add_argument("--contract-map", action="append", default=[], metavar="GROUP=ID",
                        help="the contract a model group serves (repeatable; or `contracts:` in "
                             "failover-harness.yaml beside the config)")
+    if not via:
+        return
     group.add_argument("--via", default=None, metavar="URL",
                        help="certify through the running gateway at URL (client → gateway → "
                             "provider), addressing each deployment by its model group")

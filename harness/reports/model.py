@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from harness.drill.events import DrillRun
 from harness.reports.certification import (
     CertCheck,
     Certification,
@@ -27,7 +28,6 @@ from harness.reports.certification import (
     Sampling,
     Statistic,
 )
-from harness.reports.drill_events import DrillRun
 from harness.reports.events import (
     Case,
     Check,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.drill.check import JUDGED_BY
+from harness.commands._drill_check import JUDGED_BY
 from tests.drill.conftest import provider_env
 
 PROFILE = """\

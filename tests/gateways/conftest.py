@@ -18,6 +18,7 @@ from harness.contracts.fakes import golden_answer
 from harness.contracts.loader import load_contracts
 from harness.providers.fake import FakeProvider
 from harness.providers.fake_server import FakeServer
+from tests.gateways.portkey_gateway import PortkeyGateway, node_or_skip
 
 SHIPPED = Path(__file__).resolve().parents[2] / "contracts" / "ticket_triage"
 # certify options for tests: no progress bar, and a concurrency a loaded 2-core machine keeps
@@ -168,3 +169,16 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         proxy.stop()
         for server in fakes.values():
             server.stop()
+
+
+@pytest.fixture(scope="session")
+def portkey(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PortkeyGateway]:
+    """The real Portkey gateway (pinned 1.15.2) on loopback, one per session; each request
+    carries its routing in the ``x-portkey-config`` header. Skips without node (fails in CI)."""
+    node = node_or_skip()
+    gateway = PortkeyGateway(node, tmp_path_factory.mktemp("portkey") / "portkey.log")
+    gateway.start()
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
