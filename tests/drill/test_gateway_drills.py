@@ -22,7 +22,7 @@ import yaml
 
 from tests.drill.conftest import ROOT
 from tests.gateways.litellm_proxy import MASTER_KEY, LiteLLMProxy, free_port
-from tests.gateways.portkey_gateway import PortkeyGateway, node_or_skip
+from tests.gateways.portkey_gateway import PortkeyGateway
 
 pytestmark = pytest.mark.slow  # a gateway starts in seconds (LiteLLM: 5-30 s on a loaded box)
 
@@ -126,17 +126,6 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
 
 
 # -- Portkey -----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def portkey(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PortkeyGateway]:
-    node = node_or_skip()
-    gateway = PortkeyGateway(node, tmp_path_factory.mktemp("portkey-drill") / "portkey.log")
-    gateway.start()
-    try:
-        yield gateway
-    finally:
-        gateway.stop()
-
-
 def portkey_config(ports: Ports) -> str:
     """Portkey's fallback strategy over two OpenAI-wire targets, a 1 s request timeout."""
     def target(port: int) -> dict[str, Any]:
