@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.providers.behaviours import Behaviour, BehaviourError
-from harness.yamlsrc import compose_checked, line_of
+from harness.yamlsrc import compose_checked, line_of, read_config_text
 
 ProviderKind = Literal["openai-chat", "anthropic-messages"]
 FailoverMode = Literal["auto", "manual", "off"]
@@ -256,14 +256,8 @@ def load_providers(
         from harness.gateways.source import load_litellm_providers
 
         return load_litellm_providers(path, contract_map=contract_map, via=via)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=name,
-                          fix="create it (see providers.yaml in the repository for an example) "
-                              "or pass the right path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the file: {exc}", file=name) from None
+    text = read_config_text(path, missing_fix="create it (see providers.yaml in the repository "
+                            "for an example) or pass the right path")
     return parse_providers(text, source=name)
 
 
