@@ -95,10 +95,13 @@ def run(args: argparse.Namespace) -> int:
                           field="--target", fix="failover-harness drill --target "
                           "http://127.0.0.1:8000 --target-profile service.profile.yaml")
     if args.target is not None:
-        if args.target_profile is None:
-            raise ConfigError("--target needs --target-profile", field="--target-profile",
+        if args.target_profile is None and (args.config is None or args.model is None):
+            raise ConfigError("--target needs --target-profile (or, for a LiteLLM gateway, "
+                              "--config and --model)", field="--target-profile",
                               fix="--target-profile service.profile.yaml (see docs/drill.md)")
         args.drills = args.drills or list(NAMES)
+        if args.target_profile is None:  # a LiteLLM gateway: the lock judges its fallbacks
+            return run_target(args, _judge(args, gateway_options(args))[0])
         return run_target(args)
     return _run_gateway(args)
 

@@ -5,7 +5,6 @@ drill (said in the output and in results.json) instead of "not applicable"."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from harness.cli import main
 from harness.commands._drill_check import JUDGED_BY
+from tests._servers import free_port
 from tests.drill.conftest import provider_env
 
 PROFILE = """\
@@ -39,11 +39,6 @@ drill:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.mark.parametrize(("script", "verdicts"), [
     ("correct_service.py", {"passed"}),
@@ -52,7 +47,7 @@ def _free_port() -> int:
 def test_cli_check_judges_the_timeout_scenarios_by_the_drill(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         start_service: Callable[..., object], script: str, verdicts: set[str]) -> None:
-    primary, fallback = _free_port(), _free_port()
+    primary, fallback = free_port(), free_port()
     monkeypatch.setenv("PRIMARY_PORT", str(primary))
     monkeypatch.setenv("FALLBACK_PORT", str(fallback))
     service = start_service(script, ["--timeout", "0.4"], provider_env(primary, fallback))

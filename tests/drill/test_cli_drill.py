@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from tests._servers import free_port
 from tests.drill.conftest import provider_env
 
 PROFILE = """\
@@ -37,11 +38,6 @@ drill:
 SECRET = "owner-token-not-to-print"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture
 def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -49,12 +45,12 @@ def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     """Start an example on fresh ports, drill it, return (exit code, report folder, output)."""
     def run(script: str, drills: str, *, trials: int = 1, reach: bool = True,
             capsys: pytest.CaptureFixture[str]) -> tuple[int, Path, str]:
-        primary, fallback = _free_port(), _free_port()
+        primary, fallback = free_port(), free_port()
         monkeypatch.setenv("PRIMARY_PORT", str(primary))
         monkeypatch.setenv("FALLBACK_PORT", str(fallback))
         monkeypatch.setenv("DRILL_OWNER", SECRET)
-        env = provider_env(primary, fallback) if reach else provider_env(_free_port(),
-                                                                          _free_port())
+        env = provider_env(primary, fallback) if reach else provider_env(free_port(),
+                                                                          free_port())
         service = start_service(script, ["--timeout", "0.4"], env)
         profile = tmp_path / "service.profile.yaml"
         profile.write_text(PROFILE, encoding="utf-8")
@@ -121,7 +117,7 @@ def test_cli_busy_port_exits_2_naming_the_line(tmp_path: Path, monkeypatch: pyte
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         monkeypatch.setenv("PRIMARY_PORT", str(busy.getsockname()[1]))
-        monkeypatch.setenv("FALLBACK_PORT", str(_free_port()))
+        monkeypatch.setenv("FALLBACK_PORT", str(free_port()))
         monkeypatch.setenv("DRILL_OWNER", SECRET)
         profile = tmp_path / "p.yaml"
         profile.write_text(PROFILE, encoding="utf-8")
