@@ -307,9 +307,9 @@ class Engine:
         if observe.races is not None:
             ev.races = listed(self.client, observe.races, job, headers)
             # Two answers reached the service: the loser's race may still be being written (a
-            # loaded service); look again, quickly, for a while before judging it missing.
+            # loaded service; seen: 1.4 s); look again, quickly, before judging it missing.
             answered = sum(c.outcome == "answered" for c in self._calls(ev.tag))
-            deadline = self.now() + max(1.0, 2 * self.section.timeouts.provider_s)
+            deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3)
             while answered > 1 and not ev.races and self.now() < deadline \
                     and not self.stop.wait(observe.poll_s):
                 ev.races = listed(self.client, observe.races, job, headers)
