@@ -9,6 +9,8 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
+from harness.console import counted
+
 if TYPE_CHECKING:
     from harness.explore.search import Found, Progress, Settings
     from harness.reports.session import ReportSession
@@ -39,7 +41,7 @@ class Ticker:
         self.progress = progress
         if not self.bar.disable:
             self.bar.update(self.task, completed=progress.schedules,
-                            description=f"{progress.violations} violations")
+                            description=counted(progress.violations, "violation"))
             return
         now = time.perf_counter()
         if now - self.last >= PROGRESS_EVERY_S:
@@ -54,7 +56,7 @@ class Ticker:
 
 
 def report_clean(session: ReportSession, found: Found, settings: Settings, target: str) -> None:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
 
     progress = found.progress
     if found.exhausted:
@@ -70,7 +72,7 @@ def report_clean(session: ReportSession, found: Found, settings: Settings, targe
 def report_violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
                target: str, args: argparse.Namespace, *,
                through: dict[str, Any] | None = None) -> None:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.explore.replay import replay_repro
     from harness.explore.repro import read_repro, write_repro
     from harness.explore.shrink import shrink

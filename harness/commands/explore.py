@@ -95,7 +95,8 @@ def add_through_options(parser: argparse.ArgumentParser) -> None:
                        help="where the proxy listens (default: a free loopback port, printed)")
     group.add_argument("--service-cmd", default=None, metavar="CMD",
                        help="start the service after the proxy is up ({proxy} in CMD becomes "
-                       "the proxy's URL; it is also in $HARNESS_PROXY_URL); stopped at the end")
+                       "the proxy's URL, also in $HARNESS_PROXY_URL; {python} or a leading "
+                       "'python' is the harness's own interpreter); stopped at the end")
     group.add_argument("--health-path", default="/healthz", metavar="PATH",
                        help="waited for (any answer below 500) before the first schedule "
                        "(default /healthz)")
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.explore.repro import write_repro
     from harness.explore.stress import stress
     from harness.scenarios.targets import open_target
@@ -261,7 +262,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def _replayed(session: ReportSession, args: argparse.Namespace, replayed: Replayed,
               target: str) -> int:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.reports import ReplayComparison
 
     outcome = replayed.outcome
