@@ -306,13 +306,12 @@ class Engine:
             ev.attempts = listed(self.client, observe.attempts, job, headers)
         if observe.races is not None:
             ev.races = listed(self.client, observe.races, job, headers)
-            # A late answer reached the service: its race is recorded when the service has
-            # handled that answer, which a loaded machine delays past the settle grace (seen:
-            # 1.4 s). Look again until it shows or the patience runs out; no race then is broken.
+            # Two answers reached the service: the loser's race may still be being written (a
+            # loaded service; seen: 1.4 s); look again, quickly, before judging it missing.
             answered = sum(c.outcome == "answered" for c in self._calls(ev.tag))
-            patience = self.now() + self.section.timeouts.provider_s * 2 + 0.3
-            while answered > 1 and not ev.races and self.now() < patience:
-                self.stop.wait(observe.poll_s)
+            deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3)
+            while answered > 1 and not ev.races and self.now() < deadline \
+                    and not self.stop.wait(observe.poll_s):
                 ev.races = listed(self.client, observe.races, job, headers)
 
     def _calls(self, tag: str) -> list[Call]:

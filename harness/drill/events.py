@@ -1,9 +1,9 @@
 """The drill's results@2 event: one :class:`DrillRun` per drill of a run — per promise, how many
 intents held it, broke it or left it unknown (a rate), and for each intent that failed or was
-unknown its findings, its lanes (each provider call from start to end and how it ended, the
-job's observed states, the winner) and the command that drills it again.
+unknown its findings, its lane diagram and the command that drills it again.
 
-Plain frozen dataclasses with no import from the package: the reports render them.
+Plain frozen dataclasses (the reports render them); of the others' events, only the shared
+pieces of :mod:`harness.scenarios.events`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from harness.domain.verdicts import Outcome
+from harness.scenarios.events import Timeline, Unknown
+
 DrillVerdict = Literal["passed", "failed", "unknown"]
-DrillOutcome = Literal["pass", "fail", "unknown", "skip"]
 FindingVerdict = Literal["held", "broken", "unknown", "not_judged"]
 
 
@@ -32,32 +34,10 @@ class PromiseRate:
 
 @dataclass(frozen=True)
 class DrillFinding:
-    """One promise's verdict on one intent, with the evidence or the reason and the fix."""
-
     promise: str
     verdict: FindingVerdict
     message: str = ""
     fix: str = ""
-
-
-@dataclass(frozen=True)
-class DrillMark:
-    """A moment on a lane: ``kind`` is submitted, a status class (running, succeeded, …),
-    started, or how a call ended (answered, abandoned, late, reset, cut, refused, released)."""
-
-    t: float  # seconds since the intent was submitted
-    kind: str
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class DrillLane:
-    """The job (or the client of a chat call), or one provider call."""
-
-    label: str
-    role: str = ""  # primary | fallback for a call
-    marks: tuple[DrillMark, ...] = ()
-    outcome: str | None = None  # a call: won, or how it ended; the job: its last status
 
 
 @dataclass(frozen=True)
@@ -69,16 +49,9 @@ class DrilledIntent:
     verdict: DrillVerdict
     findings: tuple[DrillFinding, ...] = ()
     winner: str | None = None
-    calls: tuple[str, ...] = ()  # "gpt#3 (primary, scripted hang) started at 0.010 s, …"
-    lanes: tuple[DrillLane, ...] = ()
-    duration_s: float = 0.0
+    calls: tuple[str, ...] = ()  # "gpt#3 hang → abandoned at 0.41 s"
+    timeline: Timeline | None = None
     note: str = ""
-
-
-@dataclass(frozen=True)
-class DrillUnknown:
-    reason: str
-    fix: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,13 +62,13 @@ class DrillRun:
     drill: str
     target: str
     verdict: DrillVerdict
-    outcome: DrillOutcome
+    outcome: Outcome
     description: str = ""
     profile: str = ""
     trials: int = 0
     promises: tuple[PromiseRate, ...] = ()
     intents: tuple[DrilledIntent, ...] = ()  # failing and unknown ones (the first few)
-    unknowns: tuple[DrillUnknown, ...] = ()
+    unknowns: tuple[Unknown, ...] = ()
     command: str = ""
     provider_calls: int = 0
     billed_calls: int = 0

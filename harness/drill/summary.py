@@ -8,17 +8,10 @@ from collections.abc import Callable
 
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
-from harness.drill.events import (
-    DrilledIntent,
-    DrillFinding,
-    DrillLane,
-    DrillMark,
-    DrillRun,
-    DrillUnknown,
-    PromiseRate,
-)
+from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
 from harness.drill.evidence import IntentEvidence
 from harness.drill.judge import PROMISES, IntentVerdict
+from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
 MAX_INTENTS_SHOWN = 5
 OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}
@@ -46,7 +39,7 @@ def _event(results: DrillResults, name: str, verdicts: list[IntentVerdict],
         description=DRILLS[name].description, profile=results.profile,
         trials=len(verdicts), promises=promises,
         intents=tuple(_intent(v) for v in bad[:MAX_INTENTS_SHOWN]),
-        unknowns=tuple(DrillUnknown(reason, fix) for (reason, fix) in unknowns[:3]),
+        unknowns=tuple(Unknown(reason, fix) for (reason, fix) in unknowns[:3]),
         command=command, provider_calls=len(calls), billed_calls=sum(c.billed for c in calls),
         wall_s=max((v.evidence.ended_at - v.evidence.started_at for v in verdicts), default=0.0),
     )
@@ -81,8 +74,7 @@ def _intent(v: IntentVerdict) -> DrilledIntent:
         findings=tuple(DrillFinding(f.promise, f.verdict, f.message, f.fix)  # type: ignore[arg-type]
                        for f in v.findings if f.verdict != "not_judged"),
         winner=v.winner, calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
-        lanes=lanes(ev, v.winner), duration_s=round(max(ev.ended_at - ev.started_at, 0.001), 4),
-        note=ev.note)
+        timeline=lanes(ev, v.winner), note=ev.note)
 
 
 def _call_line(ev: IntentEvidence, i: int) -> str:
@@ -94,31 +86,31 @@ def _call_line(ev: IntentEvidence, i: int) -> str:
             f"{c.at - ev.started_at:.3f} s, {end}, {billed}")
 
 
-def lanes(ev: IntentEvidence, winner: str | None) -> tuple[DrillLane, ...]:
+def lanes(ev: IntentEvidence, winner: str | None) -> Timeline:
     """The intent's lane diagram: the job (or the client), then one lane per provider call."""
     t0 = ev.started_at
-    marks: list[DrillMark] = [DrillMark(round(s.at - t0, 4), "submitted", f"HTTP {s.status}"
+    marks = [TimelineEvent(round(s.at - t0, 4), "submitted", f"HTTP {s.status}"
                            + (f" job {s.job_id}" if s.job_id else "")) for s in ev.submissions]
     last = None
     for o in ev.observations:
         if o.status != last:
             result = f" {o.result[:40]}" if o.result else ""
-            marks.append(DrillMark(round(o.at - t0, 4), o.status,
+            marks.append(TimelineEvent(round(o.at - t0, 4), o.status,
                                        f"{o.raw_status}{result}"))
             last = o.status
     for s in ev.submissions:
         if s.ended_at is not None and not ev.observations:
-            marks.append(DrillMark(round(s.ended_at - t0, 4), "result", s.result or s.error))
+            marks.append(TimelineEvent(round(s.ended_at - t0, 4), "result", s.result or s.error))
     if ev.observations:
-        marks.append(DrillMark(round(ev.observations[-1].at - t0, 4), "observed",
+        marks.append(TimelineEvent(round(ev.observations[-1].at - t0, 4), "observed",
                                    ev.observations[-1].raw_status or ""))
-    rows = [DrillLane("job" if ev.observations else "client", marks=tuple(marks),
-                      outcome=last or None)]
+    rows = [Lane("job" if ev.observations else "client", events=tuple(marks),
+                 outcome=last or None)]
     for c in ev.calls:
         ended = c.ended_at if c.ended_at is not None else ev.ended_at
-        events = (DrillMark(round(c.at - t0, 4), "started", c.behaviour),
-                  DrillMark(round(ended - t0, 4), c.outcome,
+        events = (TimelineEvent(round(c.at - t0, 4), "started", c.behaviour),
+                  TimelineEvent(round(ended - t0, 4), c.outcome,
                                 "billed" if c.billed else "not billed"))
-        rows.append(DrillLane(f"{c.ident} ({c.behaviour})", c.role, events,
-                              "won" if c.ident == winner else c.outcome))
-    return tuple(rows)
+        rows.append(Lane(f"{c.ident} ({c.behaviour})", c.role, events,
+                         "won" if c.ident == winner else c.outcome))
+    return Timeline(duration=round(max(ev.ended_at - t0, 0.001), 4), lanes=tuple(rows))

@@ -9,7 +9,6 @@ from functools import cache
 
 import jinja2
 
-from harness.drill.events import DrilledIntent
 from harness.reports.charts import histogram_svg
 from harness.reports.digest import commands, problems
 from harness.reports.model import (
@@ -19,12 +18,9 @@ from harness.reports.model import (
     DrillRun,
     ExploreResult,
     GateVerdict,
-    Lane,
     ReplayComparison,
     Results,
     ScenarioRun,
-    Timeline,
-    TimelineEvent,
     TrialSeries,
 )
 from harness.reports.redaction import scrub
@@ -56,13 +52,6 @@ def _first_runs(series: TrialSeries) -> list[tuple[str, object]]:
     return [(", ".join(f.title for f in fs), fs) for fs in seen.values()]  # type: ignore[attr-defined]
 
 
-def _drill_timeline(intent: DrilledIntent) -> Timeline:
-    """A drilled intent's lanes as a timeline (the job, then each provider call)."""
-    return Timeline(duration=intent.duration_s, lanes=tuple(
-        Lane(lane.label, lane.role, tuple(TimelineEvent(m.t, m.kind, m.label) for m in lane.marks),
-             lane.outcome) for lane in intent.lanes))
-
-
 def _mutant_counts(m: DetectionMatrix) -> tuple[int, int]:
     mutants = [t for t in m.targets if t != m.reference]
     return sum(1 for t in mutants if m.caught(t)), len(mutants)
@@ -91,7 +80,6 @@ def render_html(results: Results) -> str:
         drills=results.of(DrillRun),
         check_names=names,
         svg=render_svg,
-        drill_timeline=_drill_timeline,
         histogram=histogram_svg,
         first_runs=_first_runs,
         mutant_counts=_mutant_counts,
