@@ -24,7 +24,8 @@ def _body(tag: str) -> dict[str, object]:
 def test_engine_fake_scripts_each_tag_and_signs_each_answer() -> None:
     fake = RecordingFake("openai-chat", name="gpt", signed=True)
     fake.script_tag(A, "status:529")
-    with FakeServer(fake) as server, httpx.Client(base_url=f"{server.url}/v1", headers=AUTH) as client:
+    with FakeServer(fake) as server, \
+            httpx.Client(base_url=f"{server.url}/v1", headers=AUTH) as client:
         refused = client.post("/chat/completions", json=_body(A))
         answered = client.post("/chat/completions", json=_body(B))  # unscripted: answers
     assert refused.status_code == 529
@@ -79,7 +80,8 @@ def test_engine_fake_keeps_concurrent_intents_apart() -> None:
     tags = [f"drill-{i:012x}" for i in range(16)]
     for i, tag in enumerate(tags):
         fake.script_tag(tag, "status:500" if i % 2 else "conformant")
-    with FakeServer(fake) as server, httpx.Client(base_url=f"{server.url}/v1", headers=AUTH) as client, \
+    with FakeServer(fake) as server, \
+            httpx.Client(base_url=f"{server.url}/v1", headers=AUTH) as client, \
             ThreadPoolExecutor(8) as pool:
         codes = list(pool.map(lambda t: client.post("/chat/completions",
                                                     json=_body(t)).status_code, tags))
