@@ -72,7 +72,8 @@ def _start_service(primary: int, fallback: int,
     env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{primary}/v1",
            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fallback}", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen([sys.executable, str(SERVICE), "--port", "0", "--timeout",
-                                str(timeout)], stdout=subprocess.PIPE, text=True, env=env)
+                                str(timeout)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True, env=env)  # its tracebacks: failed calls, expected
     assert process.stdout is not None
     for line in process.stdout:  # blocks until the service says where it listens (or exits)
         if line.startswith("listening on "):
