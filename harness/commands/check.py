@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.commands._drill_check import open_check_drill
 from harness.commands._report import add_report_options
 from harness.gateways.options import add_gateway_options, gateway_options
 
@@ -141,17 +143,23 @@ def run(args: argparse.Namespace) -> int:
 
         scenarios, suites = _suites(s, with_detection=True)
         target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
+        drill = None
         try:
             target_secrets(target, s.target)
             target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
+            drill = open_check_drill(s.target, s.target_profile, os.environ)  # docs/drill.md
             session = open_session(args, "check", targets=[target.description])
             session.say(f"check: {len(scenarios)} scenario(s) against {target.description}; "
                         f"suites: {suites}")
             for warning in getattr(target, "warnings", ()):  # a profile's, said at load
                 session.note(warning)
+            if drill is not None:  # the providers: timeouts, late results judged by the drill
+                drill.run(session, s.trials)
             _on_target(session, s, scenarios, target)
         finally:
             target.close()
+            if drill is not None:
+                drill.close()
     else:
         from harness.reports.redaction import register_target_secrets
 
@@ -178,26 +186,34 @@ def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
     """The scenarios to run, and the suites they come from, as the live output names them.
 
     The shipped scenarios (and, with ``--target``, the detection suite) always run; a
-    ``scenarios/`` folder in the working directory adds its scenarios (and its ``detection/``).
-    Only explicit paths (``--scenarios``, or the project file's ``scenarios:``) replace them."""
+    ``scenarios/`` folder in the working directory adds its scenarios (and its ``detection/``),
+    a local one named like a shipped one taking its place (``init`` copies the shipped ones:
+    the user may have edited them). Only explicit paths (``--scenarios``, or the project file's
+    ``scenarios:``) replace the shipped suites."""
     from harness.commands.scenarios import shipped_scenarios
-    from harness.scenarios.loader import scenario_files
 
     if s.scenarios:
         scenarios = _load(s.scenarios)
         named = ", ".join(str(p) for p in s.scenarios)
         return scenarios, f"{named} ({len(scenarios)}; given paths replace the shipped suites)"
     shipped = shipped_scenarios()
-    suites: list[tuple[str, list[Path]]] = [("shipped", [shipped])]
+    suites: list[tuple[str, list[Any]]] = [("shipped", _load([shipped]))]
     if with_detection and (shipped / "detection").is_dir():
-        suites.append(("detection", [shipped / "detection"]))
+        suites.append(("detection", _load([shipped / "detection"])))
     local = Path("scenarios")
     if local.is_dir() and local.resolve() != shipped.resolve():
         extra = [local / "detection"] if with_detection and (local / "detection").is_dir() else []
-        suites.append((f"local {local}/", [local, *extra]))
-    scenarios = _load([p for _, paths in suites for p in paths])
-    return scenarios, ", ".join(f"{name} ({len(scenario_files(paths))})"
-                                for name, paths in suites)
+        mine = _load([local, *extra])
+        names = {m.name for m in mine}
+        replaced = sum(1 for _, group in suites for x in group if x.name in names)
+        suites = [(name, [x for x in group if x.name not in names]) for name, group in suites]
+        note = f", {replaced} in place of shipped ones of the same name" if replaced else ""
+        suites.append((f"local {local}/", mine))
+        return [x for _, group in suites for x in group], ", ".join(
+            f"{name} ({len(group)}{note if name.startswith('local') else ''})"
+            for name, group in suites)
+    return [x for _, group in suites for x in group], ", ".join(
+        f"{name} ({len(group)})" for name, group in suites)
 
 
 def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
@@ -295,12 +311,11 @@ def _certification(session: Any, args: argparse.Namespace, s: Settings, workspac
             failover[(link.provider, contract)] = link.failover
     if not args.no_certify:
         from harness.contracts.certifier import certify, plan
-        from harness.contracts.decidable import needs_adaptive
 
         targets = plan(workspace.providers, workspace.contracts,
                        providers_path=str(s.providers))
         failover.update({(t.provider.id, t.contract.id): t.failover for t in targets})
-        undecidable = needs_adaptive([t.contract for t in targets])
+        undecidable = workspace.undecidable([t.contract for t in targets])
         adaptive = any(c.adaptive_decides for c in undecidable)  # what would decide
         for check in undecidable:
             session.say(f"note: {check.text()}")

@@ -175,6 +175,8 @@ def _run(args: argparse.Namespace) -> int:
         target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
         session = open_session(args, "scenarios run", targets=[target.description])
         session.say(f"target {target.description}; {len(scenarios)} scenario(s)")
+        for warning in getattr(target, "warnings", ()):  # a profile's, said at load
+            session.note(warning)
         options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,
                              target_text=args.target, extra=target_extra(args))
         run_all(session, scenarios, target, options)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.domain.errors import ConfigError, StoreError
+from harness.service.lifeline import mark_parent
 
 HELP = "Run the reference HTTP service (API v1) over the reference store"
 EXITS = {0: "stopped cleanly (Ctrl-C)"}
@@ -122,13 +123,12 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.service import app as service
     from harness.service.auth import load_tokens
-    from harness.service.lifeline import mark_parent
     from harness.store import open_store
 
     _check(args)
+    tokens = load_tokens(args.tokens_file, os.environ)
     _check_port_free(args.host, args.port)
     url = args.db or os.environ.get(service.ENV_DB) or service.DEFAULT_DB
-    tokens = load_tokens(args.tokens_file, os.environ)
     options: dict[str, Any] = {}
     if url.startswith(("postgresql://", "postgres://")):
         options["pool_size"] = args.pool_size

@@ -409,6 +409,9 @@ class ProfileTarget(Target):
                                "capabilities: for a load balancer)"}
             return (f"needs {', '.join(why.get(m, m) for m in missing)}, which profile "
                     f"{self.profile.name!r} does not declare")
+        if not self.tokens and len({s.actor for s in scenario.steps}) > 1:  # one caller
+            return ("needs two owners: give --tokens-file with a bearer token per owner "
+                    "({token: owner}) to judge owner scoping")
         for step in scenario.steps:
             if isinstance(step.action, ScenarioFault) and \
                     self.profile.fault(step.action.kind) is None:
@@ -419,10 +422,17 @@ class ProfileTarget(Target):
 
     def preflight(self) -> None:
         """The service answers, and accepts every owner's token (a read of a missing job)."""
-        from harness.scenarios.targets.preflight import check_owners
+        from harness.scenarios.targets.preflight import (
+            check_owners,
+            everything_404,
+            wrong_base_url,
+        )
 
         session = ProfileSession(self)
         try:
+            create = self.profile.operations["create_job"].path
+            if "{" not in create and everything_404(session.http, self.urls[0], (create,)):
+                raise wrong_base_url(self.description, f"GET {create} answered 404")
             check_owners(session, list(self.tokens) or [""], self.description,
                          tokens_given=bool(self.tokens))
         finally:
@@ -430,8 +440,6 @@ class ProfileTarget(Target):
 
     def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         actors = {s.actor for s in scenario.steps}
-        if not self.tokens and len(actors) > 1:
-            return ("needs a bearer token per owner", "pass --tokens-file ({token: owner})")
         absent = sorted(actors - set(self.tokens)) if self.tokens else []
         if absent:
             return (f"no token for owner(s) {', '.join(absent)} in the tokens file",
