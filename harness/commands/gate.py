@@ -23,14 +23,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the contracts folder (default: contracts/ beside the providers file)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file (default: <providers>.lock.json beside it)")
-    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
+    add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
     add_report_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.commands._collect import gate_verdict  # lazily: keep `--help` fast
     from harness.commands._report import open_session
-    from harness.contracts.workspace import open_workspace
+    from harness.gateways.sources import open_workspace
 
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     session = open_session(args, "gate")

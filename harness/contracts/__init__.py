@@ -30,7 +30,7 @@ from harness.contracts.records import (
 from harness.contracts.standing import Standing, State
 from harness.contracts.stats import RateVerdict
 from harness.contracts.tokenizers import TokenizerUnavailable, load_tokenizer
-from harness.contracts.workspace import Workspace, open_workspace
+from harness.contracts.workspace import Workspace, workspace_for
 
 __all__ = [
     "CertificationRecord",
@@ -54,7 +54,7 @@ __all__ = [
     "load_contracts",
     "load_tokenizer",
     "lock_path_for",
-    "open_workspace",
     "plan",
     "read_lock",
+    "workspace_for",
 ]
