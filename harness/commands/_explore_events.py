@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness.commands._collect import checks_of
+from harness.domain.verdicts import EXPLORE_OUTCOME as OUTCOME
+from harness.domain.verdicts import EXPLORE_VERDICT as VERDICT
 from harness.reports import (
     Check,
     ExploreResult,
@@ -20,8 +22,6 @@ from harness.reports import (
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
 
-OUTCOME = {"passed": "pass", "violated": "fail", "unknown": "unknown"}
-VERDICT = {"passed": "passed", "violated": "failed", "unknown": "unknown"}
 
 
 def schedule_steps(outcome: Outcome) -> tuple[ScheduleStep, ...]:
@@ -77,8 +77,8 @@ def explore_result(outcome: Outcome | None, *, target: str, settings: Any, found
         return _clean_result(found, common)
     steps = schedule_steps(outcome)
     return ExploreResult(
-        verdict=VERDICT[outcome.status],  # type: ignore[arg-type]
-        outcome=OUTCOME[outcome.status],  # type: ignore[arg-type]
+        verdict=VERDICT[outcome.status],
+        outcome=OUTCOME[outcome.status],
         found_at=getattr(found, "schedule", None),
         checks=checks_of(outcome, outcome.history),
         schedule=steps, original_steps=original_steps, shrunk_steps=outcome.steps,

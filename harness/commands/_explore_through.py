@@ -14,6 +14,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.commands._explore_found import Ticker, report_clean, report_violation
 from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -128,7 +129,6 @@ def pct_line(found: Found, settings: Settings) -> str:
 
 
 def run_through(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
-    from harness.commands.explore import _clean, _Ticker, _violation
     from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
     from harness.explore.search import search
 
@@ -155,7 +155,7 @@ def run_through(args: argparse.Namespace, settings: Settings, session: ReportSes
                     f"{settings.workload}; clients ≤ {settings.clients}; budget {limit}; "
                     f"{settings.choices} choices{depth}; settle {settle:g} ms")
         warm_up(controller, proxy, build, settings.workload, session.say)
-        ticker = _Ticker(session.say, settings.budget)
+        ticker = Ticker(session.say, settings.budget)
         found = search(controller, settings, ticker, build=build,
                        workloads=[w for w in HTTP_WORKLOADS if w != "handler-failure"
                                   or "handler_faults" in capabilities])
@@ -164,9 +164,9 @@ def run_through(args: argparse.Namespace, settings: Settings, session: ReportSes
         if settings.choices == "pct":
             session.say(pct_line(found, settings))
         if found.outcome is None:
-            _clean(session, found, settings, target)
+            report_clean(session, found, settings, target)
         else:
-            _violation(session, controller, found, settings, target, args,
+            report_violation(session, controller, found, settings, target, args,
                        through=through_info(args, settle))
     return session.finish()
 

@@ -1,8 +1,9 @@
 """The report options every judging command takes, and the session that serves them.
 
 ``--report-dir DIR`` (the folder ``DIR/<UTC time>/`` and ``DIR/latest``), ``--json`` (results.json
-on stdout; the live lines go to stderr), ``--junit FILE`` (junit.xml also there) and ``--quiet``
-(only what broke or is unknown, and the verdict). A command calls :func:`open_session`, emits its
+on stdout; the live lines go to stderr), ``--junit FILE`` (junit.xml also there), ``--quiet``
+(only what broke or is unknown, and the verdict) and ``--verbose`` (every detail as it
+comes). A command calls :func:`open_session`, emits its
 events and returns ``session.finish()`` as its exit code.
 """
 
@@ -29,6 +30,9 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
                        help="also write junit.xml to FILE (for CI test reporters)")
     group.add_argument("--quiet", action="store_true",
                        help="print only what broke or is unknown, and the verdict")
+    group.add_argument("-v", "--verbose", action="store_true",
+                       help="print every violation with its history, every trial failure and "
+                       "every statistic as it comes (the report folder always has them)")
 
 
 def report_dir(args: argparse.Namespace) -> Path:
@@ -56,6 +60,7 @@ def open_session(args: argparse.Namespace, command: str, *, targets: Iterable[st
         handlers.append(JsonOut(sys.stdout))
     handlers.append(LiveOutput(sys.stderr if json_out else None,
                                quiet=bool(getattr(args, "quiet", False)),
+                               verbose=bool(getattr(args, "verbose", False)),
                                folder=lambda: writer.written))
     handlers.extend(extra)
     session.handlers = handlers

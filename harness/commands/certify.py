@@ -17,7 +17,17 @@ from harness.commands._report import add_report_options
 from harness.gateways.options import add_gateway_options, gateway_options
 
 DEFAULT_CONCURRENCY = 64  # harness.contracts.certifier.DEFAULT_CONCURRENCY (imported lazily)
-HELP = "certify fallback providers against their contracts and write providers.lock.json"
+HELP = "Certify fallback providers against their contracts and write the lock file"
+EXITS = {
+    0: "every provider of an auto link is eligible",
+    1: "a provider of an auto link is ineligible",
+    3: "none ineligible, but one undecided (sample more: --adaptive)",
+}
+EXAMPLES = (
+    ("certify live, sampling in rounds until every verdict is decided",
+     "failover-harness certify --adaptive"),
+    ("certify offline from recorded cassettes", "failover-harness certify --replay"),
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
     from harness.console import console
     from harness.contracts.certifier import certify, plan
+    from harness.contracts.decidable import needs_adaptive
     from harness.contracts.exchange import Mode
     from harness.contracts.standing import certify_command
     from harness.gateways.audit import gateway_audit
@@ -72,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     )
     mode: Mode = "record" if args.record else "replay" if args.replay else "live"
     cassettes = args.cassettes or ws.cassettes_dir
+    undecidable = needs_adaptive([t.contract for t in targets])
+    args.adaptive = args.adaptive or any(c.adaptive_decides for c in undecidable)
     if args.adaptive:  # the most it may spend; a decided provider stops early
         total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) for t in targets)
     else:
@@ -81,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         t.provider.via for t in targets) else []  # what the provider behind the gateway got
     err = console(stderr=True)
     session = open_session(args, "certify")  # before certifying: its start time is the run's
+    for check in undecidable:  # said at load, before any call is spent
+        session.say(f"note: {check.text()}")
     previous = dict(ws.lock.records)  # drift: what changed since the last certification
     with Progress(
         TextColumn("certifying" + (" (adaptive: at most)" if args.adaptive else "")),
@@ -95,16 +110,16 @@ def run(args: argparse.Namespace) -> int:
         ))
     # A record no call reached is no evidence: it never replaces an earlier one in the lock
     # (written only where the lock has none, so the gate says why the pair is undecided).
-    evidence = ws.lock.merge_evidence(result.records)
-    if evidence:
-        ws.lock.write()
+    # Merged into the lock as it is now, under a file lock: a concurrent run keeps its records.
+    evidence = ws.lock.commit(result.records)
     failover = {(t.provider.id, t.contract.id): t.failover for t in targets}
     how = "replayed from cassettes" if args.replay else mode
     rule = "adaptive, mixture SPRT" if args.adaptive else "fixed, Clopper–Pearson"
     session.say(f"certification ({how}; {rule})")
     for record in result.records:
         link = failover.get(record.key, "")
-        command = certify_command(record.provider, record.contract, str(args.providers))
+        command = certify_command(record.provider, record.contract, str(args.providers),
+                                  adaptive=args.adaptive)
         fix = ws.fix_for(record, command)
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "

@@ -32,8 +32,14 @@ from typing import Any
 from harness.commands._report import add_report_options
 from harness.gateways.options import add_gateway_options, gateway_options
 
-HELP = ("the main job: scenarios on your service (--target) or the reference store and its "
-        "mutants, certification and gate, with a report")
+HELP = ("Run the main job: scenarios on your service (or the reference store and its mutants), "
+        "then certify and gate the providers")
+EXAMPLES = (
+    ("check your running service, described by a target profile",
+     "failover-harness check --target http://127.0.0.1:8801 "
+     "--target-profile examples/jobs.profile.yaml"),
+    ("check the harness itself, offline (what the Quick start runs)", "failover-harness check"),
+)
 DEFAULT_PROVIDERS = Path("providers.yaml")
 
 
@@ -61,8 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="lock file (default: providers.lock.json beside the providers file)")
     parser.add_argument("--scenarios", type=Path, nargs="*", default=None, metavar="PATH",
-                        help="scenario files or folders (default: scenarios/, and "
-                        "scenarios/detection/ with --target)")
+                        help="scenario files or folders, replacing the default: the shipped "
+                        "scenarios (and the detection suite with --target), plus those of a "
+                        "scenarios/ folder in the working directory")
     parser.add_argument("--db", default=None, metavar="URL",
                         help="self-check only: the database for the scenario runs, "
                         "sqlite:///file.db or postgresql://… (default: a temporary SQLite file)")
@@ -132,13 +139,16 @@ def run(args: argparse.Namespace) -> int:
         from harness.commands._trials import target_secrets
         from harness.scenarios.targets import open_target
 
-        scenarios = _load(s.scenarios or _default_scenarios(with_detection=True))
+        scenarios, suites = _suites(s, with_detection=True)
         target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
         try:
             target_secrets(target, s.target)
             target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
             session = open_session(args, "check", targets=[target.description])
-            session.say(f"check: {len(scenarios)} scenario(s) against {target.description}")
+            session.say(f"check: {len(scenarios)} scenario(s) against {target.description}; "
+                        f"suites: {suites}")
+            for warning in getattr(target, "warnings", ()):  # a profile's, said at load
+                session.note(warning)
             _on_target(session, s, scenarios, target)
         finally:
             target.close()
@@ -146,8 +156,10 @@ def run(args: argparse.Namespace) -> int:
         from harness.reports.redaction import register_target_secrets
 
         register_target_secrets(args.db)
-        scenarios = _load(s.scenarios or _default_scenarios(with_detection=False))
+        scenarios, suites = _suites(s, with_detection=False)
         session = open_session(args, "check", targets=[args.db or "sqlite (embedded)"])
+        session.say(f"check: {len(scenarios)} scenario(s) on the reference store and its "
+                    f"mutants; suites: {suites}")
         _self_check(session, args, s, scenarios)
     if workspace is None:
         session.note(f"no {s.providers}: certification and gate skipped")
@@ -162,15 +174,30 @@ def _load(paths: tuple[Path, ...] | list[Path]) -> list[Any]:
     return load_scenarios(list(paths))
 
 
-def _default_scenarios(*, with_detection: bool) -> list[Path]:
-    """``scenarios/`` of the working directory, else the ones shipped with the harness."""
-    from harness.commands.scenarios import default_scenarios
+def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
+    """The scenarios to run, and the suites they come from, as the live output names them.
 
-    folder = default_scenarios()
-    paths = [folder]
-    if with_detection and (folder / "detection").is_dir():
-        paths.append(folder / "detection")
-    return paths
+    The shipped scenarios (and, with ``--target``, the detection suite) always run; a
+    ``scenarios/`` folder in the working directory adds its scenarios (and its ``detection/``).
+    Only explicit paths (``--scenarios``, or the project file's ``scenarios:``) replace them."""
+    from harness.commands.scenarios import shipped_scenarios
+    from harness.scenarios.loader import scenario_files
+
+    if s.scenarios:
+        scenarios = _load(s.scenarios)
+        named = ", ".join(str(p) for p in s.scenarios)
+        return scenarios, f"{named} ({len(scenarios)}; given paths replace the shipped suites)"
+    shipped = shipped_scenarios()
+    suites: list[tuple[str, list[Path]]] = [("shipped", [shipped])]
+    if with_detection and (shipped / "detection").is_dir():
+        suites.append(("detection", [shipped / "detection"]))
+    local = Path("scenarios")
+    if local.is_dir() and local.resolve() != shipped.resolve():
+        extra = [local / "detection"] if with_detection and (local / "detection").is_dir() else []
+        suites.append((f"local {local}/", [local, *extra]))
+    scenarios = _load([p for _, paths in suites for p in paths])
+    return scenarios, ", ".join(f"{name} ({len(scenario_files(paths))})"
+                                for name, paths in suites)
 
 
 def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
@@ -267,19 +294,27 @@ def _certification(session: Any, args: argparse.Namespace, s: Settings, workspac
             failover[(link.provider, contract)] = link.failover
     if not args.no_certify:
         from harness.contracts.certifier import certify, plan
+        from harness.contracts.decidable import needs_adaptive
 
         targets = plan(workspace.providers, workspace.contracts,
                        providers_path=str(s.providers))
         failover.update({(t.provider.id, t.contract.id): t.failover for t in targets})
-        total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
+        undecidable = needs_adaptive([t.contract for t in targets])
+        adaptive = any(c.adaptive_decides for c in undecidable)  # what would decide
+        for check in undecidable:
+            session.say(f"note: {check.text()}")
+        total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) if adaptive
+                    else len(t.contract.goldens) * t.contract.thresholds.samples
+                    for t in targets)
         progress, task = _progress("certifying", total)
         with progress:
-            result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n)))
-        if workspace.lock.merge_evidence(result.records):  # unreached: no evidence
-            workspace.lock.write()
+            result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n),
+                                         adaptive=adaptive))
+        workspace.lock.commit(result.records)  # unreached: no evidence; under a file lock
         for record in result.records:
             link = failover.get(record.key, "")
-            command = certify_command(record.provider, record.contract, str(s.providers))
+            command = certify_command(record.provider, record.contract, str(s.providers),
+                                      adaptive=adaptive)
             fix = workspace.fix_for(record, command)
             session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.emit(gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),

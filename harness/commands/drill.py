@@ -1,7 +1,9 @@
-"""`failover-harness drill`: a gateway's failover under timeouts and overload, counted per request.
+"""`failover-harness drill`: a service's or a gateway's failover under timeouts and overload.
 
-Start the gateway on a test copy of its LiteLLM config (each deployment's ``api_base`` on a free
-loopback port, the primary's ``timeout`` short), then::
+``drill --target URL --target-profile F``: any service, from the provider side (see
+:mod:`harness.commands.drill_target` and docs/drill.md). ``drill --gateway``: a LiteLLM gateway
+from its config. Start the gateway on a test copy of its LiteLLM config (each deployment's
+``api_base`` on a free loopback port, the primary's ``timeout`` short), then::
 
     failover-harness drill --gateway http://127.0.0.1:4000 --config litellm.test.yaml --model triage
 
@@ -25,33 +27,53 @@ from typing import Any, Literal
 from harness.commands._report import add_report_options
 from harness.gateways.options import gateway_options
 
-HELP = "drill a running gateway's failover (hangs, late answers, 429/529, resets, cut streams)"
+HELP = ("Drill a running service's or gateway's failover from the provider side: hangs, late "
+        "answers, 5xx, 429/529, resets, cut streams and double clicks")
+EXITS = {
+    0: "every drill ran and every promise held",
+    1: "a promise was broken (two jobs for one intent, a timeout reported as a failure, a "
+       "result that changed, billed calls over the bound, a cut stream taken as a success, an "
+       "uncertified fallback reached)",
+    2: "bad input: a profile or config error, a busy or non-loopback port",
+    3: "a promise could not be judged (the scripted failure never happened, the service never "
+       "called the fakes, a fallback could not be judged)",
+}
+EXAMPLES = (
+    ("drill a jobs service whose providers point at the fakes' ports",
+     "failover-harness drill --target http://127.0.0.1:8000 --target-profile drill.profile.yaml"),
+    ("drill the model group 'triage' of a LiteLLM proxy running config.yaml",
+     "failover-harness drill --gateway http://127.0.0.1:4000 --config config.yaml "
+     "--model triage"),
+)
 OUTCOME: dict[str, Literal["pass", "fail", "unknown"]] = {
     "passed": "pass", "failed": "fail", "unknown": "unknown"}
-DRILL_NAMES = ("hang", "late", "overload-429", "overload-529", "reset", "stream-cut")
+GATEWAY_DRILLS = ("hang", "late", "overload-429", "overload-529", "reset", "stream-cut")
 
 
 def _drills(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    if names == ["all"]:
-        return list(DRILL_NAMES)
-    unknown = [n for n in names if n not in DRILL_NAMES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown drill(s) {', '.join(unknown) or '(none)'}; choose from "
-            f"{', '.join(DRILL_NAMES)} or all")
-    return names
+    from harness.drill.drills import parse_names
+
+    try:
+        return parse_names(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gateway", required=True, metavar="URL",
-                        help="the running gateway (e.g. http://127.0.0.1:4000)")
-    parser.add_argument("--config", required=True, type=Path, metavar="FILE",
+    from harness.commands.drill_target import add_target_options
+    from harness.drill.drills import NAMES
+
+    add_target_options(parser)
+    parser.add_argument("--gateway", metavar="URL",
+                        help="a running LiteLLM gateway (e.g. http://127.0.0.1:4000), with "
+                        "--config and --model")
+    parser.add_argument("--config", type=Path, metavar="FILE",
                         help="the LiteLLM config the gateway runs (a test copy: loopback api_base)")
-    parser.add_argument("--model", required=True, metavar="GROUP",
+    parser.add_argument("--model", metavar="GROUP",
                         help="the model group to send requests to")
-    parser.add_argument("--drills", type=_drills, default=list(DRILL_NAMES), metavar="LIST",
-                        help=f"comma-separated: {', '.join(DRILL_NAMES)} (default: all)")
+    parser.add_argument("--drills", type=_drills, default=None, metavar="LIST",
+                        help=f"comma-separated: {', '.join(NAMES)} or all (default: all; with "
+                        f"--gateway: {', '.join(GATEWAY_DRILLS)})")
     parser.add_argument("--requests", type=int, default=1, metavar="N",
                         help="requests per drill (default: 1)")
     parser.add_argument("--api-key-env", default="LITELLM_MASTER_KEY", metavar="NAME",
@@ -69,6 +91,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.domain.errors import ConfigError
+
+    if (args.target is None) == (args.gateway is None):
+        raise ConfigError("drill needs either --target URL --target-profile FILE (a service) or "
+                          "--gateway URL --config FILE --model GROUP (a LiteLLM gateway)",
+                          field="--target", fix="failover-harness drill --target "
+                          "http://127.0.0.1:8000 --target-profile service.profile.yaml")
+    if args.target is not None:
+        from harness.commands.drill_target import run_target
+        from harness.drill.drills import NAMES
+
+        if args.target_profile is None:
+            raise ConfigError("--target needs --target-profile", field="--target-profile",
+                              fix="--target-profile service.profile.yaml (see docs/drill.md)")
+        args.drills = args.drills or list(NAMES)
+        return run_target(args)
+    return _run_gateway(args)
+
+
+def _run_gateway(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
     from harness.domain.errors import ConfigError
     from harness.gateways.drill import run_drills
@@ -77,6 +119,15 @@ def run(args: argparse.Namespace) -> int:
     from harness.providers.secrets import secret_from_env
     from harness.reports import Case
 
+    if args.config is None or args.model is None:
+        raise ConfigError("--gateway needs --config and --model", field="--config",
+                          fix="--config litellm.test.yaml --model GROUP")
+    args.drills = args.drills or list(GATEWAY_DRILLS)
+    unsupported = [d for d in args.drills if d not in GATEWAY_DRILLS]
+    if unsupported:
+        raise ConfigError(f"drill(s) {', '.join(unsupported)} need a service profile",
+                          field="--drills", fix=f"with --gateway use: {', '.join(GATEWAY_DRILLS)}"
+                          " (or drill the gateway with --target and a chat profile)")
     if args.requests < 1:
         raise ConfigError("--requests must be at least 1", field="--requests", fix="--requests 1")
     config = read_litellm_config(args.config)

@@ -9,26 +9,36 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import shlex
-import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from harness.commands._explore_found import Ticker, report_clean, report_violation
 from harness.commands._report import add_report_options
 from harness.domain.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:
-    from harness.explore.controller import Outcome
     from harness.explore.replay import Replayed
-    from harness.explore.search import Found, Progress, Settings
+    from harness.explore.search import Settings
     from harness.reports.session import ReportSession
 
-HELP = ("Find, shrink and replay races: in your service through its Redis / PostgreSQL "
-        "(--through), or in a store one SQL statement at a time.")
+HELP = ("Find, shrink and replay races in your service (through its Redis or PostgreSQL) "
+        "or in a store, one step at a time")
+EXITS = {
+    0: "the budget was spent with no violation, every promise exercised",
+    1: "a violation (or, for a replay, a run that diverged from the recording)",
+    3: "no violation, but a promise no schedule exercised",
+}
+EXAMPLES = (
+    ("find a race in a mutant store", "failover-harness explore --target "
+     "mutant:check-then-insert --workload double-click --budget 200"),
+    ("find a race in a service through its Redis, starting the service with this Python",
+     "failover-harness explore --target http://127.0.0.1:8811 --target-profile "
+     "examples/redis-lock.profile.yaml --through redis://127.0.0.1:6379/0 --choices pct "
+     "--service-cmd \"python examples/redis_lock_service.py --port 8811 --redis {proxy}\""),
+)
 STORE_WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
 SERVICE_WORKLOADS = ("double-click", "mismatch", "handler-failure", "all")
 WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "handler-failure", "all")
 DEFAULT_BUDGET = 500
-PROGRESS_EVERY_S = 2.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -151,42 +161,6 @@ def _need_hypothesis() -> None:
                            "--choices seeded, pct and exhaustive need no extra)")
 
 
-class _Ticker:
-    """Progress: a rich bar on a terminal (stderr), else a plain line every couple of seconds;
-    the final counters are always printed."""
-
-    def __init__(self, say: Any, total: int | None = None) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as Bar
-
-        self.say = say
-        self.last = time.perf_counter()
-        self.progress: Progress | None = None
-        console = Console(stderr=True)
-        self.bar = Bar(TextColumn("exploring"), BarColumn(), MofNCompleteColumn(),
-                       TimeElapsedColumn(), TextColumn("{task.description}"),
-                       console=console, transient=True, disable=not console.is_terminal)
-        self.task = self.bar.add_task("", total=total)
-        self.bar.start()
-
-    def __call__(self, progress: Progress) -> None:
-        self.progress = progress
-        if not self.bar.disable:
-            self.bar.update(self.task, completed=progress.schedules,
-                            description=f"{progress.violations} violations")
-            return
-        now = time.perf_counter()
-        if now - self.last >= PROGRESS_EVERY_S:
-            self.last = now
-            self.say(f"  {progress.line()}")
-
-    def final(self) -> None:
-        self.bar.stop()
-        if self.progress is not None:
-            self.say(f"  {self.progress.line()}")
-
-
 def run(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
 
@@ -211,84 +185,14 @@ def run(args: argparse.Namespace) -> int:
         session.say(f"target {target}; workload {settings.workload}; clients ≤ "
                     f"{settings.clients}; budget {limit}; {settings.choices} choices")
         with Controller(store, commit_steps=args.commit_steps) as controller:
-            ticker = _Ticker(session.say, settings.budget)
+            ticker = Ticker(session.say, settings.budget)
             found = search(controller, settings, ticker)
             ticker.final()
             if found.outcome is None:
-                _clean(session, found, settings, target)
+                report_clean(session, found, settings, target)
             else:
-                _violation(session, controller, found, settings, target, args)
+                report_violation(session, controller, found, settings, target, args)
     return session.finish()
-
-
-def _clean(session: ReportSession, found: Found, settings: Settings, target: str) -> None:
-    from harness.commands._explore_events import explore_result
-
-    progress = found.progress
-    if found.exhausted:
-        note = (f"no violation: every interleaving of the smallest plan was explored "
-                f"({progress.schedules} schedules, {progress.steps} steps)")
-    else:
-        spent = "time limit reached" if settings.time_limit is not None else "budget spent"
-        note = f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}"
-    session.emit(explore_result(None, target=target, settings=settings, found=found,
-                                note="\n".join([note, *progress.tally.lines()])))
-
-
-def _headline(outcome: Outcome) -> list[str]:
-    lines = []
-    for check in outcome.checks:
-        if check.verdict == "invalid":
-            lines.append(f"  promise broken ({check.checker}): {check.promise}")
-            lines.extend(f"    - {v.message}" for v in check.violations)
-    return lines
-
-
-def _violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
-               target: str, args: argparse.Namespace, *,
-               through: dict[str, Any] | None = None) -> None:
-    from harness.commands._explore_events import explore_result
-    from harness.explore.replay import replay_repro
-    from harness.explore.repro import read_repro, write_repro
-    from harness.explore.shrink import shrink
-    from harness.scenarios.runfolder import replay_command
-
-    outcome = found.outcome
-    assert outcome is not None
-    original = outcome.steps
-    shrink_figures = None
-    if not args.no_shrink and not found.shrunk_by_hypothesis:
-        session.say(f"found: {', '.join(outcome.broken)} after {found.progress.schedules} "
-                    f"schedules ({outcome.steps} steps); shrinking:")
-        shrunk = shrink(controller, outcome, progress=lambda text: session.say(f"  {text}"))
-        outcome = shrunk.outcome
-        shrink_figures = {"original_steps": shrunk.original_steps,
-                          "original_ops": shrunk.original_ops, "plan_runs": shrunk.plan_runs,
-                          "hypothesis_runs": shrunk.hypothesis_runs,
-                          "original_preemptions": shrunk.original_preemptions,
-                          "preemption_runs": shrunk.preemption_runs,
-                          "elapsed_s": round(shrunk.elapsed_s, 3), "note": shrunk.note}
-    found_info = {"workload": settings.workload, "seed": settings.seed,
-                  "schedule": found.schedule, "choices": settings.choices,
-                  "schedules": found.progress.schedules, "clients": settings.clients,
-                  "commit_steps": bool(args.commit_steps)}
-    if settings.choices == "pct":
-        found_info["depth"] = settings.depth
-    folder = write_repro(outcome, session.folder, target=target, found=found_info,
-                         shrink=shrink_figures, through=through)
-    again = replay_repro(controller, read_repro(folder))
-    note = ""
-    if through is None:
-        command = replay_command(folder, target.replace(":***@", "@"))
-        if "***" in target:
-            note = "put the real URL in --target (or set PGPASSWORD): the password is not stored"
-    else:
-        command = shlex.join(["failover-harness", "replay", str(folder)])
-        if "***" in str(through.get("storage")):
-            note = "add --through with the full URL: the password is not stored"
-    session.emit(explore_result(
-        outcome, target=target, settings=settings, found=found, original_steps=original,
-        repro=folder, replay=command, replayed_identical=again.identical, note=note))
 
 
 def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
@@ -305,7 +209,7 @@ def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession
         session.say(f"stress: target {target.description}; workload {settings.workload}; "
                     f"clients ≤ {settings.clients}; {limit}; free-running threads (not "
                     "replayable)")
-        ticker = _Ticker(session.say)
+        ticker = Ticker(session.say)
         found = stress(target, settings, ticker)
         ticker.final()
     finally:

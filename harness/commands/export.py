@@ -14,7 +14,15 @@ from pathlib import Path
 
 from harness.gateways.options import add_gateway_options, gateway_options
 
-HELP = "print a LiteLLM config's fallback lists holding only certified fallbacks"
+HELP = "Print a LiteLLM config's fallback lists, keeping only certified fallbacks"
+EXITS = {
+    0: "the config's lists already hold only certified fallbacks",
+    1: "some fallback had to be dropped (gate fails on the same links)",
+}
+EXAMPLES = (
+    ("the certified fallback lists of a LiteLLM config",
+     "failover-harness export litellm-fallbacks --providers config.yaml"),
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

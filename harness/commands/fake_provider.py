@@ -18,7 +18,15 @@ from types import FrameType
 
 from harness.domain.errors import ConfigError
 
-HELP = "Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen behaviour."
+HELP = ("Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen "
+        "behaviour")
+EXITS = {0: "stopped cleanly (Ctrl-C)"}
+EXAMPLES = (
+    ("an OpenAI-style provider answering each golden input with its expectation",
+     "failover-harness fake-provider --kind openai-chat --answers-from contracts/ticket_triage"),
+    ("an Anthropic-style provider that hangs", "failover-harness fake-provider --kind "
+     "anthropic-messages --behaviour hang --port 8900"),
+)
 
 KINDS = ("openai-chat", "anthropic-messages")
 

@@ -13,7 +13,17 @@ from pathlib import Path
 from harness.commands._report import add_report_options
 from harness.gateways.options import add_gateway_options, gateway_options
 
-HELP = "check that every auto failover link has a valid certification (for CI)"
+HELP = "Check that every auto failover link is certified at its current config (for CI)"
+EXITS = {
+    0: "every auto link is certified at its current config and contract",
+    1: "an auto link's provider was certified ineligible",
+    3: "an auto link's certification is missing, stale, expired or undecided",
+}
+EXAMPLES = (
+    ("gate the committed providers.yaml against providers.lock.json",
+     "failover-harness gate --providers providers.yaml"),
+    ("gate a LiteLLM config", "failover-harness gate --providers litellm:config.yaml"),
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the contracts folder (default: contracts/ beside the providers file)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file (default: <providers>.lock.json beside it)")
-    add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
+    add_gateway_options(parser, via=False)  # --contract-map; gate never calls a provider
     add_report_options(parser)
 
 

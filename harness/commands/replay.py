@@ -17,7 +17,17 @@ from harness.commands._report import add_report_options
 from harness.commands.scenarios import add_target_options, target_extra
 from harness.domain.errors import ConfigError
 
-HELP = "Replay a run folder or scenario file; check the history is reproduced exactly."
+HELP = ("Replay a run folder or a repro folder and check that the history is reproduced "
+        "exactly")
+EXITS = {
+    0: "the replayed run holds every promise",
+    1: "the violation was reproduced, or the run diverged from the recording",
+    3: "a recorded failure did not show this time (not evidence of a fix)",
+}
+EXAMPLES = (
+    ("run a failing trial again, on the target it failed on",
+     "failover-harness replay reports/latest/runs/<run> --target http://127.0.0.1:8801"),
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

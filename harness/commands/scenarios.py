@@ -12,24 +12,34 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.commands._help import describe
 from harness.commands._report import add_report_options
 from harness.domain.errors import ConfigError
 
 if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
     from harness.scenarios.model import Scenario
 
-HELP = "Run scenario files against a store or service and judge their histories."
+HELP = "Run, list or cross-check scenario files against a store or a service"
+EXAMPLES = (
+    ("run one scenario against a mutant store",
+     "failover-harness scenarios run --target mutant:last-write-wins "
+     "scenarios/out_of_order_completion.yaml"),
+    ("list the scenarios, validating each file", "failover-harness scenarios list"),
+)
 
 
 
 def default_scenarios() -> Path:
     """``scenarios/`` of the working directory, else the ones shipped with the harness (a wheel
     carries them as ``harness/shipped/scenarios``; a checkout has them beside ``harness/``)."""
+    folder = Path("scenarios")
+    return folder if folder.is_dir() else shipped_scenarios()
+
+
+def shipped_scenarios() -> Path:
+    """The scenarios shipped with the harness (whatever the working directory holds)."""
     import harness
 
-    folder = Path("scenarios")
-    if folder.is_dir():
-        return folder
     package = Path(harness.__file__).resolve().parent
     shipped = package / "shipped" / "scenarios"
     return shipped if shipped.is_dir() else package.parent / "scenarios"
@@ -64,9 +74,13 @@ def target_extra(args: argparse.Namespace) -> list[str]:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser))
-    run = sub.add_parser("run", help="run scenarios and judge their histories",
-                         description="Run scenarios against a target; write run folders; "
-                         "exit 0 all hold, 1 a violation, 2 bad input, 3 some verdict unknown.")
+    run = sub.add_parser("run", help="Run scenarios against a target and judge their histories")
+    describe(run, "Run scenarios against a target, judge their histories and write run folders",
+             ((("run the detection suite against a service, 20 trials per arrival pattern",
+                "failover-harness scenarios run scenarios/detection --trials 20 --target "
+                "http://127.0.0.1:8802 --target-profile examples/jobs.profile.yaml"),
+               ("run one scenario against a mutant store", "failover-harness scenarios run "
+                "--target mutant:last-write-wins scenarios/out_of_order_completion.yaml"))))
     run.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                      help="scenario files or folders (default: scenarios/, else the shipped "
                      "ones)")
@@ -78,10 +92,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="arrival patterns of concurrent duplicates, comma-separated: burst, "
                      "staggered, straddle (default: the scenario's arrival.patterns, else burst)")
     add_report_options(run)
-    listing = sub.add_parser("list", help="validate scenario files and list them")
+    listing = sub.add_parser("list", help="Validate scenario files and list them")
+    describe(listing, "Validate scenario files and list them, with what each needs",
+             (("list the shipped scenarios", "failover-harness scenarios list"),),
+             {0: "every file is valid"})
     listing.add_argument("paths", nargs="*", type=Path, metavar="PATH")
-    matrix = sub.add_parser("matrix", help="every scenario × the reference store and each "
-                            "mutant: each mutant must be caught, the reference by none")
+    matrix = sub.add_parser("matrix", help="Run every scenario against the reference store "
+                            "and each mutant")
+    describe(matrix, "Run every scenario against the reference store and each mutant: each "
+             "mutant must be caught, the reference by none",
+             (("the detection matrix on SQLite", "failover-harness scenarios matrix"),
+              ("…on your PostgreSQL", "failover-harness scenarios matrix --db "
+               "postgresql://postgres@127.0.0.1:5432/postgres")),
+             {0: "every mutant caught, the reference by none",
+              1: "a mutant missed, or the reference flagged"})
     matrix.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     matrix.add_argument("--db", default=None, metavar="URL",
                         help="sqlite:///file.db or postgresql://… shared by all runs "

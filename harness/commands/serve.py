@@ -15,7 +15,13 @@ from typing import Any
 
 from harness.domain.errors import ConfigError, StoreError
 
-HELP = "Run the reference HTTP service (API v1) over the reference store."
+HELP = "Run the reference HTTP service (API v1) over the reference store"
+EXITS = {0: "stopped cleanly (Ctrl-C)"}
+EXAMPLES = (
+    ("serve on 127.0.0.1:8787 with SQLite, tokens from HARNESS_TOKENS", "failover-harness serve"),
+    ("four workers on PostgreSQL",
+     "failover-harness serve --db postgresql://app@db:5432/jobs --workers 4"),
+)
 
 DEFAULT_PORT = 8787
 
@@ -74,6 +80,30 @@ def _probe_postgres(url: str) -> None:
         raise StoreError(f"cannot connect to PostgreSQL: {_safe(exc, url)}") from None
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """Exit 2 before uvicorn starts when the address is taken (uvicorn would log it and exit
+    with a code that means something else). Bound as uvicorn binds it (SO_REUSEADDR)."""
+    import errno
+    import socket
+
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(
+                    f"address {host}:{port} is already in use", field="--port",
+                    fix="stop what serves that port (an earlier 'failover-harness serve'?), "
+                    "or pass another --port",
+                ) from None
+            raise ConfigError(f"cannot bind {host}:{port}: {exc.strerror}", field="--host",
+                              fix="pass an address of this machine with --host") from None
+
+
 def log_config(level: str) -> dict[str, Any]:
     """uvicorn's logging setup, plus our ``harness`` logger on the same handler."""
     from uvicorn.config import LOGGING_CONFIG
@@ -92,9 +122,11 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.service import app as service
     from harness.service.auth import load_tokens
+    from harness.service.lifeline import mark_parent
     from harness.store import open_store
 
     _check(args)
+    _check_port_free(args.host, args.port)
     url = args.db or os.environ.get(service.ENV_DB) or service.DEFAULT_DB
     tokens = load_tokens(args.tokens_file, os.environ)
     options: dict[str, Any] = {}
@@ -124,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         "timeout_graceful_shutdown": 5,
         "server_header": False,
     }
+    mark_parent()  # the workers die with this process, even when it is killed outright
     if args.workers == 1:
         uvicorn.run(service.create_app(store, tokens, owns_store=True), **common)
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness.contracts.decidable import plan_check
 from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
 from harness.contracts.model import Contract
 from harness.contracts.standing import Standing, State, certify_command, standing
@@ -55,14 +56,16 @@ class LockFileEligibility:
 
     def standing(self, provider_id: str, contract_id: str) -> Standing:
         """Where the pair stands now, with why and the fixing command."""
-        command = certify_command(provider_id, contract_id, self.providers_path)
+        contract = self.contracts.get(contract_id)
+        adaptive = contract is not None and not plan_check(contract).fixed_decides
+        command = certify_command(provider_id, contract_id, self.providers_path,
+                                  adaptive=adaptive)
         cfg = self.providers.providers.get(provider_id)
         if cfg is None:
             return Standing(
                 provider_id, contract_id, State.MISSING,
                 f"provider {provider_id!r} is not in the providers file", f"run: {command}",
             )
-        contract = self.contracts.get(contract_id)
         if contract is None:
             return Standing(
                 provider_id, contract_id, State.MISSING,

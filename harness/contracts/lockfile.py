@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,17 +56,64 @@ class LockFile:
         }
 
     def write(self) -> None:
-        """Write atomically (temp file + rename), sorted, so diffs stay small and reviewable."""
+        """Write atomically (temp file + rename), sorted, so diffs stay small and reviewable.
+        The file keeps its mode (a new one gets the umask's). Call under :func:`exclusive`."""
         text = json.dumps(self.to_json(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _mode_of(self.path)
         fd, tmp = tempfile.mkstemp(prefix=".providers.lock.", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, mode)
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def commit(self, records: Iterable[CertificationRecord]) -> int:
+        """The lock as a transaction: under an exclusive lock, read the file as it is *now*
+        (another ``certify`` may have written it since this one read it), merge ``records``
+        by (provider, contract) as :meth:`merge_evidence` does, and write it. This object then
+        holds what was written. Returns how many records were merged (0: nothing written)."""
+        records = list(records)
+        with exclusive(self.path):
+            current = read_lock(self.path)
+            merged = current.merge_evidence(records)
+            if merged:
+                current.write()
+        self.records = current.records
+        return merged
+
+
+def _mode_of(path: Path) -> int:
+    """The permission bits ``path`` has, or those a new file gets under the current umask."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` for read-merge-write of the lock file ``path``.
+
+    The lock is taken on the folder that holds the file, not on the file itself: the file is
+    replaced by a rename on every write (a lock on the old inode would guard nothing), and a
+    lock on the folder leaves no extra file in the user's repository. The kernel drops it when
+    the process dies, so a SIGKILL never leaves it held."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
 
 
 def read_lock(path: Path) -> LockFile:

@@ -19,10 +19,11 @@ from typing import Any, Literal
 from harness.console import clean
 from harness.contracts.stats import Decision, RateVerdict
 from harness.domain.clock import rfc3339
+from harness.domain.verdicts import ELIGIBILITIES, Eligibility
 from harness.providers.secrets import redact
 
-Verdict = Literal["eligible", "ineligible", "undecided"]
-VERDICTS: tuple[Verdict, ...] = ("eligible", "ineligible", "undecided")
+Verdict = Eligibility  # one vocabulary: harness.domain.verdicts
+VERDICTS: tuple[Verdict, ...] = ELIGIBILITIES
 Mode = Literal["live", "replayed"]
 FAKE_PROVENANCE = "fake provider (answers from the golden file)"
 

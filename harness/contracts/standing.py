@@ -77,9 +77,12 @@ def certify_command(
     contract: str,
     providers_path: str | None = None,
     contracts_dir: str | None = None,
+    *,
+    adaptive: bool = False,
 ) -> str:
-    """The command line that re-certifies one pair."""
-    parts = ["failover-harness", "certify"]
+    """The command line that re-certifies one pair (``adaptive``: the contract's fixed plan
+    cannot decide, so the command that would decide samples adaptively)."""
+    parts = ["failover-harness", "certify"] + (["--adaptive"] if adaptive else [])
     if providers_path:
         parts += ["--providers", providers_path]
     if contracts_dir:

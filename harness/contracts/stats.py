@@ -36,7 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Decision = Literal["pass", "fail", "undecided"]
+from harness.domain.verdicts import Decision
+
 Rule = Literal["clopper-pearson", "mixture-sprt"]
 RULES: tuple[Rule, ...] = ("clopper-pearson", "mixture-sprt")
 MAX_MORE_SAMPLES = 1_000_000

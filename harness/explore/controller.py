@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
 from harness.domain.errors import HarnessError
+from harness.domain.verdicts import JudgedStatus
 from harness.explore.gate import IDLE, PARKED, RUNNING, Worker
 from harness.explore.ops import Executor
 from harness.explore.plan import OpSpec, Plan, TimerSpec
@@ -78,7 +79,7 @@ class Outcome:
     history: list[Op]
     schedule: list[dict[str, Any]]
     checks: list[CheckResult]
-    status: str  # passed | violated | unknown
+    status: JudgedStatus
     steps: int
     timers: int
     waits: int

@@ -9,14 +9,17 @@ from harness.gateways.source import parse_contract_map
 from harness.gateways.sources import parse_headers
 
 
-def add_gateway_options(parser: argparse.ArgumentParser) -> None:
-    """``--contract-map GROUP=ID`` (repeatable), ``--via URL`` and ``--header NAME:VALUE``."""
+def add_gateway_options(parser: argparse.ArgumentParser, *, via: bool = True) -> None:
+    """``--contract-map GROUP=ID`` (repeatable), ``--via URL`` and ``--header NAME:VALUE``, for
+    a gateway's config (``via=False`` for a command that never calls a provider: ``gate``)."""
     group = parser.add_argument_group(
         "gateways (--providers litellm:config.yaml, portkey:config.json)")
     group.add_argument("--contract-map", action="append", default=[], metavar="GROUP=ID",
                        help="the contract a model group (LiteLLM) or a config (Portkey: the "
                             "file's name) serves (repeatable; or `contracts:` in "
                             "failover-harness.yaml beside the config)")
+    if not via:
+        return
     group.add_argument("--via", default=None, metavar="URL",
                        help="certify through the running gateway at URL (client → gateway → "
                             "provider), addressing each deployment or target alone")

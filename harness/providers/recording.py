@@ -18,17 +18,26 @@ late        the caller left before the (slow) answer was ready           yes    
 abandoned   a hung request whose caller left                             yes     no
 reset       read, then the connection was reset                          yes     no
 cut         a stream cut after its first bytes                           yes     partly
+released    a hung request the drill closed (its caller never left)      yes     no
 refused     an HTTP error status (429, 529, …): nothing was generated    no      —
 in_flight   still open                                                   yes     —
 ==========  ==========================================================  ======  =========
 
+Per-intent scripting: :meth:`RecordingFake.script_tag` gives the requests carrying one tag their
+own behaviour (many intents drilled at once, each with its own script); the others get the
+fake's ``script``. ``signed=True`` makes every answer say whose it is (:func:`signature`): the
+text ``answered by <name> (call <name>#<seq>) for <tag>``, so a drill can tell which provider call
+a job's result came from. ``epoch`` (a ``time.monotonic()`` value) lets several fakes share one
+clock with the drill that watches them.
+
 Control endpoints (besides FakeProvider's): ``GET /_fake/received`` (the records as JSON),
-``POST /_fake/script`` (``{"behaviour": "hang"}``).
+``POST /_fake/script`` (``{"behaviour": "hang"}``, optionally ``"tag": "drill-…"``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import re
 import threading
@@ -46,12 +55,20 @@ from harness.providers.fake import (
     _until_disconnect,
 )
 from harness.providers.fake_answers import AnswerFn
-from harness.providers.fake_wire import WireError
+from harness.providers.fake_wire import CallInput, Content, WireError
 from harness.providers.secrets import redact_headers
 
 STREAM_CUT = "stream-cut"
 TAG = re.compile(r"drill-[0-9a-f]{12}")  # how a drill names its requests inside the prompt
-BILLED = frozenset({"answered", "late", "abandoned", "reset", "cut", "in_flight"})
+BILLED = frozenset({"answered", "late", "abandoned", "reset", "cut", "released", "in_flight"})
+SIGNATURE = re.compile(r"call ([A-Za-z0-9_.:-]+)#(\d+)")  # see signature()
+_CURRENT: contextvars.ContextVar[Received | None] = contextvars.ContextVar("recording_call",
+                                                                          default=None)
+
+
+def signature(name: str, seq: int, tag: str | None) -> str:
+    """The text a signed fake answers: whose answer it is, found again by :data:`SIGNATURE`."""
+    return f"answered by {name} (call {name}#{seq})" + (f" for {tag}" if tag else "")
 
 
 @dataclass
@@ -88,16 +105,40 @@ class RecordingFake(FakeProvider):
     """A FakeProvider that records what it received and how each request ended (see module)."""
 
     def __init__(self, kind: str, behaviour: str = "conformant", answer: AnswerFn | None = None,
-                 *, name: str = "", answers_from: str | None = None) -> None:
+                 *, name: str = "", answers_from: str | None = None, signed: bool = False,
+                 epoch: float | None = None) -> None:
         super().__init__(kind, "conformant", answer, answers_from=answers_from)
         self.name = name or kind
         self.script = _check(behaviour)
+        self.signed = signed
+        self._tags: dict[str, str] = {}
+        self._hung: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+        self._released: set[str] = set()
         self._log = _Log()
-        self._started = time.monotonic()
+        self._started = time.monotonic() if epoch is None else epoch
 
     # -- what the drill and the audit read --------------------------------------------------
     def set_behaviour(self, behaviour: str) -> None:
         self.script = _check(behaviour)
+
+    def script_tag(self, tag: str, behaviour: str) -> None:
+        """The behaviour of every request carrying ``tag`` (the others keep ``script``)."""
+        checked = _check(behaviour)
+        with self._log.lock:
+            self._tags[tag] = checked
+
+    def release(self, tag: str) -> None:
+        """Close the hung requests carrying ``tag`` (outcome ``released``), now and later: a
+        drill that stops waiting for an intent does not leave its connections open."""
+        with self._log.lock:
+            self._released.add(tag)
+            waiters = self._hung.pop(tag, [])
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    def now(self) -> float:
+        """Seconds on this fake's clock (the one ``at`` and ``ended_at`` are measured on)."""
+        return time.monotonic() - self._started
 
     def received(self) -> list[Received]:
         with self._log.lock:
@@ -106,7 +147,27 @@ class RecordingFake(FakeProvider):
     def clear(self) -> None:
         with self._log.lock:
             self._log.records.clear()
+            self._tags.clear()
+            self._released.clear()
         self.deliveries.clear()
+
+    def wait_arrival(self, tag: str, timeout_s: float) -> bool:
+        """Block until a request carrying ``tag`` arrived (True), or ``timeout_s`` passed."""
+        with self._log.lock:
+            return self._log.lock.wait_for(
+                lambda: any(r.tag == tag for r in self._log.records), timeout_s)
+
+    def open_calls(self, tag: str) -> int:
+        """How many requests carrying ``tag`` are still in flight."""
+        with self._log.lock:
+            return sum(1 for r in self._log.records if r.tag == tag and r.outcome == "in_flight")
+
+    def wait_settled_tag(self, tag: str, timeout_s: float) -> bool:
+        """Block until no request carrying ``tag`` is in flight (True), or ``timeout_s`` passed."""
+        with self._log.lock:
+            return self._log.lock.wait_for(
+                lambda: not any(r.tag == tag and r.outcome == "in_flight"
+                                for r in self._log.records), timeout_s)
 
     def wait_settled(self, timeout_s: float) -> bool:
         """Block until no request is in flight (True), or ``timeout_s`` passed (False)."""
@@ -129,8 +190,12 @@ class RecordingFake(FakeProvider):
             await _send_json(send, 200, [r.to_json() for r in self.received()])
         elif path == "/_fake/script" and method == "POST":
             try:
-                self.set_behaviour(json.loads(await _read_body(receive))["behaviour"])
-            except (ValueError, KeyError, TypeError, BehaviourError) as exc:
+                order = json.loads(await _read_body(receive))
+                if order.get("tag"):
+                    self.script_tag(str(order["tag"]), order["behaviour"])
+                else:
+                    self.set_behaviour(order["behaviour"])
+            except (ValueError, KeyError, TypeError, AttributeError, BehaviourError) as exc:
                 await _send_json(send, 400, {"error": str(exc)})
                 return
             await _send_json(send, 200, {"behaviour": self.script})
@@ -150,8 +215,9 @@ class RecordingFake(FakeProvider):
             data = json.loads(body)
         except ValueError:
             data = None
-        script = self.script
-        record = self._record(scope["path"], script, headers, data, body)
+        record = self._record(scope["path"], headers, data, body)
+        script = record.behaviour
+        _CURRENT.set(record)
         outcome, status = "answered", None
         try:
             if script == STREAM_CUT:
@@ -160,8 +226,11 @@ class RecordingFake(FakeProvider):
                 return
             behaviour = Behaviour.parse(script)
             if behaviour.name == "hang":
-                await _until_disconnect(receive)
-                outcome = "abandoned"
+                if await self._hang(record.tag, receive):
+                    outcome = "released"
+                    await _drop(scope, receive, send, reset=True)
+                else:
+                    outcome = "abandoned"
                 return
             if behaviour.delay_s and not await _wait_or_leave(receive, behaviour.delay_s):
                 outcome = "late"
@@ -181,15 +250,31 @@ class RecordingFake(FakeProvider):
         finally:
             self._end(record, outcome, status)
 
-    def _record(self, path: str, script: str, headers: dict[str, str], data: Any,
-                body: bytes) -> Received:
-        tag = TAG.search(body.decode("utf-8", "replace"))
+    async def _hang(self, tag: str | None, receive: Any) -> bool:
+        """Wait until the caller leaves (False) or the drill releases the tag (True)."""
+        event = asyncio.Event()
         with self._log.lock:
+            if tag is not None and tag in self._released:
+                return True
+            if tag is not None:
+                self._hung.setdefault(tag, []).append((asyncio.get_running_loop(), event))
+        left = asyncio.ensure_future(_until_disconnect(receive))
+        freed = asyncio.ensure_future(event.wait())
+        done, pending = await asyncio.wait({left, freed}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        return left not in done
+
+    def _record(self, path: str, headers: dict[str, str], data: Any, body: bytes) -> Received:
+        found = TAG.search(body.decode("utf-8", "replace"))
+        tag = found.group(0) if found else None
+        with self._log.lock:
+            script = self._tags.get(tag, self.script) if tag else self.script
             record = Received(
                 seq=len(self._log.records) + 1, at=round(time.monotonic() - self._started, 4),
                 path=path, behaviour=script,
                 stream=bool(isinstance(data, dict) and data.get("stream")),
-                headers=redact_headers(headers), body=data, tag=tag.group(0) if tag else None,
+                headers=redact_headers(headers), body=data, tag=tag,
             )
             self._log.records.append(record)
         return record
@@ -199,6 +284,12 @@ class RecordingFake(FakeProvider):
             record.outcome, record.status = outcome, status
             record.ended_at = round(time.monotonic() - self._started, 4)
             self._log.lock.notify_all()
+
+    def _content(self, behaviour: Behaviour, call: CallInput) -> Content:
+        record = _CURRENT.get()
+        if self.signed and record is not None and behaviour.name in ("conformant", "slow"):
+            return Content("text", signature(self.name, record.seq, record.tag))
+        return super()._content(behaviour, call)
 
     async def _stream(self, scope: dict[str, Any], receive: Any, send: Any,
                       headers: dict[str, str], body: bytes, *, cut: bool,

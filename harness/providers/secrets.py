@@ -102,16 +102,32 @@ def redact_headers(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> di
 
 class RedactingFilter(logging.Filter):
     """A logging filter that redacts registered secrets from the message, its arguments and
-    the traceback of an exception it carries."""
+    the traceback of an exception it carries.
+
+    ``args`` are redacted one by one and never dropped: a formatter may read them itself
+    (uvicorn's access formatter unpacks ``(client, method, path, version, status)``). Only
+    when the formatted message would still show a secret (one that spans the format string
+    and an argument) is the message replaced by its redacted, formatted text."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
-            message = record.getMessage()
+            record.getMessage()
         except Exception:  # a bad format string is the logger's problem, not a leak
             return True
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, Mapping):
+            record.args = {k: _redact_arg(v) for k, v in record.args.items()}
+        elif isinstance(record.args, tuple):
+            record.args = tuple(_redact_arg(v) for v in record.args)
+        try:
+            message = record.getMessage()
+        except Exception:  # a redacted argument no longer fits its %-format: show the text
+            message = redact(f"{record.msg} {record.args!r}")
+            record.msg, record.args = message, ()
         cleaned = redact(message)
-        if cleaned != message or record.args:
-            record.msg, record.args = cleaned, None
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
@@ -119,6 +135,18 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         return True
+
+
+def _redact_arg(value: Any) -> Any:
+    """A log argument with secrets redacted: strings redacted, other values kept as they are
+    unless their text shows a secret (then that text, redacted)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    text = str(value)
+    cleaned = redact(text)
+    return value if cleaned == text else cleaned
 
 
 def install_log_redaction(logger: logging.Logger | None = None) -> RedactingFilter:

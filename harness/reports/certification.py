@@ -5,9 +5,9 @@ verdict on the auto-failover links."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from harness.reports.events import Outcome, Verdict
+from harness.domain.verdicts import CertCheckVerdict, Eligibility, Outcome, Verdict
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Drift:
 @dataclass(frozen=True)
 class CertCheck:
     name: str
-    verdict: Literal["pass", "fail", "undecided", "skipped"]
+    verdict: CertCheckVerdict
     summary: str = ""
     evidence: tuple[Evidence, ...] = ()
     evidence_total: int = 0
@@ -76,7 +76,7 @@ class Certification:
     TYPE: ClassVar[str] = "certification"
     provider: str
     contract: str
-    verdict: Literal["eligible", "ineligible", "undecided"]
+    verdict: Eligibility
     outcome: Outcome
     model: str = ""
     kind: str = ""

@@ -12,6 +12,7 @@ from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrillRun,
     Event,
     ExploreResult,
     GateVerdict,
@@ -114,9 +115,21 @@ def _of(event: Event) -> Iterator[Problem]:
     elif isinstance(event, ReplayComparison) and event.outcome == "fail":
         yield Problem("fail", f"replay of {event.source}", "the history diverged",
                       event.divergence)
+    elif isinstance(event, DrillRun) and event.outcome in ("fail", "unknown"):
+        yield from _of_drill(event)
     elif isinstance(event, Case) and event.outcome in ("fail", "unknown"):
         yield Problem(event.outcome, f"{event.name} ({event.suite})",
                       event.message, "; ".join(event.details[:1]), "", event.command)
+
+
+def _of_drill(d: DrillRun) -> Iterator[Problem]:
+    where = f"drill {d.drill} on {d.target}"
+    for p in d.promises:
+        if p.broken:
+            yield Problem("fail", where, p.title, f"{p.text}: {p.example}", "", d.command)
+    if d.verdict == "unknown":
+        for u in d.unknowns:
+            yield Problem("unknown", where, u.reason, "", u.fix, d.command)
 
 
 def problems(results: Results) -> list[Problem]:

@@ -9,10 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-Outcome = Literal["pass", "fail", "unknown", "skip"]
-Verdict = Literal["pass", "fail", "unknown"]
-ScenarioVerdict = Literal["passed", "failed", "unknown", "not_applicable"]
-CheckVerdict = Literal["valid", "invalid", "unknown", "not_applicable"]
+from harness.domain.verdicts import (
+    CheckVerdict,
+    ExploreVerdict,
+    Outcome,
+    ScenarioVerdict,
+)
+from harness.domain.verdicts import Verdict as Verdict  # re-exported for harness.reports
 
 
 # -- pieces shared by several events ------------------------------------------------------------
@@ -261,7 +264,7 @@ class ExploreResult:
     TYPE: ClassVar[str] = "explore_result"
     target: str
     workload: str
-    verdict: Literal["passed", "failed", "unknown"]
+    verdict: ExploreVerdict
     outcome: Outcome
     mode: Literal["search", "stress", "replay"] = "search"
     seed: int = 0

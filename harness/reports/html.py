@@ -15,6 +15,7 @@ from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrillRun,
     ExploreResult,
     GateVerdict,
     ReplayComparison,
@@ -26,7 +27,8 @@ from harness.reports.redaction import scrub
 from harness.reports.timeline import COLOURS, render_svg
 
 LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed", "cancelled",
-          "crash", "created", "replayed", "refused", "unknown")
+          "crash", "created", "replayed", "refused", "unknown", "abandoned", "late", "reset",
+          "cut", "released")
 
 
 @cache
@@ -75,6 +77,7 @@ def render_html(results: Results) -> str:
         gates=results.of(GateVerdict),
         replays=results.of(ReplayComparison),
         cases=results.of(Case),
+        drills=results.of(DrillRun),
         check_names=names,
         svg=render_svg,
         histogram=histogram_svg,

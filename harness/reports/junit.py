@@ -13,6 +13,7 @@ from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrillRun,
     ExploreResult,
     GateVerdict,
     ReplayComparison,
@@ -273,9 +274,26 @@ def _case(j: _Suites, c: Case) -> None:
         _out(case, [c.message, *details] if c.message else details)
 
 
+def _drill(j: _Suites, d: DrillRun) -> None:
+    case = j.case("drills", f"drills.{d.target}", d.drill, d.wall_s)
+    lines = [f"{p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
+             for p in d.promises if p.held or p.broken or p.unknown]
+    lines += [f"unknown: {u.reason} (fix: {u.fix})" for u in d.unknowns]
+    lines += [f"drill again: {d.command}"] if d.command else []
+    broken = [p for p in d.promises if p.broken]
+    if d.verdict == "failed":
+        _add(case, "failure", f"{broken[0].title}: {broken[0].text}" if broken else "failed",
+             lines, "failure")
+    elif d.verdict == "unknown":
+        _add(case, "error", d.unknowns[0].reason if d.unknowns else "verdict unknown", lines,
+             "unknown")
+    else:
+        _out(case, lines)
+
+
 RENDER = {ScenarioRun: _scenario, TrialSeries: _series, DetectionMatrix: _matrix,
           ExploreResult: _explore, Certification: _certification, GateVerdict: _gate,
-          ReplayComparison: _replay, Case: _case}
+          ReplayComparison: _replay, Case: _case, DrillRun: _drill}
 
 
 def render_junit(results: Results) -> str:

@@ -7,16 +7,19 @@ stderr so that stdout holds the document alone.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from harness.console import clean
+from harness.domain.verdicts import VERDICT_LABEL
 from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrillRun,
     Event,
     ExploreResult,
     GateVerdict,
@@ -28,8 +31,9 @@ from harness.reports.model import (
     Violation,
 )
 from harness.reports.session import Handler, Header
+from harness.reports.summary import summary_lines
 
-LABELS = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
+LABELS = VERDICT_LABEL
 SEQUENTIAL = "sequential"
 MAX_OPS_SHOWN = 12
 
@@ -71,6 +75,44 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
         yield f"  unknown: {s.reason}" + (f" (fix: {s.fix})" if s.fix else "")
     if s.replay_command and s.verdict in ("failed", "unknown"):
         yield f"  replay: {s.replay_command}"
+
+
+def brief_lines(event: Event) -> Iterator[str]:
+    """One line for a scenario run or a trial series (the detail is behind ``--verbose``)."""
+    if isinstance(event, ScenarioRun):
+        label = LABELS[event.verdict]
+        yield (f"{label:<9} {event.scenario}  ({event.ops} ops, {event.virtual_s:g} s virtual in "
+               f"{event.wall_s * 1000:.0f} ms)")
+        return
+    assert isinstance(event, TrialSeries)
+    label = LABELS[event.verdict]
+    if event.verdict == "not_applicable":
+        yield f"{label:<9} {event.scenario}: {event.reason}"
+        return
+    rates = ", ".join(f"{p.violated}" if p.pattern == SEQUENTIAL else f"{p.pattern} {p.violated}"
+                      for p in event.patterns)
+    line = (f"{label:<9} {event.scenario}  ({len(event.patterns)} pattern(s) × {event.trials} "
+            f"trials in {event.wall_s:.1f} s)")
+    if event.verdict == "failed":
+        line += f": {rates} of {event.trials} broke a promise"
+    yield line
+
+
+NEEDS = re.compile(r"^needs (?P<needs>[a-z_, ]+?)(?: \(.*\))?, which (?P<who>.+) does not declare$")
+
+
+def not_applicable_lines(runs: list[ScenarioRun]) -> Iterator[str]:
+    """The scenarios a target cannot run, as one line when they all lack declared capabilities."""
+    if not runs:
+        return
+    matches = [NEEDS.match(r.reason) for r in runs]
+    whos = {m.group("who") for m in matches if m}
+    if not all(matches) or len(whos) != 1:
+        yield from (f"N/A       {r.scenario}: {r.reason}" for r in runs)
+        return
+    needs = dict.fromkeys(n.strip() for m in matches if m for n in m.group("needs").split(","))
+    yield (f"N/A       {len(runs)} scenario(s) need {', '.join(needs)}, which {whos.pop()} "
+           "does not declare (--verbose names them)")
 
 
 def series_lines(ts: TrialSeries) -> Iterator[str]:
@@ -234,6 +276,14 @@ def gate_lines(g: GateVerdict) -> Iterator[str]:
                f"certified ({summary})")
 
 
+def brief_certification(c: Certification) -> Iterator[str]:
+    """The verdict line, and the statistics only when the outcome fails or is unknown."""
+    lines = list(certification_lines(c))
+    yield lines[0]
+    if c.outcome in ("fail", "unknown"):
+        yield from lines[1:]
+
+
 def replay_lines(r: ReplayComparison) -> Iterator[str]:
     if not r.completed:
         yield f"DIVERGED  {r.divergence}"
@@ -254,10 +304,23 @@ def case_lines(c: Case) -> Iterator[str]:
         yield f"  reproduce: {c.command}"
 
 
+def drill_lines(d: DrillRun) -> Iterator[str]:
+    label = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN"}[d.verdict]
+    yield (f"{label:<9} drill {d.drill} on {d.target}: {d.description} "
+           f"({d.trials} intent(s), {d.provider_calls} provider calls, {d.wall_s:.2f} s)")
+    for p in d.promises:
+        if p.broken or p.unknown:
+            yield f"    {p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
+    for u in d.unknowns:
+        yield f"    unknown: {u.reason}" + (f"\n      fix: {u.fix}" if u.fix else "")
+    if d.command and d.verdict != "passed":
+        yield f"  drill again: {d.command}"
+
+
 RENDER: dict[type[Any], Callable[[Any], Iterator[str]]] = {
     ScenarioRun: scenario_lines, TrialSeries: series_lines, DetectionMatrix: matrix_lines,
     ExploreResult: explore_lines, Certification: certification_lines, GateVerdict: gate_lines,
-    ReplayComparison: replay_lines, Case: case_lines,
+    ReplayComparison: replay_lines, Case: case_lines, DrillRun: drill_lines,
 }
 
 
@@ -269,9 +332,11 @@ class LiveOutput(Handler):
     """Prints each event as it comes, then the summary, the report folder and the verdict."""
 
     def __init__(self, stream: IO[str] | None = None, *, quiet: bool = False,
-                 folder: Callable[[], Any] | None = None) -> None:
+                 verbose: bool = False, folder: Callable[[], Any] | None = None) -> None:
         self.stream = stream
         self.quiet = quiet
+        self.verbose = verbose
+        self.not_applicable: list[ScenarioRun] = []
         self.folder = folder
         self.started = time.perf_counter()
 
@@ -285,7 +350,16 @@ class LiveOutput(Handler):
     def handle(self, event: Event) -> None:
         if self.quiet and not _worth_showing_quietly(event):
             return
-        for line in RENDER[type(event)](event):
+        if not self.verbose and isinstance(event, ScenarioRun | TrialSeries):
+            if isinstance(event, ScenarioRun) and event.verdict == "not_applicable":
+                self.not_applicable.append(event)
+                return
+            render: Callable[[Any], Iterator[str]] = brief_lines
+        elif not self.verbose and isinstance(event, Certification):
+            render = brief_certification
+        else:
+            render = RENDER[type(event)]
+        for line in render(event):
             self._print(line)
 
     def progress(self, text: str) -> None:
@@ -293,7 +367,21 @@ class LiveOutput(Handler):
             self._print(text)
 
     def finish(self, results: Results) -> None:
+        for line in not_applicable_lines(self.not_applicable):
+            self._print(line)
         runs = results.of(ScenarioRun) + results.of(TrialSeries)
+        judged = [r for r in runs if r.verdict != "not_applicable"]
+        if self.verbose:
+            pass
+        elif len(judged) == 1 and judged[0].verdict in ("failed", "unknown"):
+            # One run: its whole story fits; the headline was printed as it came.
+            for line in list(RENDER[type(judged[0])](judged[0]))[1:]:
+                self._print(line)
+            for line in summary_lines(results, runs=False):
+                self._print(line)
+        else:
+            for line in summary_lines(results):
+                self._print(line)
         if len(runs) > 1 or results.of(TrialSeries):
             counts = {v: sum(1 for r in runs if r.verdict == v) for v in LABELS}
             self._print(f"{len(runs)} scenarios: {counts['passed']} passed, {counts['failed']} "

@@ -10,6 +10,7 @@ from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrillRun,
     ExploreResult,
     GateVerdict,
     ReplayComparison,
@@ -118,6 +119,11 @@ def _all_verdicts(r: Results) -> list[str]:
             rows.append(f"| {e.provider} × {e.contract} ({e.failover or 'no link'}) | "
                         f"`{_esc(e.model)}` | {ICON[e.verdict]} {e.verdict}{_esc(fake)} | "
                         f"{checks} |")
+        elif isinstance(e, DrillRun):
+            detail = "; ".join(f"{p.title}: {p.text}" for p in e.promises if p.broken) or (
+                e.unknowns[0].reason if e.unknowns else f"{e.trials} intent(s)")
+            rows.append(f"| drill {e.drill} | `{_esc(e.target)}` | {ICON[e.outcome]} "
+                        f"{e.verdict} | {_esc(_short(detail))} |")
         elif isinstance(e, Case):
             rows.append(f"| {_esc(e.name)} | {e.suite} | {ICON[e.outcome]} {e.outcome} | "
                         f"{_esc(e.message)} |")

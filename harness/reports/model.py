@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from harness.drill.events import DrillRun
 from harness.reports.certification import (
     CertCheck,
     Certification,
@@ -67,6 +68,7 @@ __all__ = [
     "CheckVerdict",
     "DetectionMatrix",
     "Drift",
+    "DrillRun",
     "Event",
     "Evidence",
     "ExploreResult",
@@ -104,9 +106,10 @@ EXIT_CODES: dict[str, int] = {"pass": 0, "fail": 1, "unknown": 3}
 
 
 Event = (ScenarioRun | TrialSeries | DetectionMatrix | ExploreResult | Certification
-         | GateVerdict | ReplayComparison | Case)
+         | GateVerdict | ReplayComparison | Case | DrillRun)
 EVENT_TYPES: tuple[type[Any], ...] = (ScenarioRun, TrialSeries, DetectionMatrix, ExploreResult,
-                                      Certification, GateVerdict, ReplayComparison, Case)
+                                      Certification, GateVerdict, ReplayComparison, Case,
+                                      DrillRun)
 BY_TYPE: dict[str, type[Any]] = {cls.TYPE: cls for cls in EVENT_TYPES}
 
 

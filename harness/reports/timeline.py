@@ -13,7 +13,9 @@ COLOURS = {
     "result": "#0f766e", "won": "#16a34a", "lost": "#9ca3af", "failed": "#dc2626",
     "cancelled": "#7c3aed", "crash": "#111827", "created": "#16a34a", "replayed": "#0ea5e9",
     "refused": "#dc2626", "statement": "#2563eb", "timer": "#d97706",
-    "created_again": "#dc2626",
+    "created_again": "#dc2626", "answered": "#0f766e", "abandoned": "#d97706",
+    "late": "#7c3aed", "reset": "#dc2626", "cut": "#dc2626", "released": "#111827",
+    "succeeded": "#16a34a", "running": "#93c5fd", "submitted": "#2563eb",
 }
 LANE_H, LEFT, RIGHT, TOP = 34, 170, 30, 26
 

@@ -9,6 +9,7 @@ bytes. ``time`` is virtual seconds since the start; ``wall`` is the clock the ta
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,19 @@ from harness.domain.errors import ConfigError
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES = ("invoke", "ok", "fail", "info")
+#: a value printed bare in a history line: a name, a number, a code (anything else is quoted)
+_BARE = re.compile(r"[\w.:/@+-]*")
+TEXT_LIMIT = 60
+
+
+def shown_text(text: str, limit: int = TEXT_LIMIT) -> str:
+    """A string as a history line shows it: bare when it is a plain token, else JSON-quoted
+    (newlines, quotes and control characters escaped, so markup or a multi-line body never
+    breaks the line) and shortened to ``limit`` characters with an ellipsis."""
+    if _BARE.fullmatch(text) and len(text) <= limit:
+        return text
+    short = text if len(text) <= limit else text[:limit - 1] + "…"
+    return json.dumps(short, ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from harness.domain.verdicts import MATRIX_CELL, RunStatus
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
 from harness.scenarios.targets.stores import StoreTarget
 from harness.store.mutants import MUTANTS
 
 REFERENCE = "reference"
-SHORT = {"passed": "pass", "violated": "CAUGHT", "unknown": "unknown",
-         "not_applicable": "n/a"}
+SHORT = MATRIX_CELL
 
 
 @dataclass
@@ -29,7 +29,7 @@ class Matrix:
     cells: dict[tuple[str, str], RunResult] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
-    def status(self, store: str, scenario: str) -> str:
+    def status(self, store: str, scenario: str) -> RunStatus:
         return self.cells[(store, scenario)].status
 
     def caught_by(self, store: str) -> list[str]:

@@ -7,16 +7,16 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from harness.scenarios.history import Op, Pair, pairs
+from harness.domain.verdicts import STATUS_LABEL
+from harness.scenarios.history import Op, Pair, pairs, shown_text
 from harness.scenarios.runner import RunResult
 
-LABELS = {"passed": "PASS", "violated": "VIOLATED", "unknown": "UNKNOWN",
-          "not_applicable": "N/A"}
+LABELS = STATUS_LABEL
 
 
 def _short(value: Any) -> str:
     if isinstance(value, str):
-        return value[:12] + "…" if len(value) == 64 else value
+        return value[:12] + "…" if len(value) == 64 else shown_text(value)
     if isinstance(value, list | dict):
         return json.dumps(_shorten(value), separators=(",", ":"), ensure_ascii=False)
     return json.dumps(value)

@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.domain import payload_digest
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
+from harness.domain.verdicts import RunStatus
 from harness.scenarios import arrivals
 from harness.scenarios.checkers import EVIDENCE, CheckResult, run_checkers, verdict_of
 from harness.scenarios.checkers.base import TOKENS_FIX
@@ -53,6 +54,7 @@ from harness.scenarios.scheduler import (
     SeededChoices,
 )
 from harness.scenarios.targets.base import Reply, Target, TargetSession
+from harness.scenarios.targets.fingerprints import js_stringify
 from harness.scenarios.values import (
     Aliases,
     attempt_value,
@@ -75,7 +77,7 @@ class RunResult:
     target_kind: str
     seed: int
     run_id: str
-    status: str  # passed | violated | unknown | not_applicable
+    status: RunStatus
     reason: str | None = None
     checks: list[CheckResult] = field(default_factory=list)
     history: list[Op] = field(default_factory=list)
@@ -360,14 +362,17 @@ class _Play:
     # -- jobs ---------------------------------------------------------------------------------
     def _fingerprint(self, intent: IntentSpec) -> str:
         """The intent's fingerprint as the target compares intents: API.md's (canonical JSON of
-        the intent with its defaults filled in), ``json`` (canonical JSON of the body as sent)
-        or ``bytes`` (the exact body)."""
+        the intent with its defaults filled in), ``json`` (canonical JSON of the body as sent),
+        ``parsed-json`` (JavaScript's JSON.stringify of the parsed body: key order counts) or
+        ``bytes`` (the exact body). ``none`` (the service compares nothing) judges by meaning."""
         mode = self.target.fingerprint_mode if self.target is not None else "canonical"
         if mode == "bytes":
             return hashlib.sha256(intent.text.encode("utf-8")).hexdigest()
         if mode == "json":
             return payload_digest(json.loads(intent.text))
-        return intent.fingerprint
+        if mode == "parsed-json":
+            return hashlib.sha256(js_stringify(intent.text).encode("utf-8")).hexdigest()
+        return intent.fingerprint  # canonical, and none: the intent is what it means
 
     def _create(self, step: Step, action: Create) -> None:
         intent = action.intent
@@ -376,8 +381,12 @@ class _Play:
         value = {"owner": owner, "key": action.key, "fingerprint": self._fingerprint(intent),
                  "max_open_attempts": intent.max_open_attempts, **self._expect(step)}
 
+        # unmarked replays (a profile's replay: unmarked): "created" is not observable
+        seen = self.target is None or "created" not in self.target.unmapped("create")
+
         def on_ok(reply: Reply) -> dict[str, Any]:
-            return {**job_value(reply.body, self.aliases), "created": reply.status == 201}
+            made = {"created": reply.status == 201} if seen else {}
+            return {**job_value(reply.body, self.aliases), **made}
 
         def name_first(reply: Reply) -> None:
             raw = reply.body.get("id") if isinstance(reply.body, dict) else None

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.domain.verdicts import RunStatus
 from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import busy_answers, loser_classes, merge
 from harness.scenarios.model import Scenario
@@ -143,7 +144,7 @@ class TrialSet:
         return [r for p in self.patterns for r in self.runs.get(p, [])]
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         statuses = {r.status for r in self.all_runs}
         if not statuses or statuses == {"not_applicable"}:
             return "not_applicable"

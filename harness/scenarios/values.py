@@ -115,7 +115,7 @@ def error_value(reply: Reply, aliases: Aliases) -> dict[str, Any]:
     return value
 
 
-def reply_extras(reply: Reply, lease_ms: int | None = None) -> dict[str, Any]:
+def reply_extras(reply: Reply, lease_ms: int | str | None = None) -> dict[str, Any]:
     """What a target adds to any answer: whether a create was marked a replay, the busy answers
     retried before it (and the lease they are judged against), a 5xx body's start, and whether
     the request had to be sent again on a new connection (``resent``: why)."""

@@ -29,6 +29,7 @@ from harness.service import schemas as s
 from harness.service.asgi import Receive, Reply, Request, Route, Router, Scope, Send, handle_http
 from harness.service.auth import TokenTable, Unauthenticated, load_tokens
 from harness.service.hop import StoreThreads
+from harness.service.lifeline import tie_to_parent
 from harness.service.payload import parse_json
 from harness.store import Store, apply_event, open_store
 
@@ -254,6 +255,7 @@ def create_app(store: Store, tokens: TokenTable, *, owns_store: bool = False) ->
 
 def app_from_env() -> ServiceApp:
     """The app of one worker process, configured by ``failover-harness serve`` via env."""
+    tie_to_parent()  # an orphaned worker must not keep serving the port
     tokens = load_tokens(os.environ.get(ENV_TOKENS_FILE), os.environ)
     url = os.environ.get(ENV_DB, DEFAULT_DB)
     options: dict[str, Any] = {}

@@ -4,10 +4,12 @@ that no store can keep.
 ::
 
     too large (Content-Length or streamed)       413 payload_too_large
-    empty, not UTF-8, not JSON, NaN/Infinity     400 invalid_json
+    empty, not UTF-8, not JSON                   400 invalid_json
     nested deeper than MAX_DEPTH, a NUL or a     422 invalid_request (naming the field)
     lone surrogate in a string, an integer of
-    more digits than Python converts (4,300)
+    more digits than Python converts (4,300),
+    NaN/Infinity, a number beyond a 64-bit
+    float (1e400), a key twice in one object
 """
 
 from __future__ import annotations
@@ -38,6 +40,45 @@ class InvalidJson(InputError):
     code = "invalid_json"
 
 
+class _Refused:
+    """Stands in for a value no store may keep (found with its path by :func:`check_storable`)."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+class _Duplicated(dict[str, Any]):
+    """An object that had a key twice (RFC 8785 JSON, which the fingerprint hashes, has none)."""
+
+    duplicated: str = ""
+
+
+def _constant(name: str) -> _Refused:
+    return _Refused(f"is {name}, which is not a JSON number; send a finite number")
+
+
+def _float(text: str) -> float | _Refused:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        return _Refused(f"is {text[:40]}, beyond a 64-bit float (it overflows to infinity); "
+                        "send a finite number, or the value as a string")
+    return value
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            dup = _Duplicated(out)
+            dup.duplicated = key
+            dup.update(pairs)
+            return dup
+        out[key] = value
+    return out
+
+
 def _reject_constant(name: str) -> Any:
     raise InvalidJson(f"the body contains {name}, which is not JSON; send a finite number")
 
@@ -51,7 +92,8 @@ def parse_json(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise InvalidJson(f"the body is not UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_constant, parse_float=_float,
+                           object_pairs_hook=_pairs)
     except json.JSONDecodeError as exc:
         raise InvalidJson(
             f"the body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -105,6 +147,13 @@ def check_storable(value: Any, path: str, *, suspect: bool = True, depth: int = 
     """
     if depth > MAX_DEPTH:
         raise InvalidIntent(f"{path} is nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, _Refused):
+        raise InvalidIntent(f"{path} {value.why}")
+    if isinstance(value, _Duplicated):
+        raise InvalidIntent(
+            f"{path} has the key {value.duplicated!r} twice; keep one (a JSON object's keys "
+            "must be unique: the fingerprint hashes RFC 8785 JSON, which has no duplicates)"
+        )
     if isinstance(value, dict):
         for key, item in value.items():
             if suspect:

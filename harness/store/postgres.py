@@ -118,6 +118,10 @@ class PostgresStore(SqlStore):
                 "a string contains a NUL character (U+0000), which PostgreSQL cannot "
                 "store; remove it"
             )
+        if isinstance(exc, psycopg.DataError):  # SQLSTATE class 22: the value, not the server
+            first = _safe(exc, self.dsn).splitlines()[0] if str(exc) else exc.sqlstate
+            return InvalidIntent(f"a value in the request cannot be stored: {first}; "
+                                 "send finite numbers and plain text")
         return StoreError(f"PostgreSQL error: {_safe(exc, self.dsn)}")
 
     @contextmanager

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.domain import Intent, StoreError, UnsupportedTarget
+from harness.domain import HarnessError, Intent, InvalidIntent, StoreError, UnsupportedTarget
 from harness.domain.clock import parse_rfc3339, rfc3339
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, dumps_json, random_ids
@@ -171,9 +171,13 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-def _wrap(exc: sqlite3.Error) -> StoreError:
-    """A driver error as ours; the message names the condition, never the SQL."""
+def _wrap(exc: sqlite3.Error) -> HarnessError:
+    """A driver error as ours; the message names the condition, never the SQL. A value the
+    database refuses (``DataError``: too big, out of range) is the request's fault: 422."""
     text = str(exc)
+    if isinstance(exc, sqlite3.DataError):
+        return InvalidIntent(f"a value in the request cannot be stored: {text}; "
+                             "send smaller values")
     if "locked" in text or "busy" in text:
         return StoreError("the SQLite database is busy (another writer held it too long)")
     return StoreError(f"SQLite error: {type(exc).__name__}: {text}")

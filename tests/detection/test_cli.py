@@ -25,8 +25,9 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
 
 
 def _scenarios_run(url: str, report: Path, *extra: str) -> list[str]:
+    # --verbose: every failure's detail as it comes (without it, a summary by promise)
     return ["scenarios", "run", str(DETECTION), "--target", url, "--target-profile",
-            str(PROFILE), "--report-dir", str(report), *extra]
+            str(PROFILE), "--report-dir", str(report), "--verbose", *extra]
 
 
 def test_the_report_names_each_failure_with_its_rate_and_how_to_reproduce_it(

@@ -42,35 +42,3 @@ def open_controller(db_url: str) -> Iterator[Open]:
 def target_text(db_url: str) -> Callable[[str | None], str]:
     """``target_text(mutant)``: the --target text for the reference store or a mutant."""
     return lambda mutant=None: f"mutant:{mutant}@{db_url}" if mutant else db_url
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """A real redis-server of this test session, on a free loopback port (Debian's package)."""
-    import shutil
-    import socket
-    import subprocess
-
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.fail("redis-server is not installed (apt-get install redis-server)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--loglevel", "notice"], stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None
-    for line in server.stdout:  # its log says when it listens: no polling, no sleep
-        if "Ready to accept connections" in line:
-            break
-    else:
-        pytest.fail(f"redis-server on port {port} exited with {server.wait()}")
-    import threading
-
-    stdout = server.stdout
-    threading.Thread(target=lambda: stdout.read(), daemon=True).start()  # keep its pipe drained
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait()
-    server.stdout.close()

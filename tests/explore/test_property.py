@@ -11,6 +11,7 @@ from hypothesis import Phase, given, reproduce_failure, settings
 from hypothesis import strategies as st
 
 from harness.explore import Controller, RaceFound, explore_schedule
+from harness.explore.controller import Outcome
 from harness.explore.target import explore_store
 
 
@@ -41,12 +42,18 @@ def test_a_race_shrinks_and_reproduce_failure_replays_it(tmp_path: Path) -> None
 
 
 def test_the_reference_store_passes_a_hypothesis_run(tmp_path: Path) -> None:
+    outcomes: list[Outcome] = []
     with explore_store(f"sqlite:///{tmp_path / 'r.db'}") as (store, _), \
             Controller(store) as controller:
 
         @settings(database=None, derandomize=True, deadline=None, max_examples=60)
         @given(st.data())
         def holds(data: st.DataObject) -> None:
-            explore_schedule(data, controller)
+            outcomes.append(explore_schedule(data, controller))
 
         holds()
+    # It passed because schedules ran and were judged, not because nothing did.
+    assert len(outcomes) >= 30, f"only {len(outcomes)} schedules ran"
+    assert {o.status for o in outcomes} == {"passed"}
+    assert all(o.steps > 0 and o.history and o.checks for o in outcomes)
+    assert len({tuple(o.history_lines()) for o in outcomes}) > 1  # not one schedule 60 times

@@ -17,6 +17,7 @@ from harness.store import SqlStore
 from tests.providers.conftest import TICKET_SCHEMA, make_config
 
 OWNER = "alice"
+GATE_TIMEOUT_S = 30.0  # a gate nobody opens fails its request instead of hanging the test
 CONTRACT = "ticket_triage"
 
 
@@ -44,7 +45,7 @@ class Gate(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         self.entered.set()
-        await self.release.wait()
+        await asyncio.wait_for(self.release.wait(), GATE_TIMEOUT_S)  # never hangs a test
         return await self.inner.handle_async_request(request)
 
 

@@ -24,6 +24,8 @@ from tests.failover.conftest import (
     states,
 )
 
+WAIT_S = 10.0  # every wait on an event is bounded: a missed event fails, never hangs
+
 
 def runner(store: SqlStore, providers: Providers, certified: set[str],
            **kwargs: object) -> tuple[FailoverRunner, StubEligibility]:
@@ -201,7 +203,7 @@ def test_cancelling_the_run_mid_call_leaves_the_attempt_unknown(
 
     async def main() -> None:
         task = asyncio.ensure_future(run.run(job.id, chain("primary"), ticket))
-        await gates[0].entered.wait()  # the request is on its way
+        await asyncio.wait_for(gates[0].entered.wait(), WAIT_S)  # the request is on its way
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -221,7 +223,7 @@ def hedged(store: SqlStore) -> tuple[FailoverRunner, Gate, list[float]]:
 
     async def timer(delay_s: float) -> None:  # fires once the primary's request is in flight
         timer_calls.append(delay_s)
-        await gates[0].entered.wait()
+        await asyncio.wait_for(gates[0].entered.wait(), WAIT_S)
 
     run, _ = runner(store, providers, {"fallback"}, hedge=HedgePolicy(delay_s=2.0),
                     hedge_timer=timer)
@@ -307,7 +309,7 @@ def test_store_calls_never_block_the_event_loop(store: SqlStore, ticket: Provide
         run, _ = runner(stalling, providers, set())  # type: ignore[arg-type]
 
         async def let_go() -> None:  # runs only if the loop is free while the store works
-            await stalling.entered.wait()
+            await asyncio.wait_for(stalling.entered.wait(), WAIT_S)
             stalling.release.set()
 
         helper = asyncio.create_task(let_go())

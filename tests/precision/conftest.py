@@ -24,6 +24,7 @@ import pytest
 
 from harness.scenarios import TrialSet, load_scenario, open_target, run_trials
 from harness.scenarios.model import Scenario
+from tests.conftest import session_server
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -31,7 +32,6 @@ PROFILES = HERE / "profiles"
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
 DETECTION = sorted((ROOT / "scenarios" / "detection").glob("*.yaml"))
 READY_TIMEOUT_S = 60.0
-PG_ENV = "HARNESS_PG_DSN"
 # Long and distinctive, so a token found in a log or report cannot be a coincidence.
 TOKENS = {"tok-alice-precision-Vq8sK2": "alice", "tok-bob-precision-Rm4tW9": "bob"}
 
@@ -122,9 +122,10 @@ class Process:
 class Fleet:
     """Services started on first use and stopped at the end of the session."""
 
-    def __init__(self, folder: Path, specs: dict[str, Spec]) -> None:
+    def __init__(self, folder: Path, specs: dict[str, Spec], pg_server: Callable[[], str]) -> None:
         self.folder = folder
         self.specs = specs
+        self.pg_server = pg_server  # the session's PostgreSQL (tests/conftest.py), on first use
         self.running: dict[str, Running] = {}
         self.processes: list[Process] = []
         self.cleanups: list[Callable[[], None]] = []
@@ -153,11 +154,7 @@ class Fleet:
 
     def _database(self, name: str) -> dict[str, str]:
         """A fresh PostgreSQL database for the service (dropped at the end)."""
-        dsn = os.environ.get(PG_ENV)
-        if not dsn:
-            if os.environ.get("HARNESS_REQUIRE_PG") == "1":
-                pytest.fail(f"HARNESS_REQUIRE_PG=1 but {PG_ENV} is not set")
-            pytest.skip(f"{name} runs on PostgreSQL: set {PG_ENV}=postgresql://…")
+        dsn = self.pg_server()
         import psycopg
         from psycopg import sql
 
@@ -194,7 +191,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, tokens_file: Path) -> Iterat
 
     folder = tmp_path_factory.mktemp("precision-services")
     specs = {name: _with_tokens(spec, tokens_file) for name, spec in SPECS.items()}
-    running = Fleet(folder, specs)
+    running = Fleet(folder, specs, lambda: session_server("postgres"))
     yield running
     running.stop()
 

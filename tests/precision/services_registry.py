@@ -69,4 +69,29 @@ REFUSERS: dict[str, Spec] = {
     for status in REFUSER_STATUSES
 }
 
-SPECS: dict[str, Spec] = {**CONFORMANT, **MIDDLEWARES, **NATURAL_CLOSE, **REFUSERS}
+
+
+def _node(script: str, profile: str, *options: str) -> Spec:
+    """A Node service of ``node/`` (started through ``services/node_service.py``)."""
+    return Spec(module="node_service", args=lambda d: ["--script", script, *options],
+                profile=profile)
+
+
+# Idempotency layers in another language (tests/precision/test_node_layers.py): express with
+# express-idempotency from npm, and a layer written here in the style of @node-idempotency.
+# "-by-header" variants key by the Idempotency-Key header alone (as every such layer ships).
+NODE: dict[str, Spec] = {
+    "express-idempotency": _node("express_idempotency.js", "express-idempotency.profile.yaml",
+                                 "--scope", "owner", "--fault", "500"),
+    "express-idempotency-by-header": _node(
+        "express_idempotency.js", "express-idempotency.profile.yaml", "--scope", "header"),
+    "express-idempotency-raise": _node(
+        "express_idempotency.js", "express-idempotency.profile.yaml", "--fault", "raise"),
+    "node-layer": _node("layer_service.js", "node-layer.profile.yaml", "--scope", "owner"),
+    "node-layer-by-header": _node("layer_service.js", "node-layer.profile.yaml",
+                                  "--scope", "header"),
+    "node-layer-none": _node("layer_service.js", "node-layer-none.profile.yaml",
+                             "--fingerprint", "none"),
+}
+
+SPECS: dict[str, Spec] = {**CONFORMANT, **MIDDLEWARES, **NATURAL_CLOSE, **REFUSERS, **NODE}

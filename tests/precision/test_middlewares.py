@@ -12,6 +12,8 @@ trial counts, and the verdict must be the right one for that middleware:
   forever (every retry is 409), and a key reused with another body silently replays the first
   order. Those scenarios must be violated; its JSON 500 is cached and replayed, as its README
   says, so with ``on_handler_error: final`` that one holds.
+- none of them scopes a key by its owner (each keys by the header alone, and the order handler
+  has no owners): the jobs-only owner scenario (``same_key_two_owners``) must be violated.
 
 "Passed" tolerates an unknown whose only cause is a field the profile cannot map (these
 services have no job version): that is what the harness documents for such targets.
@@ -65,6 +67,10 @@ def expected(service: str, scenario: Scenario) -> Expect:
         return Expect("violated")
     if scenario.requires - OFFERED:
         return NOT_APPLICABLE  # attempts, timeouts, hedge or replicas: not a jobs-only profile
+    if len(scenario.actors) > 1:
+        # Every middleware keys by the Idempotency-Key header alone and the order handler knows
+        # no owners: Bob's create with Alice's key gets Alice's order, and he can read it.
+        return Expect("violated")
     if service.startswith(BUGGY):
         faults = any(isinstance(step.action, Fault) for step in scenario.steps)
         if faults and service.endswith("-raise"):

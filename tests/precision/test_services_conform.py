@@ -38,7 +38,7 @@ def alice(base: str) -> Iterator[httpx.Client]:
 
 def at_once(count: int, send: Callable[[int], httpx.Response]) -> list[httpx.Response]:
     """``send(i)`` on ``count`` threads released together; the answers in copy order."""
-    barrier = threading.Barrier(count)
+    barrier = threading.Barrier(count, timeout=30)  # breaks instead of hanging
     answers: list[Any] = [None] * count
 
     def run(i: int) -> None:

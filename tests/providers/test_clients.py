@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -88,13 +89,16 @@ def test_respx_routes_answer_in_process(kind: str, ticket_request: ProviderReque
     base = OPENAI_URL if kind == "openai-chat" else ANTHROPIC_URL
     with respx.mock(assert_all_called=True) as router:
         app = fake_routes(router, kind, base_url=base)
-        reply = client_for(make_config(kind, base), env=env).complete_sync(ticket_request)
+        client = client_for(make_config(kind, base), env=env)
+        started = time.perf_counter()
+        reply = client.complete_sync(ticket_request)
+        wall = time.perf_counter() - started
     assert reply.parsed == {"category": "billing", "priority": 1, "needs_human": False,
                             "tags": []}
     assert reply.request_id and reply.request_id.startswith("req_")
     assert reply.usage.input_tokens and reply.usage.output_tokens
     assert reply.model == make_config(kind, base).model
-    assert reply.latency_s >= 0
+    assert 0 < reply.latency_s <= wall  # the call's own time, measured inside the call
     assert app.deliveries.total == 1
 
 

@@ -29,10 +29,10 @@ def test_all_scenarios_hold_on_the_reference_store(
     code, out, _ = _run(["scenarios", "run", str(SCENARIOS_DIR), "--report-dir",
                          str(tmp_path)], capsys)
     assert code == 0, out
-    assert "11 passed, 0 violated, 0 unknown, 1 not applicable" in out
+    assert "12 passed, 0 violated, 0 unknown, 1 not applicable" in out
     assert "N/A       triple_click_across_replicas: needs replicas" in out
     folders = sorted((tmp_path / "latest" / "runs").iterdir())
-    assert len(folders) == 11
+    assert len(folders) == 12
     assert all(re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-[a-z_]+", f.name) for f in folders)
     for folder in folders:
         assert sorted(p.name for p in folder.iterdir()) == [
@@ -109,7 +109,7 @@ checkers: [late_result_discarded_recorded]
 
 def test_list_and_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["scenarios", "list", str(SCENARIOS_DIR)], capsys)
-    assert code == 0 and out.count("checkers:") == 12
+    assert code == 0 and out.count("checkers:") == 13
     two = [str(SCENARIOS_DIR / "double_click.yaml"), str(SCENARIOS_DIR / "mismatched_key.yaml")]
     code, out, _ = _run(["scenarios", "matrix", *two, "--report-dir", str(tmp_path)], capsys)
     assert code == 1

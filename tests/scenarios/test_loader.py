@@ -16,7 +16,8 @@ from harness.scenarios.model import Scenario
 from tests.scenarios.conftest import SEED_FOUR
 
 EXPECTED = {
-    *SEED_FOUR, "reordered_json_same_intent", "same_key_other_owner", "cancel_then_late_result",
+    *SEED_FOUR, "reordered_json_same_intent", "same_key_other_owner", "same_key_two_owners",
+    "cancel_then_late_result",
     "late_result_after_completion", "hedge_bound", "crash_mid_attempt",
     "timeout_while_still_running", "triple_click_across_replicas",
 }

@@ -24,7 +24,7 @@ class _BarrierSession:
     """Answers every create only once all ``n`` creates are in flight at the same moment."""
 
     def __init__(self, n: int) -> None:
-        self.barrier = threading.Barrier(n)
+        self.barrier = threading.Barrier(n, timeout=10)
         self.threads: set[str] = set()
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:

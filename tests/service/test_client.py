@@ -81,7 +81,7 @@ async def test_a_read_timeout_may_have_been_applied(silent_server: int) -> None:
 
 def test_one_sync_client_shared_by_threads_makes_one_job(loopback_server: ServeProcess) -> None:
     key, threads = new_key(), 16
-    barrier = threading.Barrier(threads)
+    barrier = threading.Barrier(threads, timeout=30)  # breaks instead of hanging
     replies: list[Reply] = []
 
     with HarnessClient(loopback_server.url, ALICE_TOKEN) as api:
@@ -93,6 +93,7 @@ def test_one_sync_client_shared_by_threads_makes_one_job(loopback_server: ServeP
         for worker in workers:
             worker.start()
         for worker in workers:
-            worker.join()
+            worker.join(timeout=60)
+        assert not any(worker.is_alive() for worker in workers), "a create_job call hung"
     assert Counter(r.status for r in replies) == {201: 1, 200: threads - 1}
     assert len({r.body["id"] for r in replies}) == 1

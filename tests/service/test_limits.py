@@ -64,9 +64,8 @@ async def test_a_streamed_body_over_1_mib_is_413_without_a_length(connect: Any) 
 
 @pytest.mark.parametrize(
     "content",
-    [b"", b"   ", b"not json", b'{"contract": "c",', b"\xff\xfe{}", b'{"contract": "c", '
-     b'"input": {"x": NaN}}', b'{"contract": "c", "input": {"x": -Infinity}}'],
-    ids=["empty", "blank", "text", "truncated", "not-utf8", "nan", "infinity"],
+    [b"", b"   ", b"not json", b'{"contract": "c",', b"\xff\xfe{}"],
+    ids=["empty", "blank", "text", "truncated", "not-utf8"],
 )
 async def test_a_non_json_body_is_400(alice: AsyncHarnessClient, content: bytes) -> None:
     reply = await alice.request("POST", "/v1/jobs", content=content,
@@ -88,7 +87,10 @@ async def test_a_non_json_event_or_attempt_body_is_400(alice: AsyncHarnessClient
         (b'{"contract": "c", "input": {"k\\u0000": 1}}', "body.input"),
         (b'{"contract": "c\\u0000", "input": {}}', "body.contract"),
         (b'{"contract": "c", "input": {"a": ["\\ud800"]}}', "body.input.a[0]"),
-        (b'{"contract": "c", "input": {"a": 1e400}}', "input.a"),
+        (b'{"contract": "c", "input": {"a": 1e400}}', "body.input.a"),
+        (b'{"contract": "c", "input": {"x": NaN}}', "body.input.x"),
+        (b'{"contract": "c", "input": {"x": [-Infinity]}}', "body.input.x[0]"),
+        (b'{"contract": "c", "input": {"x": 1, "x": 2}}', "body.input"),
         (b'{"contract": "c", "input": {"a": 9007199254740993}}', "input.a"),
         (b'{"contract": "c", "input": {"a": [1, ' + b"9" * 4301 + b"]}}", "body.input.a[1]"),
         (b'{"contract": "c", "params": {"n": -' + b"1" * 5000 + b'}, "input": {}}',
@@ -96,7 +98,8 @@ async def test_a_non_json_event_or_attempt_body_is_400(alice: AsyncHarnessClient
         (b'{"contract": "c", "input": ' + b'{"a": ' * 80 + b"1" + b"}" * 80 + b"}", "nested"),
         (b'{"contract": "c", "input": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nested"),
     ],
-    ids=["nul", "nul-key", "nul-contract", "surrogate", "overflow", "bigint", "4301-digits",
+    ids=["nul", "nul-key", "nul-contract", "surrogate", "overflow", "nan", "infinity",
+         "duplicate-key", "bigint", "4301-digits",
          "5000-digits", "deep", "deeper"],
 )
 async def test_what_no_store_can_keep_is_422_naming_the_field(

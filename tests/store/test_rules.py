@@ -23,6 +23,7 @@ from harness.domain import (
 )
 from harness.store import SqlStore
 
+WAIT_S = 30.0  # a barrier that is not met in this time breaks (BrokenBarrierError): no hang
 INTENT = Intent(contract="ticket_triage", input={"ticket": "printer on fire", "n": 3})
 
 
@@ -35,7 +36,7 @@ def raw_rows(store: SqlStore, table: str) -> list[tuple[Any, ...]]:
 
 
 def test_double_click_32_threads_make_one_job(store: SqlStore) -> None:
-    barrier = threading.Barrier(32)
+    barrier = threading.Barrier(32, timeout=WAIT_S)
 
     def click(_: int) -> tuple[str, bool]:
         barrier.wait()
@@ -215,7 +216,7 @@ def test_a_hedge_allows_exactly_two_open_attempts_under_contention(store: SqlSto
     job = store.create_job(
         "alice", "k", Intent(contract="c", input={}, policy=Policy(max_open_attempts=2))
     ).job
-    barrier = threading.Barrier(12)
+    barrier = threading.Barrier(12, timeout=WAIT_S)
 
     def start(i: int) -> str:
         barrier.wait()
@@ -236,7 +237,7 @@ def test_concurrent_claims_have_exactly_one_winner(store: SqlStore, round_: int)
         "alice", "k", Intent(contract="c", input={}, policy=Policy(max_open_attempts=2))
     ).job
     attempts = [store.start_attempt("alice", job.id, p) for p in ("a", "b")]
-    barrier = threading.Barrier(2)
+    barrier = threading.Barrier(2, timeout=WAIT_S)
 
     def claim(i: int) -> ClaimOutcome | None:
         barrier.wait()

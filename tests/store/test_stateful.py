@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -19,7 +20,8 @@ from hypothesis.stateful import (
 )
 
 from harness.domain import EventType, HarnessError, Intent, Policy
-from harness.store import SqlStore
+from harness.store import SqlStore, open_store, sqlstore
+from harness.store.mutants import MUTANTS, open_mutant
 from tests.store.model import Model, error_name
 
 OWNERS = ["alice", "bob"]
@@ -117,9 +119,9 @@ def make_machine(store: SqlStore) -> type[RuleBasedStateMachine]:
         def same_state(self) -> None:
             for job_id, mjob in self.model.jobs.items():
                 job = store.get_job(mjob.owner, job_id)
-                assert (job.status, job.version, job.completed_by, job.result) == (
-                    mjob.status, mjob.version, mjob.completed_by, mjob.result
-                )
+                assert (job.status, job.version, job.completed_by, job.result,
+                        job.fingerprint) == (mjob.status, mjob.version, mjob.completed_by,
+                                             mjob.result, mjob.fingerprint)
                 got = {a.id: (a.state, a.outcome) for a in store.list_attempts(mjob.owner, job_id)}
                 want = {
                     i: (a.state, a.outcome)
@@ -128,7 +130,7 @@ def make_machine(store: SqlStore) -> type[RuleBasedStateMachine]:
                 }
                 assert got == want
                 races = [
-                    (r.attempt_id, r.winner_attempt_id, r.reason)
+                    (r.attempt_id, r.winner_attempt_id, r.reason, r.payload_sha256)
                     for r in store.list_races(mjob.owner, job_id)
                 ]
                 assert races == self.model.races[job_id]
@@ -136,18 +138,52 @@ def make_machine(store: SqlStore) -> type[RuleBasedStateMachine]:
     return StoreAgreesWithModel
 
 
-def test_store_agrees_with_the_model(store: SqlStore) -> None:
-    machine = make_machine(store)
+def run_machine(store: SqlStore, examples: int, *, shrink: bool = True) -> None:
+    phases = list(Phase) if shrink else [Phase.generate]
     run_state_machine_as_test(
-        machine,
+        make_machine(store),
         settings=settings(
-            max_examples=40 if store.backend == "sqlite" else 25,
+            max_examples=examples,
             stateful_step_count=25,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
             database=None,
+            phases=phases,
         ),
     )
+
+
+def test_store_agrees_with_the_model(store: SqlStore) -> None:
+    run_machine(store, 40 if store.backend == "sqlite" else 25)
+
+
+# check-then-insert only shows under concurrency (tests/store/test_mutants.py races it).
+SEQUENTIAL_MUTANTS = sorted(set(MUTANTS) - {"check-then-insert"})
+
+
+@pytest.mark.parametrize("mutant", SEQUENTIAL_MUTANTS)
+def test_the_model_catches_each_mutant(mutant: str, sqlite_url: str) -> None:
+    """The oracle is not the store: each store that breaks a rule disagrees with the model."""
+    store = open_mutant(mutant, sqlite_url)
+    try:
+        with pytest.raises(AssertionError):
+            run_machine(store, 200, shrink=False)
+    finally:
+        store.close()
+
+
+def test_the_model_catches_a_wrong_race_digest(sqlite_url: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store that records a lost payload's digest wrongly (SHA-256 of Python's repr, not of
+    the canonical JSON) disagrees with the model's own digest."""
+    monkeypatch.setattr(sqlstore, "payload_digest",
+                        lambda value: hashlib.sha256(repr(value).encode()).hexdigest())
+    store = open_store(sqlite_url)
+    try:
+        with pytest.raises(AssertionError):
+            run_machine(store, 200, shrink=False)
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("owner", ["alice"])

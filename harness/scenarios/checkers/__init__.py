@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from harness.domain.verdicts import JudgedStatus
 from harness.scenarios.checkers import (  # noqa: F401 - register
     attempts,
     claims,
@@ -49,8 +50,8 @@ def run_checkers(
             for name in names]
 
 
-def verdict_of(results: Iterable[CheckResult]) -> str:
-    """``violated`` | ``unknown`` | ``passed``."""
+def verdict_of(results: Iterable[CheckResult]) -> JudgedStatus:
+    """``violated`` | ``unknown`` | ``passed``: the run's status by its checks."""
     verdicts = {r.verdict for r in results}
     if "invalid" in verdicts:
         return "violated"

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from harness.domain.verdicts import CheckerVerdict
 from harness.scenarios.history import Op, Pair, pairs
 
-Verdict = Literal["valid", "invalid", "unknown"]
+Verdict = CheckerVerdict  # one vocabulary: harness.domain.verdicts
 
 #: how the checkers name a target's answers, by default (API.md); a profile replaces them
 DEFAULT_TERMS: dict[str, str] = {

@@ -55,6 +55,8 @@ def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
             found.violation(f"an identical retry of {who} after completion made another job "
                             f"({value.get('job')}, not {job})", first, retry, kind="another_job")
         elif "replayed" not in value:
+            if found.terms.get("replay") == "unmarked":
+                continue  # replays look like creations: the same job is all there is to judge
             found.unknown("the target does not say whether an answer is a replay",
                           "declare replay_header: (or replay:) in the target profile")
         elif not value["replayed"]:

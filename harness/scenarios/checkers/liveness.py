@@ -6,7 +6,9 @@ served — the handler runs again, or the same terminal failure is answered (whi
 promises is :mod:`fidelity`'s concern) — never "in progress" until the engine gives up (it asks
 for twice the profile's lease). Independently, any create that was told "in progress" later than
 the profile's ``lease_s`` after it was first sent shows a key held past its lease; the report
-says for how long.
+says for how long. ``lease_s: none`` (no expiry) leaves no lease to exceed: the duplicates are
+judged on their answers and the counter, and a key still held when the engine stops asking after
+a failure is reported held forever.
 """
 
 from __future__ import annotations
@@ -99,10 +101,12 @@ def retry_after_failure_served(items: list[Pair], found: Findings) -> None:
             last = stuck[-1]
             value = last.value
             asked = sum((value.get("busy") or {}).values())
+            forever = " (the profile declares lease_s: none: it is held forever)"
             found.violation(
                 f"after the handler failed, {owner}'s key {key!r} was still held in progress "
                 f"{value.get('busy_ms', 0):g} ms later"
-                + (f" (lease {lease} ms)" if lease is not None else "")
+                + (forever if lease == "none" else f" (lease {lease} ms)" if lease is not None
+                   else "")
                 + (f": the retry was refused {asked} times" if len(stuck) == 1 else
                    f": all {len(stuck)} retries were refused (the last one {asked} times)")
                 + " — the key is stuck", case.failed, stuck)
@@ -123,6 +127,8 @@ def in_progress_within_lease(items: list[Pair], found: Findings) -> None:
         if not value.get("busy"):
             continue
         lease = value.get("lease_ms")
+        if lease == "none":
+            continue  # no expiry: nothing to exceed (a stuck key is retry_after_failure_served's)
         if lease is None:
             found.unknown("the profile declares no lease_s: how long a key may stay in progress "
                           "is unknown", "declare lease_s: in the target profile (the longest a "

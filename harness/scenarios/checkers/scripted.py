@@ -139,7 +139,9 @@ def _reuse(expect: dict[str, Any], pair: Pair, items: list[Pair],
         return None
     rest = {k: v for k, v in expect.items() if k != "reuse_of"}
     if pair.invoke.value.get("fingerprint") == made.fingerprint:
-        return {"created": False, "job": alias, **rest}
+        # "created: false" only where creation is observable (not with unmarked replays)
+        seen = {"created": False} if "created" in pair.value else {}
+        return {**seen, "job": alias, **rest}
     return {"error": "idempotency_key_reused", **rest}
 
 

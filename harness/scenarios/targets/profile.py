@@ -46,8 +46,11 @@ from harness.scenarios.targets.profile_model import (
     Operation,
     OperationName,
     Profile,
+    fill,
     load_profile,
     pick,
+    profile_warnings,
+    transport_detail,
 )
 from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
@@ -71,27 +74,6 @@ API_CODES = frozenset({"idempotency_key_missing", "idempotency_key_invalid", "in
                        KEY_REUSED, "attempt_in_flight", "job_completed", "invalid_transition",
                        "not_found", "unauthenticated"})
 LISTS = ("list_attempts", "list_races")
-
-def transport_detail(exc: Exception, base: str, never_sent: bool) -> str:
-    """What the client saw when no answer came: where, the error and its text, and whether the
-    request may have been applied (as the API.md target's client says it)."""
-    text = str(exc).strip()
-    return (f"no response from {redact(base)}: {type(exc).__name__}" + (f": {text}" if text else "")
-            + (" (the request was not sent)" if never_sent else " (the outcome is unknown)"))
-
-
-def _fill(template: Any, values: Mapping[str, Any]) -> Any:
-    """``"{provider}"`` placeholders in a body template, recursively; ``"{event}"`` is the event."""
-    if isinstance(template, str):
-        if template.startswith("{") and template.endswith("}") and template[1:-1] in values:
-            return values[template[1:-1]]
-        return template.format(**{k: v for k, v in values.items() if isinstance(v, str)})
-    if isinstance(template, dict):
-        return {k: _fill(v, values) for k, v in template.items()}
-    if isinstance(template, list):
-        return [_fill(v, values) for v in template]
-    return template
-
 
 class ProfileSession(TargetSession):
     """API.md operations translated through a profile, over httpx."""
@@ -135,7 +117,7 @@ class ProfileSession(TargetSession):
             headers[op.key_header] = key
         url = base + op.path.format(**{k: v for k, v in values.items() if isinstance(v, str)})
         if content is None and op.body is not None:
-            content = json.dumps(_fill(op.body, values)).encode()
+            content = json.dumps(fill(op.body, values)).encode()
         if content is not None:
             headers["Content-Type"] = "application/json"
         try:
@@ -182,7 +164,7 @@ class ProfileSession(TargetSession):
     def _replay_shape(self, op: Operation, response: httpx.Response, body: Any) -> bool:
         """The profile's replay shape (``replay: {status: 409, body: original}``): that status,
         carrying the job."""
-        shape = self.profile.replay
+        shape = self.profile.replay_shape
         return (shape is not None and response.status_code == shape.status
                 and isinstance(body, dict) and pick(body, op.fields.get("id", "id")) is not None)
 
@@ -196,8 +178,10 @@ class ProfileSession(TargetSession):
         replayed = None
         if op_name == "create_job":  # the service's replay mark, on any answer (a cached 500)
             marker = self.profile.replay_mark
-            replayed = marker is not None and \
-                response.headers.get(marker.name, "").lower() == marker.value.lower()
+            if marker is not None:  # unmarked replays: whether it is one is not observable
+                replayed = response.headers.get(marker.name, "").lower() == marker.value.lower()
+            elif self.profile.replay_shape is not None:
+                replayed = False
             if self._replay_shape(op, response, body):
                 return Reply(200, self._fields(op, body), replayed=True)
             if self._key_reused(response, body):
@@ -246,8 +230,8 @@ class ProfileSession(TargetSession):
             busy[kind] += 1
             last_busy = self.elapsed() - started
             wait = self._backoff(busy[kind] - 1, retry_after)
-            if busy[kind] > self._max_retries(kind) or not self._within_lease(
-                    last_busy + wait):
+            if busy[kind] > self._max_retries(kind) or not self._within_wait(
+                    kind, last_busy + wait):
                 break
             # The first request is still running (or the key is locked): wait, ask again.
             self.pause(wait)
@@ -280,20 +264,23 @@ class ProfileSession(TargetSession):
             return "locked", retry_after
         return None, 0.0
 
+    def _busy_rule(self, kind: str) -> InFlight | Locked:
+        in_flight = self.profile.in_flight
+        return in_flight if kind == "in_flight" and in_flight is not None else self.profile.locked
+
     def _max_retries(self, kind: str) -> int:
-        if kind == "in_flight" and self.profile.in_flight is not None:
-            return self.profile.in_flight.max_retries
-        return self.profile.locked.max_retries
+        return self._busy_rule(kind).max_retries
 
     def _backoff(self, n: int, retry_after: float) -> float:
-        lease = self.profile.lease_s
+        lease = self.profile.lease
         cap = BACKOFF_CAP_S if lease is None else min(BACKOFF_CAP_S, lease / 4)
         return max(min(cap, 0.005 * 2 ** min(n, 7)), min(retry_after, cap))
 
-    def _within_lease(self, elapsed_s: float) -> bool:
-        """Busy answers are retried for at most twice the declared lease."""
-        lease = self.profile.lease_s
-        return lease is None or elapsed_s <= 2 * lease
+    def _within_wait(self, kind: str, elapsed_s: float) -> bool:
+        """Busy answers are retried for at most twice the declared lease; with no lease (or
+        ``lease_s: none``: a stuck key never frees), for the busy rule's ``max_wait_s``."""
+        lease = self.profile.lease
+        return elapsed_s <= (2 * lease if lease is not None else self._busy_rule(kind).max_wait_s)
 
     def count_side_effects(self) -> int:
         """The service's side effects so far, read from the profile's counter."""
@@ -361,6 +348,7 @@ class ProfileTarget(Target):
             extra.add("replicas")
         self.capabilities = frozenset({*self.profile.capabilities, "owners", *extra})
         self.fingerprint_mode = self.profile.fingerprint
+        self.warnings = profile_warnings(self.profile)
         self.race_digest = self.profile.race_digest
         sql = self.profile.side_effects.sql if self.profile.side_effects else None
         self.sql_counter = SqlSideEffects(sql, env) if sql is not None else None
@@ -368,8 +356,9 @@ class ProfileTarget(Target):
     def promises(self) -> dict[str, Any]:
         """What the profile promises about errors and held keys (written into fault ops)."""
         promised: dict[str, Any] = {"policy": self.profile.on_handler_error}
-        if self.profile.lease_s is not None:
-            promised["lease_ms"] = round(self.profile.lease_s * 1000)
+        lease = self.profile.lease_s
+        if lease is not None:  # "none": the service never expires a key
+            promised["lease_ms"] = "none" if lease == "none" else round(lease * 1000)
         return promised
 
     def unmapped(self, op: str) -> frozenset[str]:
@@ -378,10 +367,12 @@ class ProfileTarget(Target):
                                "start": "start_attempt"}.get(op, "post_event")  # type: ignore[assignment]
         operation = self.profile.operations.get(name)
         ours = JOB_FIELDS if name in ("create_job", "get_job") else ATTEMPT_FIELDS
+        # unmarked replays: whether a create made the job is not observable
+        unseen = {"created"} if name == "create_job" and self.profile.replays_unmarked else set()
         if operation is not None and not operation.fields:
-            return frozenset()  # no fields: the service answers API.md's
+            return frozenset(unseen)  # no fields: the service answers API.md's
         mapped = set(operation.fields) if operation is not None else set()
-        return frozenset(k for k, theirs in ours.items() if theirs not in mapped)
+        return frozenset({k for k, theirs in ours.items() if theirs not in mapped} | unseen)
 
     def terms(self) -> dict[str, str]:
         """The profile's own answers, as promises and messages name them."""
@@ -394,9 +385,12 @@ class ProfileTarget(Target):
         else:
             terms["conflict"] = f"{conflict.status}" + (f" {conflict.code}" if conflict.code
                                                         else " (key reused)")
-        mark = profile.replay_mark
-        if profile.replay is not None:
-            terms["replay_mark"] = f"status {profile.replay.status} carrying the original job" + (
+        mark, shape = profile.replay_mark, profile.replay_shape
+        if profile.replays_unmarked:
+            terms["replay_mark"] = "no mark: the profile declares replays unmarked"
+            terms["replay"] = "unmarked"
+        elif shape is not None:
+            terms["replay_mark"] = f"status {shape.status} carrying the original job" + (
                 f", {mark.name}: {mark.value}" if mark is not None else "")
         elif mark is not None:
             terms["replay_mark"] = f"{mark.name}: {mark.value}"

@@ -79,7 +79,8 @@ def _tags(root: type[BaseModel]) -> set[str]:
 
 
 def _clean(loc: tuple[Any, ...], tags: set[str]) -> tuple[str | int, ...]:
-    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in tags)))
+    return tuple(p for p in loc if not (isinstance(p, str) and (
+        "[" in p or p in tags or p.startswith(("constrained-", "function-")))))
 
 
 def _pick(errors: list[ErrorDetails]) -> ErrorDetails:

@@ -12,11 +12,14 @@ default). The full format, with an example, is in docs/scenarios.md ("Target pro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.scenarios.targets.base import redact
+from harness.scenarios.targets.profile_drill import DrillSection
 from harness.scenarios.targets.profile_errors import ProfileValueError, explain
 from harness.yamlsrc import YamlSource, load_yaml
 
@@ -61,8 +64,14 @@ class Answer(_Strict):
     code: str | None = None
 
 
+#: how long busy answers are retried when the profile declares no lease (or ``lease_s: none``)
+MAX_WAIT_S = 10.0
+
+
 class InFlight(Answer):
     max_retries: int = Field(default=50, ge=1, le=1000)
+    #: the longest the engine keeps asking (seconds), whatever the count
+    max_wait_s: float = Field(default=MAX_WAIT_S, gt=0, le=3600)
 
 
 class Locked(_Strict):
@@ -70,6 +79,7 @@ class Locked(_Strict):
 
     statuses: list[int] = Field(default=[423, 429])
     max_retries: int = Field(default=50, ge=1, le=1000)
+    max_wait_s: float = Field(default=MAX_WAIT_S, gt=0, le=3600)
 
 
 class Auth(_Strict):
@@ -155,15 +165,18 @@ class Profile(_Strict):
     in_flight: InFlight | None = None
     locked: Locked = Locked()
     replay_header: ReplayHeader = ReplayHeader()
-    replay: ReplayShape | None = None
-    fingerprint: Literal["canonical", "json", "bytes"] = "canonical"
+    #: ``unmarked``: a replay looks like the creation (same status, no header, no body field)
+    replay: ReplayShape | Literal["unmarked"] | None = None
+    fingerprint: Literal["canonical", "json", "parsed-json", "bytes", "none"] = "canonical"
     race_digest: Literal["sha256-rfc8785", "none"] = "none"
-    lease_s: float | None = Field(default=None, gt=0, le=7 * 86400)
+    #: ``none``: the service never expires a held key (None: the profile does not say)
+    lease_s: Annotated[float, Field(gt=0, le=7 * 86400)] | Literal["none"] | None = None
     on_handler_error: Literal["retry", "final"] = "retry"
     side_effects: SideEffects | None = None
     faults: dict[str, Fault] | None = None
     default_fault: str | None = None
     operations: dict[OperationName, Operation]
+    drill: DrillSection | None = None  # the service seen from its providers (docs/drill.md)
 
     @model_validator(mode="before")
     @classmethod
@@ -185,7 +198,30 @@ class Profile(_Strict):
         """The header marking a replay (None: the replay shape says there is none)."""
         if self.replay is None:
             return self.replay_header
+        if self.replay == "unmarked":
+            return None
         return None if self.replay.header == "none" else self.replay.header
+
+    @property
+    def replay_shape(self) -> ReplayShape | None:
+        """The declared shape of a replay, unless it is the creation's own (unmarked)."""
+        if self.replay is None or self.replay == "unmarked" or self.replays_unmarked:
+            return None
+        return self.replay
+
+    @property
+    def replays_unmarked(self) -> bool:
+        """A replay cannot be told from a creation: ``replay: unmarked``, or a replay shape with
+        the created status and no header (``{status: 201, header: none}``)."""
+        if self.replay == "unmarked":
+            return True
+        return self.replay is not None and self.replay.header == "none" and \
+            self.replay.status == self.created_status
+
+    @property
+    def lease(self) -> float | None:
+        """The declared lease in seconds (None: none declared, or ``none``: never expires)."""
+        return self.lease_s if isinstance(self.lease_s, float | int) else None
 
     def fault(self, name: str) -> Fault | None:
         """The fault a scenario step names: ``handler_error`` is the default one (the fault so
@@ -208,6 +244,9 @@ def load_profile(path: str | Path) -> Profile:
         profile = Profile.model_validate(src.data)
     except ValidationError as exc:
         message, loc, fix = explain(Profile, exc.errors())
+        if loc[-1:] == ("lease_s",):
+            fix += " (the seconds a key may be held in progress), or lease_s: none (the " \
+                   "service never expires a held key)"
         raise src.error(message, loc, fix=fix) from None
     for capability in profile.capabilities:
         for op in NEEDS.get(capability, ()):
@@ -271,6 +310,30 @@ def _check_observers(src: YamlSource, profile: Profile) -> None:
                         fix=f"write one of: {known}")
 
 
+#: what a profile whose replays look like creations turns off (named in its load warning)
+UNMARKED_OFF = ("scripted 'created:' expectations (and the 'created: false' of reuse_of:)",
+                "one_job_per_intent's 'only the first create answers 201 created'",
+                "identical_retry_replayed's 'says it is a replay'")
+
+
+def profile_warnings(profile: Profile) -> list[str]:
+    """What the profile's description makes unjudgeable, said once at load."""
+    out = []
+    if profile.replays_unmarked:
+        how = ("replay: unmarked" if profile.replay == "unmarked" else
+               f"replay: {{status: {profile.created_status}, header: none}} (the created "
+               "status, no header: write replay: unmarked to say so)")
+        out.append(f"profile {profile.name!r}: {how} — a replay cannot be told from a "
+                   "creation, so 'created' is never an observation; turned off: "
+                   + "; ".join(UNMARKED_OFF) + ". The same job is judged by job ids, the "
+                   "side-effect counter and the job count")
+    if profile.fingerprint == "none":
+        out.append(f"profile {profile.name!r}: fingerprint: none — the service never compares "
+                   "bodies, so another body under a used key is answered with the first job: "
+                   "that is judged as the violation it is (mismatch_rejected_unchanged)")
+    return out
+
+
 def pick(body: Any, path: str | None) -> Any:
     """The value at dotted ``path`` in ``body`` (``data.id``, ``items.0.id``; ``.``: the body
     itself), else None."""
@@ -287,3 +350,24 @@ def pick(body: Any, path: str | None) -> Any:
         else:
             return None
     return value
+
+
+def transport_detail(exc: Exception, base: str, never_sent: bool) -> str:
+    """What the client saw when no answer came: where, the error and its text, and whether the
+    request may have been applied (as the API.md target's client says it)."""
+    text = str(exc).strip()
+    return (f"no response from {redact(base)}: {type(exc).__name__}" + (f": {text}" if text else "")
+            + (" (the request was not sent)" if never_sent else " (the outcome is unknown)"))
+
+
+def fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """``"{provider}"`` placeholders in a body template, recursively; ``"{event}"`` is the event."""
+    if isinstance(template, str):
+        if template.startswith("{") and template.endswith("}") and template[1:-1] in values:
+            return values[template[1:-1]]
+        return template.format(**{k: v for k, v in values.items() if isinstance(v, str)})
+    if isinstance(template, dict):
+        return {k: fill(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, values) for v in template]
+    return template

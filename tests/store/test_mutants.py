@@ -43,7 +43,7 @@ def mutant(request: pytest.FixtureRequest, store_url: str) -> Iterator[SqlStore]
 @pytest.mark.parametrize("mutant", ["check-then-insert"], indirect=True)
 def test_check_then_insert_answers_a_concurrent_duplicate_with_an_error(
         mutant: SqlStore) -> None:
-    barrier = threading.Barrier(4)
+    barrier = threading.Barrier(4, timeout=10)
 
     def click(_: int) -> str:
         barrier.wait(timeout=10)

@@ -1,0 +1,107 @@
+"""A flawed twin of correct_service.py: a Redis work queue whose visibility timeout is shorter
+than the provider timeout, so it redelivers a job whose worker is still running.
+
+The API puts each new job's id on a Redis list; ``--workers`` threads take ids with ``BLMOVE``
+into a processing list and lease them for ``--visibility`` seconds (a sorted set of deadlines);
+a reaper puts every id whose lease expired back on the queue, the at-least-once delivery of
+Celery's or RQ's Redis brokers. A worker calls the primary with plain httpx (``--timeout``), on a
+timeout or a failure the fallback, and claims the result with a compare-and-swap, so one winner
+holds and a late claim is recorded as a race. But ``--visibility`` (default 0.6 x timeout) is
+shorter than ``--timeout``: while the first worker still waits for a silent provider, the job is
+delivered again and a second worker calls the primary again. The bug people report: "a queue
+redelivers a job whose worker is still running". Broken promises: no attempt beyond the declared
+hedge (none), billed calls per intent (declared at most 2).
+
+Run (a real Redis): ``OPENAI_BASE_URL=http://127.0.0.1:9001/v1
+ANTHROPIC_BASE_URL=http://127.0.0.1:9002 python examples/drill/redis_queue_service.py
+--port 8904 --timeout 0.5 --redis redis://127.0.0.1:6379/0``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import httpx
+import jobkit
+import llm
+import redis
+
+
+class RedisQueue:
+    """At-least-once delivery: a list, a processing list, leases in a sorted set."""
+
+    def __init__(self, url: str, visibility: float) -> None:
+        self.redis = redis.Redis.from_url(url, decode_responses=True)
+        self.redis.ping()
+        prefix = f"drill-example:{uuid.uuid4().hex[:8]}"
+        self.queue, self.processing, self.leases = (f"{prefix}:queue", f"{prefix}:processing",
+                                                    f"{prefix}:leases")
+        self.visibility = visibility
+
+    def put(self, job_id: str) -> None:
+        self.redis.lpush(self.queue, job_id)
+
+    def take(self) -> str | None:
+        job_id = self.redis.blmove(self.queue, self.processing, 1, "RIGHT", "LEFT")
+        if job_id is not None:
+            self.redis.zadd(self.leases, {job_id: time.time() + self.visibility})
+        return job_id
+
+    def ack(self, job_id: str) -> None:
+        self.redis.zrem(self.leases, job_id)
+        self.redis.lrem(self.processing, 1, job_id)
+
+    def reap_forever(self) -> None:
+        """Redeliver every job whose lease expired (its worker may still be running)."""
+        while True:
+            for job_id in self.redis.zrangebyscore(self.leases, 0, time.time()):
+                if self.redis.zrem(self.leases, job_id):
+                    self.redis.lrem(self.processing, 1, job_id)
+                    self.put(job_id)
+            time.sleep(self.visibility / 10)  # the reaper's tick
+
+
+class QueueWorker:
+    def __init__(self, store: jobkit.Store, work: RedisQueue, timeout: float) -> None:
+        self.store, self.work = store, work
+        self.http = httpx.Client(timeout=timeout)
+
+    def forever(self) -> None:
+        while True:
+            job_id = self.work.take()
+            if job_id is None:
+                continue
+            job = self.store.job(job_id)
+            if job is not None and not self.store.is_complete(job_id):
+                self.run(job)
+            self.work.ack(job_id)
+
+    def run(self, job: dict[str, Any]) -> None:
+        prompt = jobkit.prompt_of(job)
+        llm.in_turn(self.store, job, [
+            ("openai", lambda: llm.wire_openai(self.http, prompt)),
+            ("anthropic", lambda: llm.wire_anthropic(self.http, prompt))])
+
+
+def main() -> None:
+    args = jobkit.arguments(__doc__, redis=(str, "redis://127.0.0.1:6379/0", "Redis URL"),
+                            visibility=(float, 0.0, "seconds a delivery is leased "
+                                        "(default 0.6 x timeout: THE BUG)"),
+                            workers=(int, 32, "worker threads"))
+    store = jobkit.Store(args.db)
+    try:
+        work = RedisQueue(args.redis, args.visibility or 0.6 * args.timeout)
+    except redis.RedisError as exc:
+        jobkit.fail(f"--redis {args.redis}: {exc}; fix: start redis-server or pass its URL")
+    for _ in range(args.workers):
+        worker = QueueWorker(store, work, args.timeout)
+        threading.Thread(target=worker.forever, daemon=True).start()
+    threading.Thread(target=work.reap_forever, daemon=True).start()
+    jobkit.serve_stdlib(store, lambda job: work.put(job["id"]), args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

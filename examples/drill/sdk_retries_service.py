@@ -1,0 +1,51 @@
+"""A flawed twin of correct_service.py: the official ``openai`` SDK's default retries re-send a
+timed-out call, so one job costs up to 3 billed primary calls, then the fallback's.
+
+Everything else is right (UNIQUE (owner, key), a timeout leaves the job ``running``, a
+compare-and-swap claim). The worker calls the primary with ``openai.OpenAI(timeout=…)`` and no
+``max_retries``: the SDK's default is 2 retries, on timeouts and connection errors too, so a
+provider that hangs (or answers late, or resets) is asked 3 times, each one billed, before the
+worker falls back to the Anthropic fallback. The bug people report: "SDK retries re-send a
+timed-out call". Broken promise: billed calls per intent (declared at most 2). The fix is one
+argument: ``max_retries=0`` (and a hedge you count yourself).
+
+Run: ``OPENAI_BASE_URL=http://127.0.0.1:9001/v1 ANTHROPIC_BASE_URL=http://127.0.0.1:9002
+python examples/drill/sdk_retries_service.py --port 8901 --timeout 0.5``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import jobkit
+import llm
+import openai
+
+
+class RetryingWorker:
+    def __init__(self, store: jobkit.Store, timeout: float) -> None:
+        self.store = store
+        # THE BUG: no max_retries, so the SDK's default (2) re-sends a timed-out call.
+        self.primary = openai.OpenAI(base_url=jobkit.openai_base_url(),
+                                     api_key=jobkit.api_key("OPENAI_API_KEY"), timeout=timeout)
+        self.fallback = llm.anthropic_client(timeout)
+
+    def start(self, job: dict[str, Any]) -> None:
+        threading.Thread(target=self.run, args=(job,), daemon=True).start()
+
+    def run(self, job: dict[str, Any]) -> None:
+        prompt = jobkit.prompt_of(job)
+        llm.in_turn(self.store, job, [
+            ("openai", lambda: llm.ask_openai(self.primary, prompt)),
+            ("anthropic", lambda: llm.ask_anthropic(self.fallback, prompt))])
+
+
+def main() -> None:
+    args = jobkit.arguments(__doc__)
+    store = jobkit.Store(args.db)
+    jobkit.serve_stdlib(store, RetryingWorker(store, args.timeout).start, args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""What ``explore`` reports once a search ends, on a store or through a service's storage: the
+progress ticker, a clean search, and a violation (shrunk, written as a repro folder, replayed
+once and emitted with the command that replays it)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.explore.search import Found, Progress, Settings
+    from harness.reports.session import ReportSession
+
+PROGRESS_EVERY_S = 2.0
+
+
+class Ticker:
+    """Progress: a rich bar on a terminal (stderr), else a plain line every couple of seconds;
+    the final counters are always printed."""
+
+    def __init__(self, say: Any, total: int | None = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as Bar
+
+        self.say = say
+        self.last = time.perf_counter()
+        self.progress: Progress | None = None
+        console = Console(stderr=True)
+        self.bar = Bar(TextColumn("exploring"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TextColumn("{task.description}"),
+                       console=console, transient=True, disable=not console.is_terminal)
+        self.task = self.bar.add_task("", total=total)
+        self.bar.start()
+
+    def __call__(self, progress: Progress) -> None:
+        self.progress = progress
+        if not self.bar.disable:
+            self.bar.update(self.task, completed=progress.schedules,
+                            description=f"{progress.violations} violations")
+            return
+        now = time.perf_counter()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            self.say(f"  {progress.line()}")
+
+    def final(self) -> None:
+        self.bar.stop()
+        if self.progress is not None:
+            self.say(f"  {self.progress.line()}")
+
+
+
+def report_clean(session: ReportSession, found: Found, settings: Settings, target: str) -> None:
+    from harness.commands._explore_events import explore_result
+
+    progress = found.progress
+    if found.exhausted:
+        note = (f"no violation: every interleaving of the smallest plan was explored "
+                f"({progress.schedules} schedules, {progress.steps} steps)")
+    else:
+        spent = "time limit reached" if settings.time_limit is not None else "budget spent"
+        note = f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}"
+    session.emit(explore_result(None, target=target, settings=settings, found=found,
+                                note="\n".join([note, *progress.tally.lines()])))
+
+
+def report_violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
+               target: str, args: argparse.Namespace, *,
+               through: dict[str, Any] | None = None) -> None:
+    from harness.commands._explore_events import explore_result
+    from harness.explore.replay import replay_repro
+    from harness.explore.repro import read_repro, write_repro
+    from harness.explore.shrink import shrink
+    from harness.scenarios.runfolder import replay_command
+
+    outcome = found.outcome
+    assert outcome is not None
+    original = outcome.steps
+    shrink_figures = None
+    if not args.no_shrink and not found.shrunk_by_hypothesis:
+        session.say(f"found: {', '.join(outcome.broken)} after {found.progress.schedules} "
+                    f"schedules ({outcome.steps} steps); shrinking:")
+        shrunk = shrink(controller, outcome, progress=lambda text: session.say(f"  {text}"))
+        outcome = shrunk.outcome
+        shrink_figures = {"original_steps": shrunk.original_steps,
+                          "original_ops": shrunk.original_ops, "plan_runs": shrunk.plan_runs,
+                          "hypothesis_runs": shrunk.hypothesis_runs,
+                          "original_preemptions": shrunk.original_preemptions,
+                          "preemption_runs": shrunk.preemption_runs,
+                          "elapsed_s": round(shrunk.elapsed_s, 3), "note": shrunk.note}
+    found_info = {"workload": settings.workload, "seed": settings.seed,
+                  "schedule": found.schedule, "choices": settings.choices,
+                  "schedules": found.progress.schedules, "clients": settings.clients,
+                  "commit_steps": bool(args.commit_steps)}
+    if settings.choices == "pct":
+        found_info["depth"] = settings.depth
+    folder = write_repro(outcome, session.folder, target=target, found=found_info,
+                         shrink=shrink_figures, through=through)
+    again = replay_repro(controller, read_repro(folder))
+    note = ""
+    if through is None:
+        command = replay_command(folder, target.replace(":***@", "@"))
+        if "***" in target:
+            note = "put the real URL in --target (or set PGPASSWORD): the password is not stored"
+    else:
+        command = shlex.join(["failover-harness", "replay", str(folder)])
+        if "***" in str(through.get("storage")):
+            note = "add --through with the full URL: the password is not stored"
+    session.emit(explore_result(
+        outcome, target=target, settings=settings, found=found, original_steps=original,
+        repro=folder, replay=command, replayed_identical=again.identical, note=note))

@@ -1,0 +1,79 @@
+"""What one drilled intent left behind, at both ends: every provider call of its tag (from the
+fakes' logs) and every answer of the service (submissions and observations), on one clock.
+
+Plain data, no I/O; the engine fills it in, :mod:`harness.drill.judge` reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.providers.recording import BILLED
+
+#: the drill's status classes for what the service says about a job
+StatusClass = str  # succeeded | failed | running | unknown | unrecognised | error
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One provider call of the intent, as its fake saw it."""
+
+    provider: str
+    role: str  # primary | fallback
+    seq: int
+    at: float
+    ended_at: float | None  # None: still open when the drill stopped
+    outcome: str  # answered | late | abandoned | reset | cut | refused | released | in_flight
+    behaviour: str
+    status: int | None = None
+    stream: bool = False
+
+    @property
+    def billed(self) -> bool:
+        return self.outcome in BILLED
+
+    @property
+    def ident(self) -> str:
+        return f"{self.provider}#{self.seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """One submit of the intent (a double click submits twice)."""
+
+    at: float
+    status: int | None  # the service's HTTP status (None: no answer)
+    job_id: str | None = None
+    error: str = ""
+    ended_at: float | None = None
+    result: str | None = None  # chat: the answer's text
+    stream_complete: bool | None = None  # chat with stream: did the stream end properly?
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One look at the job: what the service said, classified."""
+
+    at: float
+    status: StatusClass
+    raw_status: str | None
+    result: str | None
+    http_status: int | None = None
+
+
+@dataclass
+class IntentEvidence:
+    """Everything one intent left behind."""
+
+    drill: str
+    trial: int
+    tag: str
+    started_at: float
+    submissions: list[Submission] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    attempts: int | None = None  # entries the service lists for the job (None: not shown)
+    races: int | None = None
+    ended_at: float = 0.0
+    stopped_waiting: bool = False  # calls were still open when the drill stopped waiting
+    note: str = ""

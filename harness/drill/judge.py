@@ -1,0 +1,305 @@
+"""Judge one drilled intent: each promise held, broken (with the evidence) or unknown (with the
+reason and the fix), from its :class:`~harness.drill.evidence.IntentEvidence`. Pure.
+
+The promises (a closed vocabulary; docs/drill.md, "The promises"):
+
+====================  ====================================================================
+one_job               every submit of the intent names the same job
+timeout_not_failure   while the primary merely hangs or is slow, the job is never "failed"
+within_hedge          no call starts while another runs, beyond the declared hedge
+one_winner            the result is one provider call's answer, and never changes once complete
+                      (a late answer is discarded, and recorded where the service shows races)
+billed_within_bound   billed provider calls per intent ≤ policy.max_billed_calls
+cut_not_success       a cut stream never reaches the client as a success
+completed             the intent ends with a provider's whole answer (failover happened)
+fallback_certified    the fallback that answered is certified for the contract (the lock)
+====================  ====================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from harness.drill.drills import Drill
+from harness.drill.evidence import Call, IntentEvidence, Observation
+from harness.providers.recording import SIGNATURE
+from harness.scenarios.targets.profile_drill import DrillSection
+
+PROMISES: dict[str, str] = {
+    "one_job": "one job per intent",
+    "timeout_not_failure": "a timeout is not a failure",
+    "within_hedge": "no attempt beyond the declared hedge",
+    "one_winner": "one winner, and a complete result never changes",
+    "billed_within_bound": "billed provider calls per intent within the declared bound",
+    "cut_not_success": "a cut stream never reaches the client as a success",
+    "completed": "the intent completes with a provider's whole answer",
+    "fallback_certified": "the fallback reached is certified for the contract",
+}
+#: (certified?, why) for a provider; None: no contract to judge against
+Certifier = Callable[[str], tuple[bool, str] | None]
+BASE_URL_VARS = {"openai-chat": ("OPENAI_BASE_URL", "/v1"),
+                 "anthropic-messages": ("ANTHROPIC_BASE_URL", "")}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One promise's verdict on one intent."""
+
+    promise: str
+    verdict: str  # held | broken | unknown | not_judged
+    message: str = ""
+    fix: str = ""
+
+
+@dataclass
+class IntentVerdict:
+    evidence: IntentEvidence
+    findings: list[Finding] = field(default_factory=list)
+    winner: str | None = None  # the call whose answer the intent ended with ("gpt#3")
+
+    @property
+    def verdict(self) -> str:
+        kinds = {f.verdict for f in self.findings}
+        return "failed" if "broken" in kinds else "unknown" if "unknown" in kinds else "passed"
+
+    def of(self, promise: str) -> Finding | None:
+        return next((f for f in self.findings if f.promise == promise), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """What the judge needs besides the evidence: the profile's section, where the fakes
+    listen (name, kind, url) and the certifier."""
+
+    section: DrillSection
+    fakes: Sequence[tuple[str, str, str]]
+    certify: Certifier | None = None
+
+
+def base_url_fix(fakes: Sequence[tuple[str, str, str]]) -> str:
+    """The variables and URLs that point a service's providers at the fakes."""
+    parts = []
+    for name, kind, url in fakes:
+        var, suffix = BASE_URL_VARS.get(kind, ("the provider's base URL", ""))
+        parts.append(f"{var}={url}{suffix} ({name})")
+    return ("start the service with its providers pointed at the drill: " + ", ".join(parts)
+            + " (or the gateway's upstreams / api_base at those URLs)")
+
+
+def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdict:
+    out = IntentVerdict(ev)
+    reason = _precondition(ev, drill, setup)
+    if reason is not None:
+        out.findings.append(reason)
+        return out
+    chat = setup.section.submit.kind == "chat"
+    winner, winner_finding = _winner(ev, setup, chat)
+    out.winner = winner.ident if winner else None
+    out.findings += [
+        _one_job(ev, chat),
+        _timeout(ev, drill, chat),
+        _hedge(ev, setup),
+        winner_finding,
+        _billed(ev, setup),
+        _cut(ev, drill, chat, winner),
+        _completed(ev, drill, chat),
+        _certified(winner, setup),
+    ]
+    return out
+
+
+def _precondition(ev: IntentEvidence, drill: Drill, setup: Setup) -> Finding | None:
+    first = ev.submissions[0] if ev.submissions else None
+    if first is None or first.status is None or not 200 <= first.status < 300:
+        got = "no answer" if first is None or first.status is None else f"HTTP {first.status}"
+        detail = f" ({first.error})" if first is not None and first.error else ""
+        if not ev.calls:
+            return Finding("completed", "unknown", f"the service answered the submit with "
+                           f"{got}{detail} and never called a provider",
+                           "check drill.submit (path, headers, body) against the service's API")
+    if not ev.calls:
+        return Finding("completed", "unknown", "the service never called the fakes for this "
+                       "intent, so nothing was drilled", base_url_fix(setup.fakes))
+    if drill.name != "control" and not any(c.role == "primary" for c in ev.calls):
+        return Finding("completed", "unknown", f"no call reached the primary, so the scripted "
+                       f"failure ({drill.description}) never happened",
+                       "check which provider the profile marks role: primary")
+    return None
+
+
+def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
+    if chat:
+        return Finding("one_job", "not_judged", "a chat call creates no job")
+    ids = list(dict.fromkeys(s.job_id for s in ev.submissions if s.job_id))
+    if not ids:
+        return Finding("one_job", "unknown", "no submit answered a job id",
+                       "check drill.submit.id_field (where the job id is in the answer)")
+    if len(ids) > 1:
+        return Finding("one_job", "broken", f"{len(ev.submissions)} submits of one intent made "
+                       f"{len(ids)} jobs: {', '.join(ids)}")
+    return Finding("one_job", "held", f"{len(ev.submissions)} submit(s), one job {ids[0]}")
+
+
+def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
+    if not drill.timeout:
+        return Finding("timeout_not_failure", "not_judged", "the primary does not time out here")
+    if chat:
+        bad = [s for s in ev.submissions if s.status is not None and s.status >= 400]
+        if bad:
+            return Finding("timeout_not_failure", "broken", f"the client got HTTP "
+                           f"{bad[0].status} while the primary was merely silent")
+        return Finding("timeout_not_failure", "held", "no error reached the client")
+    failed = next((o for o in ev.observations if o.status == "failed"), None)
+    if failed is not None:
+        return Finding("timeout_not_failure", "broken", f"the job was reported "
+                       f"{failed.raw_status!r} (failed) at {failed.at - ev.started_at:.3f} s "
+                       f"while the primary was merely {_silent(drill)}")
+    if not ev.observations:
+        return Finding("timeout_not_failure", "unknown", "the job was never observed",
+                       "check drill.observe (path, status_field)")
+    return Finding("timeout_not_failure", "held", f"{len(ev.observations)} observations, "
+                   "never failed")
+
+
+def _silent(drill: Drill) -> str:
+    return "slow" if drill.name == "late" else "hanging"
+
+
+def _hedge(ev: IntentEvidence, setup: Setup) -> Finding:
+    hedge = setup.section.policy.hedge
+    tol = max(0.05, setup.section.timeouts.provider_s / 10)
+    calls = sorted(ev.calls, key=lambda c: c.at)
+    for i, c in enumerate(calls):
+        running = [d for d in calls[:i]
+                   if d.ended_at is None or d.ended_at > c.at + tol]
+        if not running:
+            continue
+        first = min(running, key=lambda d: d.at)
+        if not hedge.allowed:
+            return Finding("within_hedge", "broken", f"call {c.ident} started at "
+                           f"{c.at - ev.started_at:.3f} s while {first.ident} was still running "
+                           "(the profile declares no hedge)")
+        if len(running) > 1:
+            return Finding("within_hedge", "broken", f"call {c.ident} started while "
+                           f"{len(running)} calls were running (a hedge is one extra call)")
+        # measured from the submit (not the first call's arrival, which a loaded service's
+        # client may delay): a lower bound on the service's own delay, so never a false alarm
+        after = hedge.after_s or 0.0
+        since = ev.submissions[0].at if ev.submissions else first.at
+        if c.at - since < after - tol:
+            return Finding("within_hedge", "broken", f"hedge {c.ident} started "
+                           f"{c.at - since:.3f} s after the intent was submitted, while "
+                           f"{first.ident} ran (declared after_s {after:g})")
+    return Finding("within_hedge", "held", f"{len(calls)} call(s): "
+                   + ", ".join(f"{c.ident} {c.outcome}" for c in calls))
+
+
+def _signed(text: str | None) -> list[tuple[str, int]]:
+    return [(m.group(1), int(m.group(2))) for m in SIGNATURE.finditer(text or "")]
+
+
+def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, Finding]:
+    field_name = ("submit.result_field" if chat else "observe.result_field")
+    if chat:
+        results = [(s.ended_at or s.at, s.result) for s in ev.submissions if s.status == 200]
+    else:
+        results = [(o.at, o.result) for o in ev.observations if o.status == "succeeded"]
+    if not results:
+        return None, Finding("one_winner", "not_judged", "no complete result was observed")
+    first_at, first = results[0]
+    changed = next(((t, r) for t, r in results[1:] if r != first), None)
+    calls = {c.ident: c for c in ev.calls}
+    signed = _signed(first)
+    if not signed:
+        return None, Finding("one_winner", "unknown", f"the result {_short(first)!r} does not "
+                             "say whose answer it is", f"keep the provider's answer text in "
+                             f"{field_name} (the drill's fakes sign every answer)")
+    winner = calls.get(f"{signed[0][0]}#{signed[0][1]}")
+    if winner is None or len({s for s in signed}) > 1:
+        return None, Finding("one_winner", "broken", f"the result {_short(first)!r} is not one "
+                             "call of this intent (another intent's answer, or two answers)")
+    if changed is not None:
+        return winner, Finding("one_winner", "broken", f"the result changed "
+                               f"{changed[0] - first_at:.3f} s after it was complete: from "
+                               f"{winner.ident}'s answer to {_short(changed[1])!r}")
+    if not chat and ev.observations and ev.observations[-1].status != "succeeded":
+        last = ev.observations[-1]
+        return winner, Finding("one_winner", "broken", f"complete with {winner.ident}'s answer, "
+                               f"then reported {last.raw_status!r}")
+    late = [c for c in ev.calls if c.outcome == "answered" and c is not winner
+            and c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
+    if late and setup.section.observe and setup.section.observe.races and not ev.races:
+        return winner, Finding("one_winner", "broken", f"the late answer of {late[0].ident} "
+                               "reached the service after the winner and no race was recorded")
+    note = f"; late answer of {late[0].ident} discarded" if late else ""
+    return winner, Finding("one_winner", "held", f"{winner.ident}'s answer, unchanged over "
+                           f"{len(results)} observation(s){note}")
+
+
+def _short(text: str | None, limit: int = 80) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _billed(ev: IntentEvidence, setup: Setup) -> Finding:
+    bound = setup.section.policy.max_billed_calls
+    billed = [c for c in ev.calls if c.billed]
+    timeline = ", ".join(f"{c.ident} {c.outcome}" + ("" if c.billed else " (not billed)")
+                         for c in sorted(ev.calls, key=lambda c: c.at))
+    if len(billed) > bound:
+        return Finding("billed_within_bound", "broken", f"{len(billed)} billed calls for one "
+                       f"intent (declared at most {bound}): {timeline}")
+    return Finding("billed_within_bound", "held", f"{len(billed)} billed of {bound}: {timeline}")
+
+
+def _cut(ev: IntentEvidence, drill: Drill, chat: bool, winner: Call | None) -> Finding:
+    if drill.name != "stream-cut":
+        return Finding("cut_not_success", "not_judged", "no stream is cut here")
+    if not any(c.outcome == "cut" for c in ev.calls):
+        return Finding("cut_not_success", "unknown", "no call was cut (the service never "
+                       "reached the primary's stream)", "check the primary's role and port")
+    if chat:
+        done = [s for s in ev.submissions if s.status == 200 and s.stream_complete is not False]
+        if done and winner is None:
+            return Finding("cut_not_success", "broken", f"the client got HTTP 200 with "
+                           f"{_short(done[0].result)!r}: the cut answer, passed off as whole")
+        return Finding("cut_not_success", "held", "the cut answer did not reach the client "
+                       "as a success")
+    ok = [o for o in ev.observations if o.status == "succeeded"]
+    if ok and winner is None and not _signed(ok[0].result):
+        return Finding("cut_not_success", "broken", f"the job succeeded with "
+                       f"{_short(ok[0].result)!r}: the cut stream's first bytes")
+    return Finding("cut_not_success", "held", "the cut stream did not complete the job")
+
+
+def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
+    if chat:
+        sub = ev.submissions[-1]
+        if sub.status == 200 and sub.stream_complete is not False:
+            return Finding("completed", "held", "HTTP 200")
+        got = f"HTTP {sub.status}" if sub.status is not None else sub.error or "no answer"
+        return Finding("completed", "broken", f"the primary failed as scripted and the client "
+                       f"got {got}: failover did not happen")
+    last: Observation | None = ev.observations[-1] if ev.observations else None
+    if last is None:
+        return Finding("completed", "unknown", "the job was never observed",
+                       "check drill.observe (path, status_field)")
+    if last.status == "succeeded":
+        return Finding("completed", "held", f"{last.raw_status!r}")
+    if last.status == "failed" and drill.timeout:
+        return Finding("completed", "not_judged", "reported failed (see timeout_not_failure)")
+    return Finding("completed", "broken", f"the job ended {last.raw_status!r} "
+                   f"({last.status}) within timeouts.job_s: failover did not complete")
+
+
+def _certified(winner: Call | None, setup: Setup) -> Finding:
+    if winner is None or winner.role != "fallback":
+        return Finding("fallback_certified", "not_judged", "no fallback answered")
+    verdict = setup.certify(winner.provider) if setup.certify else None
+    if verdict is None:
+        return Finding("fallback_certified", "not_judged", f"{winner.provider} answered; the "
+                       "profile names no contract, so the lock was not consulted")
+    ok, why = verdict
+    return Finding("fallback_certified", "held" if ok else "broken",
+                   f"{winner.provider}: {why}")

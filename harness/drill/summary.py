@@ -1,0 +1,116 @@
+"""From judged intents to the drill's events: a rate per promise, and for each failing or
+unknown intent its findings and its lane diagram (each provider call from start to end and how
+it ended, the job's observed states, the winner)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.drill.drills import DRILLS
+from harness.drill.engine import DrillResults
+from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
+from harness.drill.evidence import IntentEvidence
+from harness.drill.judge import PROMISES, IntentVerdict
+from harness.reports.events import Lane, Timeline, TimelineEvent, Unknown
+
+MAX_INTENTS_SHOWN = 5
+OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}
+
+
+def drill_events(results: DrillResults, command: Callable[[str], str]) -> list[DrillRun]:
+    """One event per drill, in the order the drills ran."""
+    return [_event(results, name, verdicts, command(name))
+            for name, verdicts in results.verdicts.items()]
+
+
+def _event(results: DrillResults, name: str, verdicts: list[IntentVerdict],
+           command: str) -> DrillRun:
+    promises = tuple(_rate(p, verdicts) for p in PROMISES)
+    bad = [v for v in verdicts if v.verdict != "passed"]
+    verdict = ("failed" if any(v.verdict == "failed" for v in verdicts)
+               else "unknown" if bad or not verdicts else "passed")
+    unknowns = list(dict.fromkeys((f.message, f.fix) for v in verdicts for f in v.findings
+                                  if f.verdict == "unknown"))
+    if not verdicts:
+        unknowns.append(("no intent was drilled", "ask for --trials 1 or more"))
+    calls = [c for v in verdicts for c in v.evidence.calls]
+    return DrillRun(
+        drill=name, target=results.target, verdict=verdict, outcome=OUTCOME[verdict],  # type: ignore[arg-type]
+        description=DRILLS[name].description, profile=results.profile,
+        trials=len(verdicts), promises=promises,
+        intents=tuple(_intent(v) for v in bad[:MAX_INTENTS_SHOWN]),
+        unknowns=tuple(Unknown(reason, fix) for (reason, fix) in unknowns[:3]),
+        command=command, provider_calls=len(calls), billed_calls=sum(c.billed for c in calls),
+        wall_s=max((v.evidence.ended_at - v.evidence.started_at for v in verdicts), default=0.0),
+    )
+
+
+def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
+    counts = {"held": 0, "broken": 0, "unknown": 0, "not_judged": 0}
+    example = ""
+    for v in verdicts:
+        f = v.of(promise)
+        kind = f.verdict if f is not None else "not_judged"
+        counts[kind] += 1
+        if f is not None and not example and kind in ("broken", "unknown"):
+            example = f.message
+    judged = counts["held"] + counts["broken"] + counts["unknown"]
+    if counts["broken"]:
+        text = f"broken in {counts['broken']} of {judged} intents"
+    elif counts["unknown"]:
+        text = f"unknown in {counts['unknown']} of {judged} intents"
+    elif judged:
+        text = f"held in {judged} of {judged} intents"
+    else:
+        text = "not judged here"
+    return PromiseRate(promise, PROMISES[promise], counts["held"], counts["broken"],
+                       counts["unknown"], counts["not_judged"], text, example)
+
+
+def _intent(v: IntentVerdict) -> DrilledIntent:
+    ev = v.evidence
+    return DrilledIntent(
+        tag=ev.tag, trial=ev.trial, verdict=v.verdict,  # type: ignore[arg-type]
+        findings=tuple(DrillFinding(f.promise, f.verdict, f.message, f.fix)  # type: ignore[arg-type]
+                       for f in v.findings if f.verdict != "not_judged"),
+        winner=v.winner, calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
+        timeline=lanes(ev, v.winner), note=ev.note)
+
+
+def _call_line(ev: IntentEvidence, i: int) -> str:
+    c = ev.calls[i]
+    end = (f"{c.outcome} at {c.ended_at - ev.started_at:.3f} s" if c.ended_at is not None
+           else "still open")
+    billed = "billed" if c.billed else "not billed"
+    return (f"{c.ident} ({c.role}, scripted {c.behaviour}) started at "
+            f"{c.at - ev.started_at:.3f} s, {end}, {billed}")
+
+
+def lanes(ev: IntentEvidence, winner: str | None) -> Timeline:
+    """The intent's lane diagram: the job (or the client), then one lane per provider call."""
+    t0 = ev.started_at
+    marks = [TimelineEvent(round(s.at - t0, 4), "submitted", f"HTTP {s.status}"
+                           + (f" job {s.job_id}" if s.job_id else "")) for s in ev.submissions]
+    last = None
+    for o in ev.observations:
+        if o.status != last:
+            result = f" {o.result[:40]}" if o.result else ""
+            marks.append(TimelineEvent(round(o.at - t0, 4), o.status,
+                                       f"{o.raw_status}{result}"))
+            last = o.status
+    for s in ev.submissions:
+        if s.ended_at is not None and not ev.observations:
+            marks.append(TimelineEvent(round(s.ended_at - t0, 4), "result", s.result or s.error))
+    if ev.observations:
+        marks.append(TimelineEvent(round(ev.observations[-1].at - t0, 4), "observed",
+                                   ev.observations[-1].raw_status or ""))
+    rows = [Lane("job" if ev.observations else "client", events=tuple(marks),
+                 outcome=last or None)]
+    for c in ev.calls:
+        ended = c.ended_at if c.ended_at is not None else ev.ended_at
+        events = (TimelineEvent(round(c.at - t0, 4), "started", c.behaviour),
+                  TimelineEvent(round(ended - t0, 4), c.outcome,
+                                "billed" if c.billed else "not billed"))
+        rows.append(Lane(f"{c.ident} ({c.behaviour})", c.role, events,
+                         "won" if c.ident == winner else c.outcome))
+    return Timeline(duration=round(max(ev.ended_at - t0, 0.001), 4), lanes=tuple(rows))

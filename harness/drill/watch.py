@@ -1,0 +1,104 @@
+"""How the drill reads the service's answers: status classes, a chat answer (JSON or SSE),
+the lists a service shows per job, and filling ``{tag}``/``{key}`` into a request."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from harness.drill.evidence import StatusClass, Submission
+from harness.providers.secrets import redact
+from harness.scenarios.targets.profile_drill import Listing, StatusValues, Submit
+from harness.scenarios.targets.profile_model import pick
+
+
+def fill(template: Any, marks: Mapping[str, str]) -> Any:
+    """``template`` with every mark (``{tag}``, ``{key}``) replaced inside its strings."""
+    if isinstance(template, str):
+        for mark, value in marks.items():
+            template = template.replace(mark, value)
+        return template
+    if isinstance(template, dict):
+        return {k: fill(v, marks) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, marks) for v in template]
+    return template
+
+
+def classify(values: StatusValues, raw: Any) -> StatusClass:
+    """The drill's class of a status value (``unrecognised``: the profile does not list it)."""
+    text = None if raw is None else str(raw)
+    for name in ("succeeded", "failed", "running", "unknown"):
+        if text in getattr(values, name):
+            return name
+    return "unrecognised"
+
+
+def listed(client: httpx.Client, listing: Listing, job: str, headers: dict[str, str]
+           ) -> int | None:
+    """How many entries the service lists for ``job`` (None: it did not answer a list)."""
+    try:
+        response = client.request(listing.method, listing.path.replace("{job_id}", job),
+                                  headers=headers)
+        items = pick(response.json(), listing.items)
+    except (httpx.HTTPError, ValueError):
+        return None
+    return len(items) if isinstance(items, list) else None
+
+
+def read_chat(client: httpx.Client, submit: Submit, headers: dict[str, str], body: Any,
+              at: float, now: Callable[[], float]) -> Submission:
+    """One synchronous chat call: its status, its answer's text, and for a stream whether it
+    ended properly (``[DONE]`` / ``message_stop``)."""
+    if not submit.stream:
+        response = client.request(submit.method, submit.path, json=body, headers=headers)
+        try:
+            text = pick(response.json(), submit.result_field)
+        except ValueError:
+            text = None
+        return Submission(at, response.status_code, result=None if text is None else str(text),
+                          error="" if response.is_success else redact(response.text[:200]),
+                          ended_at=now())
+    pieces: list[str] = []
+    complete = False
+    status = None
+    try:
+        with client.stream(submit.method, submit.path, json=body, headers=headers) as response:
+            status = response.status_code
+            for line in response.iter_lines():
+                piece, end = _sse_piece(line)
+                pieces.append(piece)
+                complete = complete or end
+    except httpx.HTTPError as exc:
+        return Submission(at, status, result="".join(pieces), stream_complete=False,
+                          error=redact(f"{type(exc).__name__}: {exc}"), ended_at=now())
+    return Submission(at, status, result="".join(pieces), stream_complete=complete,
+                      ended_at=now())
+
+
+def _sse_piece(line: str) -> tuple[str, bool]:
+    """The text one SSE line adds (OpenAI or Anthropic), and whether it ends the stream."""
+    if not line.startswith("data:"):
+        return "", False
+    data = line[5:].strip()
+    if data == "[DONE]":
+        return "", True
+    try:
+        event = json.loads(data)
+    except ValueError:
+        return "", False
+    if not isinstance(event, dict):
+        return "", False
+    if event.get("type") == "message_stop":
+        return "", True
+    delta = event.get("delta") or {}
+    if isinstance(delta, dict) and isinstance(delta.get("text"), str):
+        return delta["text"], False
+    choices = event.get("choices") or []
+    if choices and isinstance(choices[0], dict):
+        content = (choices[0].get("delta") or {}).get("content")
+        return (content if isinstance(content, str) else ""), False
+    return "", False

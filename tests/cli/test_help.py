@@ -1,0 +1,47 @@
+"""Every command's --help teaches: a one-sentence description, its exit codes and an example
+that parses; options that do nothing there are gone."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+import pytest
+
+from harness.cli import build_parser
+
+
+def every_parser() -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [("failover-harness", build_parser())]
+    at = 0
+    while at < len(found):
+        name, parser = found[at]
+        at += 1
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [(f"{name} {sub}", p) for sub, p in action.choices.items()]
+    return found
+
+
+@pytest.mark.parametrize("name,parser", every_parser(), ids=lambda v: v if isinstance(v, str)
+                         else "")
+def test_help_has_a_sentence_exit_codes_and_an_example_that_parses(
+        name: str, parser: argparse.ArgumentParser) -> None:
+    text = parser.format_help()
+    description = parser.description or ""
+    assert description[:1].isupper() and description.endswith("."), (name, description)
+    assert "\nexit codes:\n" in text and "  2  bad input" in text, name
+    examples = [line.strip() for line in text.split("\nexamples:\n", 1)[-1].splitlines()
+                if line.strip().startswith("failover-harness ")]
+    assert examples, f"{name}: no example"
+    for example in examples:
+        argv = [a for a in shlex.split(example)[1:] if a != "--help"]
+        if "<run>" in example:
+            continue  # a placeholder for a folder the user has
+        args = build_parser().parse_args(argv)
+        assert getattr(args, "_run", None), example
+
+
+def test_gate_offers_no_option_that_calls_a_provider() -> None:
+    gate = dict(every_parser())["failover-harness gate"]
+    assert "--via" not in gate.format_help()

@@ -1,0 +1,90 @@
+"""The lock file is a transaction: concurrent certifies keep both records, the mode is kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+import harness.contracts.certifier as certifier
+from harness.contracts.lockfile import exclusive, read_lock
+from tests.contracts.conftest import Project, provider
+
+WAIT = 60  # seconds: a barrier or an event that is not reached by then is a failure
+
+
+@pytest.fixture
+def two_providers(project: Project) -> Project:
+    project.write_providers({"first": provider("conformant"), "second": provider("conformant")})
+    return project
+
+
+def test_two_certify_runs_at_once_keep_both_records(two_providers, monkeypatch) -> None:
+    """Both runs read the lock before either writes (a barrier holds them after reading):
+    the second writer must merge into what the first wrote, not into what it read."""
+    project = two_providers
+    both_read = threading.Barrier(2, timeout=WAIT)
+    real_certify = certifier.certify
+
+    async def certify_after_both_read(*args, **kwargs):
+        both_read.wait()  # each run has opened its workspace (and read the lock) by now
+        return await real_certify(*args, **kwargs)
+
+    monkeypatch.setattr(certifier, "certify", certify_after_both_read)
+    codes: dict[str, int] = {}
+
+    def run(pid: str) -> None:
+        codes[pid] = project.cli("certify", "--provider", pid, "--no-progress",
+                                 "--report-dir", str(project.root / f"reports-{pid}"))
+
+    threads = [threading.Thread(target=run, args=(pid,)) for pid in ("first", "second")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert codes == {"first": 0, "second": 0}
+    assert set(read_lock(project.lock_path).records) == {
+        ("first", "ticket_triage"), ("second", "ticket_triage")}
+    assert project.cli("gate") == 0
+
+
+def test_a_writer_waits_for_the_lock_holder(two_providers) -> None:
+    project = two_providers
+    assert project.cli("certify", "--provider", "first", "--no-progress") == 0
+    held, released, done = threading.Event(), threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with exclusive(project.lock_path):
+            held.set()
+            released.wait(WAIT)
+
+    def writer() -> None:
+        lock = read_lock(project.lock_path)
+        lock.commit(list(lock.records.values()))
+        done.set()
+
+    t1 = threading.Thread(target=holder)
+    t1.start()
+    assert held.wait(WAIT)
+    t2 = threading.Thread(target=writer)
+    t2.start()
+    assert not done.wait(0.3), "the writer did not wait for the exclusive lock"
+    released.set()
+    assert done.wait(WAIT)
+    t1.join(WAIT)
+    t2.join(WAIT)
+
+
+def test_certify_keeps_the_lock_files_mode(two_providers) -> None:
+    project = two_providers
+    assert project.cli("certify", "--provider", "first", "--no-progress") == 0
+    os.chmod(project.lock_path, 0o644)
+    assert project.cli("certify", "--provider", "second", "--no-progress") == 0
+    assert stat.S_IMODE(project.lock_path.stat().st_mode) == 0o644
+    assert len(json.loads(project.lock_path.read_text())["certifications"]) == 2
+    leftovers = [p.name for p in Path(project.root).iterdir() if p.name.startswith(".providers")]
+    assert leftovers == []

@@ -1,0 +1,146 @@
+"""Fixtures for the drill tests: the example services of examples/drill/ as subprocesses on
+loopback, recording fake providers, and a real Redis server for the queue example."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from harness.providers.fake_server import FakeServer
+from harness.providers.recording import RecordingFake
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "drill"
+START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
+
+
+class Service:
+    """``python examples/drill/<script> --port 0 …``: ``url`` once it printed ``listening on``."""
+
+    def __init__(self, script: str, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.script, self.log = script, log
+        self.process = subprocess.Popen(
+            [sys.executable, str(EXAMPLES / script), "--port", "0", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+            start_new_session=True)
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
+        try:
+            self.url = self._listening(lines)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _pump(self, lines: queue.Queue[str]) -> None:
+        assert self.process.stdout is not None
+        with self.log.open("a") as out:
+            for line in self.process.stdout:
+                out.write(line)
+                out.flush()
+                lines.put(line)
+        lines.put("")  # EOF
+
+    def _listening(self, lines: queue.Queue[str]) -> str:
+        while True:
+            try:
+                line = lines.get(timeout=START_TIMEOUT_S)
+            except queue.Empty:
+                raise TimeoutError(f"{self.script} did not listen in {START_TIMEOUT_S} s:\n"
+                                   f"{self.log.read_text()[-3000:]}") from None
+            if line.startswith("listening on "):
+                url = line.split()[-1]
+                httpx.get(f"{url}/healthz", timeout=5).raise_for_status()
+                return url
+            if not line:
+                self.process.wait(timeout=10)
+                raise RuntimeError(f"{self.script} exited with {self.process.returncode}:\n"
+                                   f"{self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+
+
+def provider_env(primary_port: int | None, fallback_port: int | None) -> dict[str, str]:
+    """The environment of a service whose providers are the fakes on these ports (None: unset)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
+                        "ANTHROPIC_API_KEY")}
+    if primary_port is not None:
+        env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{primary_port}/v1"
+    if fallback_port is not None:
+        env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{fallback_port}"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture
+def start_service(tmp_path: Path) -> Iterator[object]:
+    """``start_service(script, args, env)`` -> a running :class:`Service`, stopped after."""
+    started: list[Service] = []
+
+    def start(script: str, args: list[str], env: dict[str, str]) -> Service:
+        service = Service(script, [*args, "--db", str(tmp_path / f"{script}.db")], env,
+                          tmp_path / f"{script}.log")
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        service.stop()
+
+
+@pytest.fixture
+def fakes() -> Iterator[dict[str, FakeServer]]:
+    """Recording fakes: ``primary`` (OpenAI wire) and ``fallback`` (Anthropic wire)."""
+    servers = {"primary": FakeServer(RecordingFake("openai-chat", name="primary")),
+               "fallback": FakeServer(RecordingFake("anthropic-messages", name="fallback"))}
+    for server in servers.values():
+        server.start()
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """HARNESS_REDIS_URL, else a real redis-server on a unix socket in a temp folder."""
+    if os.environ.get("HARNESS_REDIS_URL"):
+        yield os.environ["HARNESS_REDIS_URL"]
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("HARNESS_REQUIRE_REDIS") == "1":
+            pytest.fail("redis-server is not installed and HARNESS_REQUIRE_REDIS=1")
+        pytest.skip("the Redis queue example needs redis-server (apt install redis-server) "
+                    "or HARNESS_REDIS_URL")
+    folder = tmp_path_factory.mktemp("redis")
+    sock = folder / "redis.sock"
+    process = subprocess.Popen(
+        [binary, "--port", "0", "--unixsocket", str(sock), "--save", "", "--appendonly", "no",
+         "--dir", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    for line in process.stdout:  # blocks until the server says it is ready (or exits)
+        if "Ready to accept connections" in line:
+            break
+    else:
+        pytest.fail(f"redis-server exited with {process.wait(timeout=10)}")
+    try:
+        yield f"unix://{sock}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
