@@ -73,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.contracts.decidable import needs_adaptive
     from harness.contracts.exchange import Mode
     from harness.contracts.standing import certify_command
-    from harness.gateways.audit import gateway_audit
-    from harness.gateways.sources import open_workspace
+    from harness.gateways.sources import audits_for, open_workspace
 
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     targets = plan(
@@ -89,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
         total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) for t in targets)
     else:
         total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
-    source = ws.providers.source
-    audits = [gateway_audit(source.where if source is not None else None)] if any(
-        t.provider.via for t in targets) else []  # what the provider behind the gateway got
+    audits = audits_for(ws.providers, targets)  # through a gateway: what the provider got
     err = console(stderr=True)
     session = open_session(args, "certify")  # before certifying: its start time is the run's
     for check in undecidable:  # said at load, before any call is spent

@@ -41,16 +41,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.domain.errors import ConfigError
-    from harness.gateways.export import certified_lists
+    from harness.gateways.export import certified_lists, litellm_source
     from harness.gateways.litellm_config import LITELLM_PREFIX
-    from harness.gateways.source import GatewayProviders
     from harness.gateways.sources import open_workspace
 
     path = args.providers
     if not str(path).startswith(LITELLM_PREFIX):
         path = Path(f"{LITELLM_PREFIX}{path}")  # export reads only LiteLLM configs
     ws = open_workspace(path, args.contracts, args.lock, **gateway_options(args))
-    gateway = ws.providers.gateway if isinstance(ws.providers, GatewayProviders) else None
+    gateway = litellm_source(ws.providers)
     if gateway is None:  # pragma: no cover - the prefix forces the LiteLLM reader
         raise ConfigError("not a LiteLLM config", file=str(args.providers))
     eligibility = ws.eligibility()

@@ -176,6 +176,7 @@ def gateway_refusal(cfg: ProviderConfig, exc: ProviderCallError) -> str:
     if not any(word in text for word in _REFUSAL_WORDS):
         return ""
     said = re.sub(r"^.*?HTTP \d{3}(?: \S+)?: ", "", exc.message, count=1)
+    said = re.sub(r" \[(failed|unknown): [^\]]*\]$", "", said)  # the classification trailer
     try:  # a JSON error body: its message, not the whole body
         body = json.loads(said)
         said = str(body.get("message") or body.get("error", {}).get("message") or said)

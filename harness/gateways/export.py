@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from harness.gateways.source import GatewaySource
+from harness.providers.config import ProvidersFile
 
 # (provider id, contract id) -> (certified?, the state's name, why)
 Judge = Callable[[str, str], tuple[bool, str]]
@@ -105,3 +106,8 @@ def certified_lists(gateway: GatewaySource, judge: Judge) -> CertifiedLists:
                 kept.append(target)
         out.sections.setdefault(default.section, {})["default_fallbacks"] = kept
     return out
+
+
+def litellm_source(providers: ProvidersFile) -> GatewaySource | None:
+    """The LiteLLM config ``providers`` was read from (None: another source)."""
+    return providers.source if isinstance(providers.source, GatewaySource) else None

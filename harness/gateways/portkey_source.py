@@ -32,7 +32,7 @@ from harness.gateways.portkey_config import (
     read_portkey_config,
     target_config,
 )
-from harness.gateways.source import DEFAULT_KEY_ENV, PROJECT_FILE, UPSTREAMS, _project_settings
+from harness.gateways.source import DEFAULT_KEY_ENV, PROJECT_FILE, UPSTREAMS, project_settings
 from harness.providers.config import ProviderConfig, ProvidersFile, Timeout
 from harness.providers.secrets import register_secret
 
@@ -125,7 +125,7 @@ def load_portkey_providers(
 ) -> PortkeyProviders:
     """The providers and chain of a Portkey config (see the module docstring)."""
     config = read_portkey_config(path)
-    project = _project_settings(config.path.parent / PROJECT_FILE)
+    project = project_settings(config.path.parent / PROJECT_FILE)
     mapping = dict(contract_map or project.get("contracts") or {})
     route = config.path.stem
     via = (via or project.get("via") or "").rstrip("/") or None

@@ -101,6 +101,13 @@ def parse_contract_map(items: Iterable[str]) -> dict[str, str]:
                        "write --contract-map my-model-group=my_contract")
 
 
+def parse_headers(items: Iterable[str]) -> dict[str, str]:
+    """``["x-portkey-config: {...}", …]`` (``--header NAME:VALUE``) → a dict."""
+    return parse_pairs(items, ":", "--header", "NAME:VALUE",
+                       "write --header 'x-portkey-config: {\"provider\": ...}'",
+                       valid=re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+").fullmatch)
+
+
 def load_litellm_providers(
     path: str | Path,
     *,
@@ -110,7 +117,7 @@ def load_litellm_providers(
 ) -> GatewayProviders:
     """The providers and chains of a LiteLLM config (see the module docstring)."""
     config = read_litellm_config(path, source)
-    project = _project_settings(config.path.parent / PROJECT_FILE)
+    project = project_settings(config.path.parent / PROJECT_FILE)
     mapping = dict(project.get("contracts") or {})
     origin = str(config.path.parent / PROJECT_FILE)
     if contract_map:
@@ -161,16 +168,16 @@ def no_contract_map(path: str | Path, contract_map: Mapping[str, str] | None) ->
     if contract_map:
         return False
     config_path = Path(str(path).removeprefix("litellm:"))
-    return not _project_settings(config_path.parent / PROJECT_FILE).get("contracts")
+    return not project_settings(config_path.parent / PROJECT_FILE).get("contracts")
 
 
-def _project_settings(path: Path) -> dict[str, Any]:
+def project_settings(path: Path) -> dict[str, Any]:
     """The gateway settings of the project file (read and checked by :mod:`harness.project`)."""
     if not path.exists():
         return {}
     project = load_project(path)
     return {"contracts": project.contracts, "via": project.via,
-            "via_api_key_env": project.via_api_key_env}
+            "via_api_key_env": project.via_api_key_env, "headers": project.headers}
 
 
 def provider_ids(config: LiteLLMConfig) -> dict[int, str]:

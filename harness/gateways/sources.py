@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.contracts.certifier import PostAudit, Target
 from harness.contracts.workspace import Workspace, workspace_for
 from harness.domain.errors import ConfigError
+from harness.gateways.audit import gateway_audit
 from harness.gateways.litellm_config import LITELLM_PREFIX
 from harness.gateways.portkey_config import PORTKEY_PREFIX, looks_like_portkey
 from harness.gateways.portkey_source import load_portkey_providers
-from harness.gateways.source import PROJECT_FILE, load_litellm_providers, parse_pairs
+from harness.gateways.source import PROJECT_FILE, load_litellm_providers, project_settings
 from harness.providers.config import ProviderConfig, ProvidersFile, load_providers
 
 KNOWN = ("providers.yaml", f"a LiteLLM proxy config ({LITELLM_PREFIX}config.yaml)",
@@ -82,6 +84,8 @@ def load_source(
 ) -> tuple[ProvidersFile, Path]:
     """The providers and chains of ``path`` (any known source), and the file itself."""
     kind, file = source_kind(path)
+    project = project_settings(file.parent / PROJECT_FILE)  # its headers: under --header's
+    headers = {**(project.get("headers") or {}), **(headers or {})}
     if kind == "litellm":
         providers: ProvidersFile = load_litellm_providers(file, contract_map=contract_map,
                                                           via=via)
@@ -118,11 +122,13 @@ def with_headers(providers: ProvidersFile, headers: Mapping[str, str] | None) ->
     return out
 
 
-def parse_headers(items: list[str]) -> dict[str, str]:
-    """``["x-portkey-config: {...}", …]`` (``--header NAME:VALUE``) → a dict."""
-    return parse_pairs(items, ":", "--header", "NAME:VALUE",
-                       "write --header 'x-portkey-config: {\"provider\": ...}'",
-                       valid=re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+").fullmatch)
+def audits_for(providers: ProvidersFile, targets: Sequence[Target]) -> list[PostAudit]:
+    """The post-audits of a certification: the gateway audit when a provider is reached
+    through a gateway (what the provider behind it received; config lines from the source)."""
+    if not any(t.provider.via for t in targets):
+        return []
+    source = providers.source
+    return [gateway_audit(source.where if source is not None else None)]
 
 
 def open_workspace(
