@@ -178,6 +178,13 @@ def test_a_temperature_override_above_the_contract_is_ineligible_at_its_config_l
     gate = capsys.readouterr()
     target_line = json_lines(config.read_text())[("targets", 1)]
     assert f"config.json:{target_line} (targets[1]): certified ineligible" in gate.out
+    # export: the same config without the ineligible fallback
+    assert main(["export", "portkey-targets", "--providers", "config.json"]) == 1
+    exported = capsys.readouterr()
+    kept = json.loads(exported.out)
+    assert [t["custom_host"] for t in kept["targets"]] == [upstreams.url("primary")]
+    assert kept["strategy"] == json.loads(config.read_text())["strategy"]
+    assert f"dropped config.json:{target_line} (targets[1])" in exported.err
 
 
 @pytest.mark.parametrize(("change", "message", "at"), [
