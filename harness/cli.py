@@ -12,10 +12,14 @@ configuration, 3 no violation but some verdict unknown (missing, stale, indeterm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import re
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from harness import __version__
 from harness.commands._help import describe, epilog
@@ -50,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def _print_error(message: str, *, fix: str | None = None) -> None:
+def _print_error(message: str, fix: str | None = None) -> None:
     color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
     red, reset = ("\033[31m", "\033[0m") if color else ("", "")
     # A message may quote a file or a service: printed as text (harness.console).
@@ -88,22 +92,68 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT
+    with _terminate_as_interrupt():
+        return _run(args)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, unwound like Ctrl-C: in-flight work is cancelled, worker threads are waited
+    for, stores are closed; the exit code is 143 (128 + SIGTERM) instead of 130."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While a command runs (in the main thread), SIGTERM raises :class:`Terminated`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args._run(args))
     except HarnessError as exc:
-        _print_error(exc.message)
+        _print_error(*_with_fix(exc))
         return exc.exit_code
     except ImportError as exc:  # an optional part that is not installed: name the extra
         missing = missing_extra(exc)
         if missing is None:
             return _internal_error(exc)
-        _print_error(missing.message)
+        _print_error(*_with_fix(missing))
         return missing.exit_code
-    except KeyboardInterrupt:
-        _print_error("interrupted")
-        return 130
+    except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
+        terminated = isinstance(exc, Terminated)
+        _print_error("terminated (SIGTERM)" if terminated else "interrupted")
+        return 143 if terminated else 130
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
         return _internal_error(exc)
+
+
+# The verbs a message's advice starts with ("…; use sqlite:///file.db or …").
+_ADVICE = re.compile(r"(?:;|:| —) (?=(?:use|write|pass|send|set|run|remove|install|pip install|"
+                     r"add|give|check|create|choose|rename|point|start|keep|fix|try|see) )")
+
+
+def _with_fix(exc: HarnessError) -> tuple[str, str | None]:
+    """The message and its fix line: bad input (exit 2) always has one. A message that
+    carries its advice inline ("…; use X") has it moved to the fix line."""
+    message = exc.message
+    if exc.exit_code != EXIT_BAD_INPUT or "\n  fix:" in message:
+        return message, None
+    parts = _ADVICE.split(message, maxsplit=1)
+    if len(parts) == 2 and parts[0].strip() and parts[1].strip():
+        return parts[0].rstrip(), parts[1].strip()
+    return message, ("correct what the message names and run the command again "
+                     "('failover-harness COMMAND --help' lists the options)")
 
 
 def _internal_error(exc: Exception) -> int:

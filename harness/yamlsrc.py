@@ -7,6 +7,7 @@ contracts, scenarios and target profiles.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,18 +17,88 @@ import yaml
 
 from harness.domain.errors import ConfigError
 
+# Limits on what a config file may ask of the loader, each refused in milliseconds.
+MAX_DEPTH = 64  # nested collections; a config needs a handful
+MAX_ALIASES = 100  # *alias uses; YAML anchors are rare in configs, a bomb needs many
+MAX_VALUES = 200_000  # values after alias expansion (the "billion laughs" measure)
+# C0 controls other than tab, LF and CR; DEL; C1 controls. YAML allows none of them raw.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, composing at most :data:`MAX_DEPTH` levels and
+    :data:`MAX_ALIASES` aliases (its composer recurses, and an alias costs nothing to write)."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__(text)
+        self.source, self.depth, self.aliases = source, 0, 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        line = event.start_mark.line + 1 if event.start_mark else None
+        if isinstance(event, yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise ConfigError(
+                    f"more than {MAX_ALIASES} aliases (*name): refused, as a document that "
+                    "expands without bound would be", file=self.source, line=line,
+                    fix="write the values out instead of repeating anchors",
+                )
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise ConfigError(
+                    f"nested deeper than {MAX_DEPTH} levels", file=self.source, line=line,
+                    fix="flatten the structure; a config needs only a few levels",
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def check_text(text: str, source: str) -> None:
+    """Refuse a control character (a NUL, an ESC…) with its line and column."""
+    found = _CONTROL.search(text)
+    if found is None:
+        return
+    line = text.count("\n", 0, found.start()) + 1
+    column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+    raise ConfigError(
+        f"a control character U+{ord(found.group()):04X} at column {column}", file=source,
+        line=line, fix="remove it; inside a double-quoted string, write it as an escape "
+        "(\\x1b, \\0) if the value needs it",
+    )
+
+
+def compose_tree(text: str, source: str) -> yaml.Node | None:
+    """The node tree only, within the same limits (control bytes, depth, aliases, expansion):
+    their :class:`ConfigError` quotes nothing of the text; a syntax error stays a
+    ``yaml.YAMLError`` for the caller to word (the tokens file never quotes a line)."""
+    check_text(text, source)
+    loader = _LimitedLoader(text, source)
+    try:
+        root = loader.get_single_node()
+        if root is not None:
+            _check_expansion(root, source)
+        return root
+    finally:
+        loader.dispose()
+
 
 def compose_checked(
     text: str, source: str, *, empty_fix: str | None = None
 ) -> tuple[yaml.Node, Any]:
-    """The node tree and the plain data of one YAML document; ConfigError on bad YAML."""
-    loader = yaml.SafeLoader(text)
+    """The node tree and the plain data of one YAML document; ConfigError on bad YAML, a
+    control character, excessive nesting or alias expansion."""
+    check_text(text, source)
+    loader = _LimitedLoader(text, source)
     try:
         root = loader.get_single_node()
         if root is None:
             raise ConfigError("the file is empty", file=source, line=1,
                               fix=empty_fix or "write the document (see the docs/ example)")
-        _check_duplicates(root, source)
+        _check_expansion(root, source)
+        _check_duplicates(root, source, set())
         data = loader.construct_document(root)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -35,14 +106,51 @@ def compose_checked(
         problem = exc.problem or "invalid YAML"
         raise ConfigError(f"not valid YAML: {problem}", file=source, line=line,
                           fix="check the indentation and quoting on that line") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", file=source) from None
+    except yaml.YAMLError as exc:  # a ReaderError: a character YAML does not allow
+        position = getattr(exc, "position", None)
+        line = text.count("\n", 0, position) + 1 if isinstance(position, int) else None
+        reason = getattr(exc, "reason", None) or "invalid YAML"
+        raise ConfigError(f"not valid YAML: {reason}", file=source, line=line,
+                          fix="remove the character, or save the file as plain UTF-8 text") \
+            from None
+    except RecursionError:  # a guard behind the depth limit: never an internal error
+        raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", file=source,
+                          fix="flatten the structure; a config needs only a few levels") from None
     finally:
         loader.dispose()
     return root, data
 
 
-def _check_duplicates(node: yaml.Node, source: str) -> None:
+def _check_expansion(root: yaml.Node, source: str) -> None:
+    """Refuse a document whose aliases expand it beyond :data:`MAX_VALUES` values, counted
+    once per node (linear time), before anything expands it."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item) for item in node.value)
+        if total > MAX_VALUES:
+            raise ConfigError(
+                f"its aliases expand it to more than {MAX_VALUES:,} values", file=source,
+                line=node.start_mark.line + 1,
+                fix="write the values out instead of nesting anchors in anchors",
+            )
+        sizes[id(node)] = total
+        return total
+
+    size(root)
+
+
+def _check_duplicates(node: yaml.Node, source: str, seen_nodes: set[int]) -> None:
+    if id(node) in seen_nodes:  # an alias: its node was checked where it was anchored
+        return
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key, value in node.value:
@@ -54,10 +162,10 @@ def _check_duplicates(node: yaml.Node, source: str) -> None:
                         fix="keep one of them: YAML would silently drop the first",
                     )
                 seen[key.value] = key.start_mark.line + 1
-            _check_duplicates(value, source)
+            _check_duplicates(value, source, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            _check_duplicates(item, source)
+            _check_duplicates(item, source, seen_nodes)
 
 
 def line_of(root: yaml.Node | None, loc: Sequence[Any]) -> int | None:
@@ -102,18 +210,30 @@ class YamlSource:
                            fix=fix)
 
 
+def read_config_text(path: Path, *, missing_fix: str | None = None) -> str:
+    """The text of a config file; missing, unreadable or not UTF-8 is a :class:`ConfigError`
+    naming the file (and, for bad UTF-8, the line) with the fix."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("file not found", file=str(path),
+                          fix=missing_fix or "create it, or point the option at the right path"
+                          ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror or exc}", file=str(path),
+                          fix="check the path and its permissions") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                          file=str(path), line=line,
+                          fix="save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+
+
 def load_yaml(path: Path) -> YamlSource:
     """Read and parse ``path``; a missing file or a syntax error is a :class:`ConfigError`."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(
-            "file not found", file=str(path), fix="create it, or point the option at the right path"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"cannot read the file: {exc}", file=str(path), fix="save it as UTF-8 text"
-        ) from None
+    text = read_config_text(path)
     if not text.strip():
         return YamlSource(path=path, data=None, root=None)
     root, data = compose_checked(text, str(path))

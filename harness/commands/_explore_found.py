@@ -54,7 +54,7 @@ class Ticker:
 
 
 def report_clean(session: ReportSession, found: Found, settings: Settings, target: str) -> None:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
 
     progress = found.progress
     if found.exhausted:
@@ -70,7 +70,7 @@ def report_clean(session: ReportSession, found: Found, settings: Settings, targe
 def report_violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
                target: str, args: argparse.Namespace, *,
                through: dict[str, Any] | None = None) -> None:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.explore.replay import replay_repro
     from harness.explore.repro import read_repro, write_repro
     from harness.explore.shrink import shrink

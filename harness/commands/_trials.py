@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.commands._collect import first_unknown_runs, scenario_run, trial_series
 from harness.reports.redaction import without_credentials
 from harness.reports.session import ReportSession
+from harness.scenarios.emit import first_unknown_runs, scenario_run, trial_series
 from harness.scenarios.model import Scenario
 from harness.scenarios.runfolder import replay_command, write_run
 from harness.scenarios.targets.base import Target

@@ -66,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
         TimeElapsedColumn,
     )
 
-    from harness.commands._collect import certification
     from harness.commands._report import open_session
     from harness.console import console
     from harness.contracts.certifier import certify, plan
     from harness.contracts.decidable import needs_adaptive
+    from harness.contracts.emit import certification
     from harness.contracts.exchange import Mode
     from harness.contracts.standing import certify_command
     from harness.gateways.sources import audits_for, open_workspace

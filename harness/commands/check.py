@@ -178,26 +178,34 @@ def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
     """The scenarios to run, and the suites they come from, as the live output names them.
 
     The shipped scenarios (and, with ``--target``, the detection suite) always run; a
-    ``scenarios/`` folder in the working directory adds its scenarios (and its ``detection/``).
-    Only explicit paths (``--scenarios``, or the project file's ``scenarios:``) replace them."""
+    ``scenarios/`` folder in the working directory adds its scenarios (and its ``detection/``),
+    a local one named like a shipped one taking its place (``init`` copies the shipped ones:
+    the user may have edited them). Only explicit paths (``--scenarios``, or the project file's
+    ``scenarios:``) replace the shipped suites."""
     from harness.commands.scenarios import shipped_scenarios
-    from harness.scenarios.loader import scenario_files
 
     if s.scenarios:
         scenarios = _load(s.scenarios)
         named = ", ".join(str(p) for p in s.scenarios)
         return scenarios, f"{named} ({len(scenarios)}; given paths replace the shipped suites)"
     shipped = shipped_scenarios()
-    suites: list[tuple[str, list[Path]]] = [("shipped", [shipped])]
+    suites: list[tuple[str, list[Any]]] = [("shipped", _load([shipped]))]
     if with_detection and (shipped / "detection").is_dir():
-        suites.append(("detection", [shipped / "detection"]))
+        suites.append(("detection", _load([shipped / "detection"])))
     local = Path("scenarios")
     if local.is_dir() and local.resolve() != shipped.resolve():
         extra = [local / "detection"] if with_detection and (local / "detection").is_dir() else []
-        suites.append((f"local {local}/", [local, *extra]))
-    scenarios = _load([p for _, paths in suites for p in paths])
-    return scenarios, ", ".join(f"{name} ({len(scenario_files(paths))})"
-                                for name, paths in suites)
+        mine = _load([local, *extra])
+        names = {m.name for m in mine}
+        replaced = sum(1 for _, group in suites for x in group if x.name in names)
+        suites = [(name, [x for x in group if x.name not in names]) for name, group in suites]
+        note = f", {replaced} in place of shipped ones of the same name" if replaced else ""
+        suites.append((f"local {local}/", mine))
+        return [x for _, group in suites for x in group], ", ".join(
+            f"{name} ({len(group)}{note if name.startswith('local') else ''})"
+            for name, group in suites)
+    return [x for _, group in suites for x in group], ", ".join(
+        f"{name} ({len(group)})" for name, group in suites)
 
 
 def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
@@ -262,8 +270,8 @@ def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> 
 
 def _self_check(session: Any, args: argparse.Namespace, s: Settings,
                 scenarios: list[Any]) -> None:
-    from harness.commands._collect import detection_matrix, scenario_run
     from harness.commands._trials import public_target
+    from harness.scenarios.emit import detection_matrix, scenario_run
     from harness.scenarios.matrix import REFERENCE
     from harness.scenarios.matrix import detection_matrix as run_matrix
     from harness.scenarios.runfolder import replay_command, write_run
@@ -285,7 +293,7 @@ def _self_check(session: Any, args: argparse.Namespace, s: Settings,
 
 
 def _certification(session: Any, args: argparse.Namespace, s: Settings, workspace: Any) -> None:
-    from harness.commands._collect import certification, gate_verdict
+    from harness.contracts.emit import certification, gate_verdict
     from harness.contracts.standing import certify_command
 
     failover: dict[tuple[str, str], str] = {}

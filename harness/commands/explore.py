@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.explore.repro import write_repro
     from harness.explore.stress import stress
     from harness.scenarios.targets import open_target
@@ -261,7 +261,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def _replayed(session: ReportSession, args: argparse.Namespace, replayed: Replayed,
               target: str) -> int:
-    from harness.commands._explore_events import explore_result
+    from harness.explore.emit import explore_result
     from harness.reports import ReplayComparison
 
     outcome = replayed.outcome

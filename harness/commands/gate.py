@@ -38,8 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands._collect import gate_verdict  # lazily: keep `--help` fast
     from harness.commands._report import open_session
+    from harness.contracts.emit import gate_verdict  # lazily: keep `--help` fast
     from harness.gateways.sources import open_workspace
 
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))

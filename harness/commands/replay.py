@@ -49,10 +49,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands._collect import scenario_run
     from harness.commands._report import open_session
     from harness.commands._trials import public_target, target_secrets
     from harness.reports import ReplayComparison
+    from harness.scenarios.emit import scenario_run
     from harness.scenarios.replay import recorded_target, replay_until, reproduction
     from harness.scenarios.runfolder import replay_command, write_run
     from harness.scenarios.targets import open_target

@@ -175,6 +175,8 @@ def _run(args: argparse.Namespace) -> int:
         target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
         session = open_session(args, "scenarios run", targets=[target.description])
         session.say(f"target {target.description}; {len(scenarios)} scenario(s)")
+        for warning in getattr(target, "warnings", ()):  # a profile's, said at load
+            session.note(warning)
         options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,
                              target_text=args.target, extra=target_extra(args))
         run_all(session, scenarios, target, options)
@@ -193,9 +195,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from harness.commands._collect import detection_matrix as matrix_event
     from harness.commands._report import open_session
     from harness.providers.secrets import redact_dsn
+    from harness.scenarios.emit import detection_matrix as matrix_event
     from harness.scenarios.matrix import detection_matrix
 
     scenarios = _load(args.paths)

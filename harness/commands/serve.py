@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.domain.errors import ConfigError, StoreError
+from harness.service.lifeline import mark_parent
 
 HELP = "Run the reference HTTP service (API v1) over the reference store"
 EXITS = {0: "stopped cleanly (Ctrl-C)"}
@@ -122,7 +123,6 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.service import app as service
     from harness.service.auth import load_tokens
-    from harness.service.lifeline import mark_parent
     from harness.store import open_store
 
     _check(args)

@@ -15,22 +15,37 @@ and failover runner, recorded or replayed), ``certifier`` (orchestration), ``rec
 ``eligibility`` / ``workspace`` (the gate).
 """
 
-from harness.contracts.certifier import CertificationRun, Target, certify, plan
-from harness.contracts.eligibility import LockFileEligibility
-from harness.contracts.loader import load_contract, load_contracts
-from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
-from harness.contracts.model import Contract, Golden
-from harness.contracts.records import (
-    CertificationRecord,
-    CheckResult,
-    Evidence,
-    InputTally,
-    Sampling,
-)
-from harness.contracts.standing import Standing, State
-from harness.contracts.stats import RateVerdict
-from harness.contracts.tokenizers import TokenizerUnavailable, load_tokenizer
-from harness.contracts.workspace import Workspace, workspace_for
+import importlib as _importlib
+from typing import Any as _Any
+
+# imported lazily, so that importing one module of the room (its events, for the reports)
+# does not run the whole engine
+_EXPORTS = {
+    "CertificationRecord": "records",
+    "CertificationRun": "certifier",
+    "CheckResult": "records",
+    "Contract": "model",
+    "Evidence": "records",
+    "Golden": "model",
+    "InputTally": "records",
+    "LockFile": "lockfile",
+    "LockFileEligibility": "eligibility",
+    "RateVerdict": "stats",
+    "Sampling": "records",
+    "Standing": "standing",
+    "State": "standing",
+    "Target": "certifier",
+    "TokenizerUnavailable": "tokenizers",
+    "Workspace": "workspace",
+    "certify": "certifier",
+    "load_contract": "loader",
+    "load_contracts": "loader",
+    "load_tokenizer": "tokenizers",
+    "lock_path_for": "lockfile",
+    "plan": "certifier",
+    "read_lock": "lockfile",
+    "workspace_for": "workspace",
+}
 
 __all__ = [
     "CertificationRecord",
@@ -58,3 +73,17 @@ __all__ = [
     "read_lock",
     "workspace_for",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.contracts' has no attribute {name!r}")
+    imported = _importlib.import_module(f"harness.contracts.{module}")
+    value = getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import re
 import sys
 from pathlib import Path
@@ -15,10 +14,8 @@ from typing import Any, Literal
 
 import jinja2
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.contracts.jsonpos import json_lines, line_of
 from harness.contracts.model import (
     Business,
     BusinessRejection,
@@ -28,7 +25,8 @@ from harness.contracts.model import (
     Rule,
     Thresholds,
 )
-from harness.contracts.schema_errors import dotted, json_fix, json_path_at, schema_fix
+from harness.contracts.prompt_check import check_prompts
+from harness.contracts.schema_file import load_schema
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.yamlsrc import YamlSource, load_yaml
@@ -154,7 +152,7 @@ def load_contract(directory: Path) -> Contract:
                 ("prompt", name),
                 fix="fix the Jinja2 syntax",
             ) from None
-    schema = _load_schema(src, directory / spec.output.schema_)
+    schema = load_schema(src, directory / spec.output.schema_)
     business = _load_business(src, spec, directory)
     goldens = _load_goldens(src, directory / spec.golden)
     for golden in goldens:
@@ -172,7 +170,7 @@ def load_contract(directory: Path) -> Contract:
         for key, rule in spec.compare.items()
     }
     cert = spec.certification
-    return Contract(
+    contract = Contract(
         id=spec.id,
         version=str(spec.version),
         description=spec.description,
@@ -196,6 +194,8 @@ def load_contract(directory: Path) -> Contract:
         hash=_contract_hash(spec, schema, goldens, business, directory),
         parts=_contract_parts(spec, schema, goldens, directory),
     )
+    check_prompts(src, contract)  # a template typo is bad input here, never a provider's fault
+    return contract
 
 
 def load_contracts(root: Path) -> dict[str, Contract]:
@@ -210,57 +210,6 @@ def load_contracts(root: Path) -> dict[str, Contract]:
         contract = load_contract(folder)
         contracts[contract.id] = contract
     return contracts
-
-
-def _load_schema(src: YamlSource, path: Path) -> dict[str, Any]:
-    """Read and check the output schema; every error names its line in schema.json."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise src.error(
-            f"schema file {path} not found", ("output", "schema"),
-            fix="put the JSON Schema beside contract.yaml or fix the path",
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the schema: {exc}", file=str(path),
-                          fix="save it as UTF-8 JSON") from None
-    try:
-        schema = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON: {exc.msg} (column {exc.colno})", file=str(path),
-                          line=exc.lineno, field=json_path_at(text, exc.pos) or None,
-                          fix=json_fix(exc.msg, text, exc.pos)) from None
-    except RecursionError:
-        raise ConfigError("the JSON nests too deeply to parse", file=str(path),
-                          fix="flatten the schema (use $defs and $ref)") from None
-    lines = json_lines(text)
-
-    def error(message: str, where: list[str | int], fix: str) -> ConfigError:
-        return ConfigError(
-            message, file=str(path), line=line_of(lines, where),
-            field=dotted(where) or "(root)", fix=fix,
-        )
-
-    if not isinstance(schema, dict):
-        raise error("a JSON Schema must be an object", [],
-                    'write an object: {"type": "object", "properties": {…}}')
-    declared = schema.get("$schema")
-    if declared and "2020-12" not in str(declared):
-        raise error(
-            f"$schema is {declared!r}; contracts use Draft 2020-12", ["$schema"],
-            'set "$schema": "https://json-schema.org/draft/2020-12/schema"',
-        )
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise error(
-            f"not a valid Draft 2020-12 schema: {exc.message}", list(exc.path),
-            schema_fix(exc),
-        ) from None
-    if schema.get("type") != "object":
-        raise error("the output must be a JSON object", ["type"] if "type" in schema else [],
-                    'set "type": "object"')
-    return schema
 
 
 def _import_ref(src: YamlSource, directory: Path, ref: str, field: str, contract_id: str) -> Any:

@@ -6,6 +6,15 @@ for API keys). The public front is :mod:`harness.providers.secrets`, which re-ex
 A value is registered once (an API key read from the environment, a DSN's password when a store
 opens) and :func:`redact` removes it from any text from then on: exception messages, log lines
 (``RedactingFilter``), reports, cassettes, printed commands.
+
+Two kinds of redaction, on purpose:
+
+- *where it stands*: :func:`mask_passwords` / :func:`redact_dsn` replace the password of a DSN
+  in its place (``scheme://user:PASSWORD@``, ``?password=``, ``password=…``), whatever it is;
+- *free text*: :func:`redact` replaces registered values as **whole tokens** only (not inside
+  a longer word), and a DSN's password that is also its scheme, user, host or database name
+  (``postgresql://postgres:postgres@…``) is never registered for free text: scrubbing it
+  everywhere would print ``[REDACTED]ql://[REDACTED]@…`` and hide nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +33,8 @@ _MIN_SECRET_LEN = 6
 
 # A URL's userinfo password (postgresql://user:PASSWORD@host) and a password query parameter
 # (?password=…, &sslpassword=…); a key=value DSN's password (password=x, password = 'a b\'c').
-URL_PASSWORD = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@:]*:(?P<pw>[^/?#@]*)@")
+URL_PASSWORD = re.compile(
+    r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#@:\s]*:(?P<pw>[^/?#@\s]*)@")
 QUERY_PASSWORD = re.compile(r"[?&](?:ssl)?password=(?P<pw>[^&#]*)", re.IGNORECASE)
 KV_PASSWORD = re.compile(
     r"(?:^|\s)(?:ssl)?password\s*=\s*(?:'(?P<quoted>(?:[^'\\]|\\.)*)'|(?P<bare>[^\s']+))",
@@ -40,16 +50,33 @@ def register_secret(value: str) -> None:
             _known.add(value)
 
 
+# A token boundary: a secret is replaced where no letter or digit continues it on either side.
+_EDGE_BEFORE, _EDGE_AFTER = r"(?<![A-Za-z0-9])", r"(?![A-Za-z0-9])"
+_compiled: dict[frozenset[str], re.Pattern[str]] = {}
+
+
+def _pattern(values: frozenset[str]) -> re.Pattern[str]:
+    pattern = _compiled.get(values)
+    if pattern is None:
+        alternatives = "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
+        pattern = re.compile(f"{_EDGE_BEFORE}(?:{alternatives}){_EDGE_AFTER}")
+        if len(_compiled) > 64:
+            _compiled.clear()
+        _compiled[values] = pattern
+    return pattern
+
+
 def redact(text: str, extra: Iterable[str] = ()) -> str:
-    """``text`` with every registered secret (and each of ``extra``) replaced by ``[REDACTED]``."""
+    """``text`` with every registered secret (and each of ``extra``) replaced by ``[REDACTED]``
+    where it stands as a whole token (not inside a longer word: ``postgres`` is not scrubbed
+    from ``postgresql``)."""
     if not isinstance(text, str):
         text = str(text)
     with _lock:
-        values = sorted(_known.union(v for v in extra if v), key=len, reverse=True)
-    for value in values:
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
+        values = frozenset(_known.union(v for v in extra if v))
+    if not values or not any(v in text for v in values):
+        return text
+    return _pattern(values).sub(REDACTED, text)
 
 
 def dsn_secrets(dsn: str) -> list[str]:
@@ -70,9 +97,42 @@ def dsn_secrets(dsn: str) -> list[str]:
     return [value for value in dict.fromkeys(found) if value]
 
 
+_URL_PARTS = re.compile(
+    r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*)://(?:(?P<user>[^/?#@:\s]*)(?::[^/?#@\s]*)?@)?"
+    r"(?P<host>[^/?#:\s]*)(?::\d*)?(?:/(?P<db>[^?#\s]*))?")
+_KV_PART = re.compile(r"(?:^|\s)(?P<key>user|host|hostaddr|dbname)\s*=\s*'?(?P<value>[^\s']*)",
+                      re.IGNORECASE)
+
+
+def dsn_names(dsn: str) -> set[str]:
+    """The words a DSN shows besides its password: scheme, user, host, database name."""
+    names: set[str] = set()
+    for match in _URL_PARTS.finditer(dsn):
+        names.update(unquote(v) for v in match.groupdict().values() if v)
+    names.update(m.group("value") for m in _KV_PART.finditer(dsn) if m.group("value"))
+    return names
+
+
+def text_secrets(dsn: str) -> list[str]:
+    """The DSN's password(s) that may be scrubbed from free text: not one that is also the
+    DSN's scheme, user, host or database name (that one is masked only where it stands)."""
+    if not isinstance(dsn, str):
+        return []
+    names = dsn_names(dsn)
+    return [v for v in dsn_secrets(dsn) if v not in names and not any(v in n for n in names)]
+
+
+def redact_about(text: str, dsn: str) -> str:
+    """``text`` (a driver's message about ``dsn``) with the DSN's password removed: masked
+    where a DSN in it shows one, scrubbed as a whole token elsewhere."""
+    return redact(mask_passwords(text), extra=text_secrets(dsn))
+
+
 def register_dsn(dsn: str) -> None:
-    """Register the DSN's password(s), so that no later text (a driver's log line) shows them."""
-    for value in dsn_secrets(dsn):
+    """Register the DSN's password(s), so that no later text (a driver's log line) shows them
+    — except a password that is also the DSN's scheme, user, host or database name: that word
+    is masked where it stands as the password (:func:`redact_dsn`), never scrubbed from text."""
+    for value in text_secrets(dsn):
         register_secret(value)
 
 

@@ -2,7 +2,8 @@
 intents held it, broke it or left it unknown (a rate), and for each intent that failed or was
 unknown its findings, its lane diagram and the command that drills it again.
 
-Plain frozen dataclasses (the reports render them); only :mod:`harness.reports.events`' pieces.
+Plain frozen dataclasses (the reports render them); of the others' events, only the shared
+pieces of :mod:`harness.scenarios.events`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from harness.reports.events import Outcome, Timeline, Unknown
+from harness.domain.verdicts import Outcome
+from harness.scenarios.events import Timeline, Unknown
 
 DrillVerdict = Literal["passed", "failed", "unknown"]
 FindingVerdict = Literal["held", "broken", "unknown", "not_judged"]

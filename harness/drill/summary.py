@@ -11,7 +11,7 @@ from harness.drill.engine import DrillResults
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
 from harness.drill.evidence import IntentEvidence
 from harness.drill.judge import PROMISES, IntentVerdict
-from harness.reports.events import Lane, Timeline, TimelineEvent, Unknown
+from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
 MAX_INTENTS_SHOWN = 5
 OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}

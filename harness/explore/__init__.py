@@ -26,29 +26,57 @@ A service through its storage (``explore --through``)::
                                       parked (http_session); service start, health (service)
 """
 
-from harness.explore.choices import (
-    GuidedChoices,
-    HypothesisChoices,
-    HypothesisDraw,
-    PrefixChoices,
-    RecordedChoices,
-    SwarmChoices,
-    next_prefix,
-)
-from harness.explore.controller import Controller, ExploreStuck, Outcome, Runner
-from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
-from harness.explore.pct import PctChoices, bound
-from harness.explore.plan import OpSpec, Plan, RandomDraw, SmallestDraw, TimerSpec
-from harness.explore.property import RaceFound, explore_schedule
-from harness.explore.proxy import OpenGate, Problem, Proxy, Step, Upstream
-from harness.explore.replay import Replayed, replay_repro
-from harness.explore.repro import Repro, is_explore_repro, read_repro, write_repro
-from harness.explore.search import Found, Settings, search
-from harness.explore.shrink import Shrunk, shrink
-from harness.explore.stress import run_free, stress
-from harness.explore.target import explore_store
-from harness.explore.through import ThroughController
-from harness.explore.workloads import WORKLOADS, build_plan
+import importlib as _importlib
+from typing import Any as _Any
+
+# imported lazily, so that importing one module of the room (its events, for the reports)
+# does not run the whole engine
+_EXPORTS = {
+    "Controller": "controller",
+    "ExploreStuck": "controller",
+    "Found": "search",
+    "GuidedChoices": "choices",
+    "HTTP_WORKLOADS": "http_workloads",
+    "HypothesisChoices": "choices",
+    "HypothesisDraw": "choices",
+    "OpSpec": "plan",
+    "OpenGate": "proxy",
+    "Outcome": "controller",
+    "PctChoices": "pct",
+    "Plan": "plan",
+    "PrefixChoices": "choices",
+    "Problem": "proxy",
+    "Proxy": "proxy",
+    "RaceFound": "property",
+    "RandomDraw": "plan",
+    "RecordedChoices": "choices",
+    "Replayed": "replay",
+    "Repro": "repro",
+    "Runner": "controller",
+    "Settings": "search",
+    "Shrunk": "shrink",
+    "SmallestDraw": "plan",
+    "Step": "proxy",
+    "SwarmChoices": "choices",
+    "ThroughController": "through",
+    "TimerSpec": "plan",
+    "Upstream": "proxy",
+    "WORKLOADS": "workloads",
+    "bound": "pct",
+    "build_plan": "workloads",
+    "explore_schedule": "property",
+    "explore_store": "target",
+    "http_builder": "http_workloads",
+    "is_explore_repro": "repro",
+    "next_prefix": "choices",
+    "read_repro": "repro",
+    "replay_repro": "replay",
+    "run_free": "stress",
+    "search": "search",
+    "shrink": "shrink",
+    "stress": "stress",
+    "write_repro": "repro",
+}
 
 __all__ = [
     "HTTP_WORKLOADS",
@@ -96,3 +124,17 @@ __all__ = [
     "stress",
     "write_repro",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.explore' has no attribute {name!r}")
+    imported = _importlib.import_module(f"harness.explore.{module}")
+    value = getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

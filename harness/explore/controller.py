@@ -19,102 +19,57 @@ byte.
 from __future__ import annotations
 
 import secrets
-import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
-from harness.domain.clock import EPOCH, ManualClock, rfc3339
-from harness.domain.errors import HarnessError
-from harness.domain.verdicts import JudgedStatus
+from harness.domain.clock import ManualClock
 from harness.explore.gate import IDLE, PARKED, RUNNING, Worker
+from harness.explore.loop import (
+    POLL_S,
+    STUCK_S,
+    Chooser,
+    ExploreStuck,
+    Outcome,
+    Runner,
+    ScheduleLoop,
+    flush_events,
+    perform,
+    raise_worker_error,
+)
 from harness.explore.ops import Executor
-from harness.explore.plan import OpSpec, Plan, TimerSpec
+from harness.explore.plan import Plan, TimerSpec
 from harness.explore.sessions import Sessions, attach
-from harness.scenarios.checkers import CheckResult, run_checkers, verdict_of
-from harness.scenarios.history import History, Op
+from harness.scenarios.history import History
 from harness.scenarios.targets.base import SequentialIds
 from harness.scenarios.targets.stores import StoreSession
 from harness.store.sqlstore import SqlStore
 
-POLL_S = 0.001  # how often a running PostgreSQL statement is asked whether it waits on a lock
-STUCK_S = 30.0
+__all__ = ["Chooser", "Controller", "ExploreStuck", "Outcome", "Runner", "run_once"]
 
 
-class Chooser(Protocol):
-    """A choice source (:class:`harness.scenarios.scheduler.ChoiceSource`)."""
+class Controller(ScheduleLoop):
+    """Explores schedules on one store (the store driver of :class:`ScheduleLoop`); workers
+    and sessions are reused between schedules."""
 
-    def choose(self, enabled: Sequence[str]) -> int: ...
-
-
-class Runner(Protocol):
-    """What runs one schedule: :class:`Controller` (a store's statements) or
-    :class:`~harness.explore.through.ThroughController` (a service's storage steps)."""
-
-    def run(self, plan: Plan, choices: Chooser) -> Outcome: ...
-
-    def following(self, recorded: list[dict[str, Any]] | None) -> AbstractContextManager[None]:
-        """While replaying ``recorded``: wait as the recording needs (a no-op for a store)."""
-        ...
-
-
-class ExploreStuck(HarnessError):
-    """The schedule cannot go on: nothing may run, yet a worker is not done.
-
-    Exit 3, not 1: no promise was seen broken — the search could not go on (qa Q33: under load a
-    correct service's schedule stalled and the run exited with the violation code)."""
-
-    exit_code = 3
-
-
-@dataclass
-class Outcome:
-    """One explored schedule: the plan, what ran, and the verdicts."""
-
-    plan: Plan
-    history: list[Op]
-    schedule: list[dict[str, Any]]
-    checks: list[CheckResult]
-    status: JudgedStatus
-    steps: int
-    timers: int
-    waits: int
-    virtual_seconds: float
-    elapsed_s: float = 0.0
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def violated(self) -> bool:
-        return self.status == "violated"
-
-    @property
-    def broken(self) -> list[str]:
-        """The checkers that found a violation."""
-        return [c.checker for c in self.checks if c.verdict == "invalid"]
-
-    def history_lines(self) -> list[str]:
-        return [op.to_line() for op in self.history]
-
-
-class Controller:
-    """Explores schedules on one store; workers and sessions are reused between schedules."""
+    MAX_STEPS = 10_000
 
     def __init__(self, store: SqlStore, *, commit_steps: bool = False) -> None:
+        super().__init__(secrets.token_hex(4))
         self.store = store
         self.commit_steps = commit_steps
         self.sessions: Sessions = attach(store)
         self.sessions.commit_steps = commit_steps
-        self.lock = threading.Lock()  # guards every worker's state
-        self.cv = threading.Condition(self.lock)  # the controller waits here for news
-        self.workers: list[Worker] = []
-        self.run_id = secrets.token_hex(4)
-        self.runs = 0
-        self.now = 0.0
         self.waiting: dict[Worker, set[Worker]] = {}
+
+    def __enter__(self) -> Controller:
+        return self
+
+    def following(self, recorded: list[dict[str, Any]] | None) -> AbstractContextManager[None]:
+        """A store's steps never wait on time: nothing to adjust for a replay."""
+        return nullcontext()
 
     # -- workers ----------------------------------------------------------------------------------
     def _workers(self, n: int) -> list[Worker]:
@@ -134,108 +89,66 @@ class Controller:
             worker.queue.append(job)
             worker.cv.notify()
 
-    def close(self) -> None:
-        with self.cv:
-            for worker in self.workers:
-                worker.stopping = True
-                worker.cv.notify()
-        for worker in self.workers:
-            worker.thread.join(timeout=STUCK_S)
+    def _close_resources(self) -> None:
         self.sessions.close()
 
-    def __enter__(self) -> Controller:
-        return self
-
-    def following(self, recorded: list[dict[str, Any]] | None) -> AbstractContextManager[None]:
-        """A store's steps never wait on time: nothing to adjust for a replay."""
-        return nullcontext()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    # -- one schedule -------------------------------------------------------------------------
-    def run(self, plan: Plan, choices: Chooser, *, max_steps: int = 10_000) -> Outcome:
-        """Run ``plan`` once, asking ``choices`` whenever more than one thing may happen."""
-        started = time.perf_counter()
-        tag = f"{self.run_id}.{self.runs}"
-        self.runs += 1
-        clock = ManualClock(EPOCH)
+    # -- one schedule (the loop's hooks) ------------------------------------------------------
+    def _executor(self, plan: Plan, tag: str, clock: ManualClock, history: History) -> Executor:
         self.store.clock, self.store.ids = clock, SequentialIds(tag)
-        self.now = 0.0
-        history = History(now=lambda: (self.now, rfc3339(clock.now())))
-        executor = Executor(plan, StoreSession(self.store), tag, history)
-        for op in plan.setup:
-            executor.inline(op)
-        clients = plan.racing_clients()
-        workers = self._workers(len(clients))
-        by_client = dict(zip(clients, workers, strict=True))
+        return Executor(plan, StoreSession(self.store), tag, history)
+
+    def _begin(self, by_client: dict[str, Worker]) -> None:
         for client, worker in by_client.items():
             worker.client, worker.busy, worker.holds_write, worker.events = client, False, False, []
-        schedule: list[dict[str, Any]] = []
-        counts = {"steps": 0, "timers": 0, "waits": 0}
-        try:
-            for client, ops in sorted(plan.clients.items()):
-                for op in ops:
-                    self._enqueue(by_client[client], partial(_perform, by_client[client],
-                                                             executor, op))
-            self._settle(workers)
-            self._flush(None, workers, executor)
-            self._race(plan, choices, clock, by_client, executor, schedule, counts, max_steps)
-        except BaseException:
-            self._abort(workers)
-            raise
-        for op in plan.epilogue:
-            executor.inline(op)
-        checks = run_checkers(plan.checkers, history.ops)
-        return Outcome(plan, history.ops, schedule, checks, verdict_of(checks), counts["steps"],
-                       counts["timers"], counts["waits"], self.now,
-                       time.perf_counter() - started)
 
-    def _race(self, plan: Plan, choices: Chooser, clock: ManualClock,
-              by_client: dict[str, Worker], executor: Executor,
-              schedule: list[dict[str, Any]], counts: dict[str, int], max_steps: int) -> None:
+    def _send(self, plan: Plan, by_client: dict[str, Worker], executor: Executor,
+              schedule: list[dict[str, Any]], counts: dict[str, int]) -> None:
+        for client, ops in sorted(plan.clients.items()):
+            for op in ops:
+                self._enqueue(by_client[client], partial(perform, by_client[client], executor, op))
         workers = list(by_client.values())
-        timers = sorted(plan.timers, key=lambda t: (t.at, t.label))
-        while True:
-            options: list[tuple[str, Worker | TimerSpec]] = [
-                (w.label or "", w) for w in self._enabled(workers)]
-            if timers:
-                soonest = timers[0].at
-                options += [(t.label, t) for t in timers if t.at == soonest]
-            if not options:
-                if all(w.status == IDLE and not w.queue for w in workers):
-                    return
-                self._settle(workers, patient=True)  # e.g. PostgreSQL resolving a deadlock
-                if not self._enabled(workers):
-                    raise ExploreStuck(self._describe_stuck(workers))
-                continue
-            picked, entry = decide(options, choices, schedule, self.now)
-            first: Worker | None = None
-            if isinstance(picked, TimerSpec):
-                timers.remove(picked)
-                self.now = picked.at
-                clock.set(EPOCH + timedelta(seconds=picked.at))
-                target = by_client[picked.client]
-                for op in picked.ops:
-                    self._enqueue(target, partial(_perform, target, executor, op))
-                entry["kind"] = "timer"
-                counts["timers"] += 1
-            else:
-                counts["steps"] += 1
-                if counts["steps"] > max_steps:
-                    raise ExploreStuck(f"more than {max_steps} steps in one schedule")
-                entry["kind"] = "step"
-                entry["op"] = picked.doing
-                first = picked
-                with self.cv:
-                    picked.granted = True
-                    picked.cv.notify()
-            self._settle(workers)
-            if first is not None and (first.busy or first in self.waiting):
-                entry["waited"] = True
-                counts["waits"] += 1
-            schedule.append(entry)
-            self._flush(first, workers, executor)
+        self._settle(workers)
+        self._flush(None, workers, executor)
+
+    def _options(self, workers: list[Worker], timers: list[TimerSpec]) -> list[tuple[str, Any]]:
+        options: list[tuple[str, Worker | TimerSpec]] = [
+            (w.label or "", w) for w in self._enabled(workers)]
+        if timers:
+            soonest = timers[0].at
+            options += [(t.label, t) for t in timers if t.at == soonest]
+        return options
+
+    def _done(self, workers: list[Worker]) -> bool:
+        return all(w.status == IDLE and not w.queue for w in workers)
+
+    def _patient(self, workers: list[Worker], timers: list[TimerSpec]) -> bool:
+        self._settle(workers, patient=True)  # e.g. PostgreSQL resolving a deadlock
+        return bool(self._enabled(workers))
+
+    def _is_step(self, picked: Any) -> bool:
+        return True
+
+    def _grant(self, picked: Any, workers: list[Worker], clock: ManualClock,
+               entry: dict[str, Any]) -> Worker:
+        entry["kind"] = "step"
+        entry["op"] = picked.doing
+        with self.cv:
+            picked.granted = True
+            picked.cv.notify()
+        return picked
+
+    def _settled(self, workers: list[Worker]) -> list[str]:
+        self._settle(workers)
+        return []
+
+    def _waited(self, worker: Worker) -> bool:
+        return worker.busy or worker in self.waiting
+
+    def _reset(self, worker: Worker) -> None:
+        worker.abort = worker.busy = worker.holds_write = False
+
+    def _forget(self, workers: list[Worker]) -> None:
+        self.waiting = {}
 
     # -- what may run ---------------------------------------------------------------------------
     def _enabled(self, workers: list[Worker]) -> list[Worker]:
@@ -293,69 +206,13 @@ class Controller:
     def _flush(self, first: Worker | None, workers: list[Worker], executor: Executor) -> None:
         flush_events(first, workers, executor, self.cv)
 
-    def _abort(self, workers: list[Worker]) -> None:
-        """Unwind every worker's operation (their transactions roll back); wait until idle."""
-        with self.cv:
-            for worker in workers:
-                worker.abort = True
-                worker.queue.clear()
-                worker.cv.notify()
-            self.cv.wait_for(lambda: all(w.status == IDLE for w in workers), timeout=STUCK_S)
-            for worker in workers:
-                worker.abort = worker.busy = worker.holds_write = False
-                worker.events[:] = []
-                worker.error = None
-        self.waiting = {}
-
     def _describe_stuck(self, workers: list[Worker]) -> str:
         states = ", ".join(f"{w.client}={w.status}" + (f" at {w.label}" if w.label else "")
                            for w in workers)
         return f"the schedule is stuck at virtual time {self.now:g} s: {states}"
 
 
-def decide(options: Sequence[tuple[str, Any]], choices: Chooser,
-           schedule: list[dict[str, Any]], now: float) -> tuple[Any, dict[str, Any]]:
-    """Ask ``choices`` among ``options`` (labels and what they stand for; none asked when there
-    is one), tell it what was picked, and start the picked event's schedule entry."""
-    labels = [label for label, _ in options]
-    index = choices.choose(labels) if len(options) > 1 else 0
-    label, picked = options[index]
-    observe = getattr(choices, "observe", None)
-    if observe is not None:
-        observe(label)
-    entry: dict[str, Any] = {"n": len(schedule), "time": now, "event": label}
-    if len(options) > 1:
-        entry["enabled"] = labels
-    return picked, entry
-
-
-def raise_worker_error(workers: Iterable[Worker]) -> None:
-    """Re-raise the first error a worker's operation raised (and forget it)."""
-    for worker in workers:
-        if worker.error is not None:
-            error, worker.error = worker.error, None
-            raise error
-
-
-def flush_events(first: Worker | None, workers: Iterable[Worker], executor: Executor,
-                 cv: threading.Condition) -> None:
-    """Write the workers' buffered events to the history: ``first`` first, then by client."""
-    order = ([first] if first else []) + sorted((w for w in workers if w is not first),
-                                                key=lambda w: w.client)
-    for worker in order:
-        with cv:
-            events, worker.events[:] = list(worker.events), []
-        for event in events:
-            executor.record(event)
-
-
-def _perform(worker: Worker, executor: Executor, op: OpSpec) -> None:
-    worker.doing = op.describe()
-    executor.perform(op, worker.events)
-
-
 def run_once(store: SqlStore, plan: Plan, choices: Chooser) -> Outcome:
     """Run ``plan`` once on ``store`` with a controller of its own."""
     with Controller(store) as controller:
         return controller.run(plan, choices)
-

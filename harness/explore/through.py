@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -35,28 +34,24 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from harness.domain.clock import EPOCH, ManualClock, rfc3339
+from harness.domain.clock import EPOCH, ManualClock
 from harness.domain.errors import ConfigError
-from harness.explore.controller import (
-    Chooser,
-    ExploreStuck,
-    Outcome,
-    _perform,
-    decide,
-    flush_events,
-    raise_worker_error,
-)
 from harness.explore.gate import IDLE, PARKED, Worker
 from harness.explore.http_session import ControlledSession
+from harness.explore.loop import (
+    POLL_S,
+    STUCK_S,
+    ScheduleLoop,
+    flush_events,
+    perform,
+    raise_worker_error,
+)
 from harness.explore.ops import Executor
 from harness.explore.plan import Plan, TimerSpec
 from harness.explore.proxy import Link, Proxy, Step
-from harness.scenarios.checkers import run_checkers, verdict_of
 from harness.scenarios.history import History
 from harness.scenarios.targets.base import Target
 
-POLL_S = 0.001  # how often a PostgreSQL statement that has not come back is asked about locks
-STUCK_S = 30.0
 DEFAULT_SETTLE_MS = 100.0
 REPLAY_SETTLE_S = 3.0  # a replay of a fully settled recording waits this long for each settle
 _HEX = re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{12,}\b|\b\d{6,}\b"
@@ -69,17 +64,19 @@ def elide(shape: str, tag: str) -> str:
     return _HEX.sub("*", shape.replace(tag, "*"))
 
 
-class ThroughController:
-    """Runs plans against an HTTP service whose storage steps wait at ``proxy``."""
+class ThroughController(ScheduleLoop):
+    """Runs plans against an HTTP service whose storage steps wait at ``proxy`` (the service
+    driver of :class:`~harness.explore.loop.ScheduleLoop`)."""
+
+    MAX_STEPS = 2_000
+    TIMER_MOVES_CLIENT = True
 
     def __init__(self, target: Target, proxy: Proxy, *, settle_ms: float = DEFAULT_SETTLE_MS,
                  control_url: str | None = None) -> None:
+        super().__init__(secrets.token_hex(4))
         self.target = target
         self.proxy = proxy
         self.settle_s = settle_ms / 1000
-        self.lock = threading.Lock()
-        self.cv = threading.Condition(self.lock)  # the controller waits here for news
-        self.workers: list[Worker] = []
         self.held: dict[Worker, list[Step]] = {}
         self.inflight: dict[Worker, list[Step]] = {}
         self.moved: dict[Worker, int] = {}  # when each began to move (for guesses)
@@ -89,15 +86,13 @@ class ThroughController:
         self.gating = False
         self.opened = False
         self.tag = ""
-        self.now = 0.0
         self.ticks = 0
-        self.run_id = secrets.token_hex(4)
-        self.runs = 0
         self.counts = {"background": 0, "guessed": 0}
         self.baseline = 0  # the side-effect counter when the schedule began
         self.stack = ExitStack()
         self.session = ControlledSession(
             self.stack.enter_context(target.session(ManualClock(EPOCH), self.run_id, 16)), self)
+        self.before: tuple[int, dict[str, int]] = (0, {})
         self.control: Any = None
         if proxy.upstream.kind == "postgres":
             self.control = _control_connection(control_url or proxy.upstream.url)
@@ -196,125 +191,87 @@ class ThroughController:
         return [w for w in self.held if w.unsettled() and not self.held[w]
                 and w not in self.waiting]
 
-    # -- one schedule ---------------------------------------------------------------------------
-    def run(self, plan: Plan, choices: Chooser, *, max_steps: int = 2_000) -> Outcome:
-        started = time.perf_counter()
-        self.tag = f"{self.run_id}.{self.runs}"
-        self.runs += 1
-        clock = ManualClock(EPOCH)
-        self.now = 0.0
-        history = History(now=lambda: (self.now, rfc3339(clock.now())))
-        executor = Executor(plan, self.session, self.tag, history, fresh_owners=False,
-                            promises=self.target.promises(),
-                            lease_ms=self.target.promises().get("lease_ms"))
-        before = (self.proxy.commands, dict(self.counts))
-        for op in plan.setup:
-            executor.inline(op)
-        self._observe(history, "start")
-        workers = self._workers(len(plan.racing_clients()))
-        by_client = dict(zip(plan.racing_clients(), workers, strict=True))
+    # -- one schedule (the loop's hooks) ------------------------------------------------------
+    def _executor(self, plan: Plan, tag: str, clock: ManualClock, history: History) -> Executor:
+        self.tag = tag
+        self.before = (self.proxy.commands, dict(self.counts))
+        return Executor(plan, self.session, self.tag, history, fresh_owners=False,
+                        promises=self.target.promises(),
+                        lease_ms=self.target.promises().get("lease_ms"))
+
+    def _begin(self, by_client: dict[str, Worker]) -> None:
         with self.cv:
-            self.held = {w: [] for w in workers}
-            self.inflight = {w: [] for w in workers}
+            self.held = {w: [] for w in by_client.values()}
+            self.inflight = {w: [] for w in by_client.values()}
             self.waiting, self.due, self.moved, self.links = {}, {}, {}, {}
             for client, worker in by_client.items():
                 worker.client, worker.events = client, []
             self.gating, self.opened = True, False
-        schedule: list[dict[str, Any]] = []
-        self.last_schedule = schedule
-        counts = {"steps": 0, "timers": 0, "waits": 0, "expired": 0}
-        try:
-            for client in sorted(plan.clients):  # one request at a time: whose step is whose
-                worker = by_client[client]
-                for op in plan.clients[client]:
-                    self._enqueue(worker, partial(_perform, worker, executor, op))
-                expired = self._settle()
-                if expired:
-                    schedule.append({"n": len(schedule), "time": 0.0, "event": f"{client}: sent",
-                                     "kind": "send", "settle": expired})
-                    counts["expired"] += 1
-                self._flush(worker, workers, executor)
-            self._race(plan, choices, clock, by_client, executor, schedule, counts, max_steps)
-        except BaseException:
-            self._abort(workers)
-            raise
-        finally:
-            with self.cv:
-                self.gating = False
-        for op in plan.epilogue:
-            executor.inline(op)
-        self._observe(history, "end")
-        checks = run_checkers(plan.checkers, history.ops)
-        meta = {"commands": self.proxy.commands - before[0],
-                "background": self.counts["background"] - before[1]["background"],
-                "guessed": self.counts["guessed"] - before[1]["guessed"],
-                "settles_expired": counts["expired"]}
-        return Outcome(plan, history.ops, schedule, checks, verdict_of(checks), counts["steps"],
-                       counts["timers"], counts["waits"], self.now,
-                       time.perf_counter() - started, meta)
 
-    def _race(self, plan: Plan, choices: Chooser, clock: ManualClock,
-              by_client: dict[str, Worker], executor: Executor,
-              schedule: list[dict[str, Any]], counts: dict[str, int], max_steps: int) -> None:
+    def _send(self, plan: Plan, by_client: dict[str, Worker], executor: Executor,
+              schedule: list[dict[str, Any]], counts: dict[str, int]) -> None:
+        self.last_schedule = schedule
         workers = list(by_client.values())
-        timers = sorted(plan.timers, key=lambda t: (t.at, t.label))
-        while True:
-            options = self._options(workers, timers)
-            if not options:
-                with self.cv:
-                    done = all(w.status == IDLE and not w.queue for w in workers) and not any(
-                        self.held.values())
-                if done:
-                    return
-                if not self._patient(workers, timers):
-                    raise ExploreStuck(self._describe_stuck(workers))
-                continue
-            picked, entry = decide(options, choices, schedule, self.now)
-            first: Worker | None = None
-            if isinstance(picked, TimerSpec):
-                timers.remove(picked)
-                self.now = max(self.now, picked.at)
-                clock.set(EPOCH + timedelta(seconds=self.now))
-                first = by_client[picked.client]
-                for op in picked.ops:
-                    self._enqueue(first, partial(_perform, first, executor, op))
-                entry["kind"] = "timer"
-                counts["timers"] += 1
-            elif isinstance(picked, Worker):  # a parked retry
-                first = picked
-                with self.cv:
-                    self.now = max(self.now, self.due.pop(picked, self.now))
-                    clock.set(EPOCH + timedelta(seconds=self.now))
-                    self.ticks += 1
-                    self.moved[picked] = self.ticks
-                    picked.granted = True
-                    picked.cv.notify()
-                entry["kind"] = "retry"
-            else:
-                counts["steps"] += 1
-                if counts["steps"] > max_steps:
-                    raise ExploreStuck(f"more than {max_steps} steps in one schedule")
-                first = next(w for w in workers if w.client == picked.client)
-                entry["kind"], entry["op"] = "step", first.doing
-                if picked.guessed:
-                    entry["guessed"] = True
-                with self.cv:
-                    self.held[first].remove(picked)
-                    self.inflight[first].append(picked)
-                    self.links[first] = picked.link
-                    self.ticks += 1
-                    self.moved[first] = self.ticks
-                    picked.granted = True
-                picked.link.wake()
+        for client in sorted(plan.clients):  # one request at a time: whose step is whose
+            worker = by_client[client]
+            for op in plan.clients[client]:
+                self._enqueue(worker, partial(perform, worker, executor, op))
             expired = self._settle()
             if expired:
-                entry["settle"] = expired
+                schedule.append({"n": len(schedule), "time": 0.0, "event": f"{client}: sent",
+                                 "kind": "send", "settle": expired})
                 counts["expired"] += 1
-            if first is not None and first in self.waiting:
-                entry["waited"] = True
-                counts["waits"] += 1
-            schedule.append(entry)
-            self._flush(first, workers, executor)
+            self._flush(worker, workers, executor)
+
+    def _end(self) -> None:
+        with self.cv:
+            self.gating = False
+
+    def _meta(self, counts: dict[str, int]) -> dict[str, Any]:
+        return {"commands": self.proxy.commands - self.before[0],
+                "background": self.counts["background"] - self.before[1]["background"],
+                "guessed": self.counts["guessed"] - self.before[1]["guessed"],
+                "settles_expired": counts["expired"]}
+
+    def _done(self, workers: list[Worker]) -> bool:
+        with self.cv:
+            return all(w.status == IDLE and not w.queue for w in workers) and not any(
+                self.held.values())
+
+    def _is_step(self, picked: Any) -> bool:
+        return isinstance(picked, Step)
+
+    def _grant(self, picked: Any, workers: list[Worker], clock: ManualClock,
+               entry: dict[str, Any]) -> Worker:
+        if isinstance(picked, Worker):  # a parked retry
+            with self.cv:
+                self.now = max(self.now, self.due.pop(picked, self.now))
+                clock.set(EPOCH + timedelta(seconds=self.now))
+                self.ticks += 1
+                self.moved[picked] = self.ticks
+                picked.granted = True
+                picked.cv.notify()
+            entry["kind"] = "retry"
+            return picked
+        first = next(w for w in workers if w.client == picked.client)
+        entry["kind"], entry["op"] = "step", first.doing
+        if picked.guessed:
+            entry["guessed"] = True
+        with self.cv:
+            self.held[first].remove(picked)
+            self.inflight[first].append(picked)
+            self.links[first] = picked.link
+            self.ticks += 1
+            self.moved[first] = self.ticks
+            picked.granted = True
+        picked.link.wake()
+        return first
+
+    def _settled(self, workers: list[Worker]) -> list[str]:
+        return self._settle()
+
+    def _waited(self, worker: Worker) -> bool:
+        return worker in self.waiting
 
     def _options(self, workers: list[Worker], timers: list[TimerSpec]) -> list[
             tuple[str, Step | TimerSpec | Worker]]:
@@ -415,22 +372,16 @@ class ThroughController:
         invoke = history.invoke("observer", "side_effects", {"at": moment})
         history.complete(invoke, "ok", {"count": count - self.baseline})
 
-    def _abort(self, workers: list[Worker]) -> None:
-        """Let every held step through and every request finish; forget the schedule."""
-        with self.cv:
-            self._open()
-            for worker in workers:
-                worker.abort = True
-                worker.queue.clear()
-                worker.cv.notify()
-            self.cv.wait_for(lambda: all(w.status == IDLE for w in workers), timeout=STUCK_S)
-            for worker in workers:
-                worker.abort = worker.granted = False
-                worker.events[:] = []
-                worker.error = None
-            self.held = {w: [] for w in workers}
-            self.inflight = {w: [] for w in workers}
-            self.waiting, self.due = {}, {}
+    def _release(self) -> None:
+        self._open()
+
+    def _reset(self, worker: Worker) -> None:
+        worker.abort = worker.granted = False
+
+    def _forget(self, workers: list[Worker]) -> None:
+        self.held = {w: [] for w in workers}
+        self.inflight = {w: [] for w in workers}
+        self.waiting, self.due = {}, {}
 
     def _open(self) -> None:
         """Let every held step through, and every later one (call with the lock held)."""
@@ -456,23 +407,13 @@ class ThroughController:
                 "promise was seen broken. If the service or its storage was merely slow (a "
                 "loaded machine), run again with a larger --settle-ms")
 
-    def close(self) -> None:
-        with self.cv:
-            self._open()
-            for worker in self.workers:
-                worker.stopping = True
-                worker.cv.notify()
-        for worker in self.workers:
-            worker.thread.join(timeout=STUCK_S)
+    def _close_resources(self) -> None:
         self.stack.close()
         if self.control is not None:
             self.control.close()
 
     def __enter__(self) -> ThroughController:
         return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def _control_connection(url: str) -> Any:

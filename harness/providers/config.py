@@ -49,7 +49,7 @@ from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.providers.behaviours import Behaviour, BehaviourError
 from harness.providers.secrets import secret_from_env
-from harness.yamlsrc import compose_checked, line_of
+from harness.yamlsrc import compose_checked, line_of, read_config_text
 
 ProviderKind = Literal["openai-chat", "anthropic-messages"]
 FailoverMode = Literal["auto", "manual", "off"]
@@ -346,14 +346,8 @@ def load_providers(path: str | Path) -> ProvidersFile:
     """
     path = Path(path)
     name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError("file not found", file=name,
-                          fix="create it (see providers.yaml in the repository for an example) "
-                              "or pass the right path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the file: {exc}", file=name) from None
+    text = read_config_text(path, missing_fix="create it (see providers.yaml in the repository "
+                            "for an example) or pass the right path")
     return parse_providers(text, source=name)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from harness.domain.errors import ConfigError
+from harness.yamlsrc import compose_checked, read_config_text
 
 AnswerFn = Callable[[str | None, str, dict[str, Any]], dict[str, Any]]
 
@@ -171,8 +172,9 @@ def load_answers(path: str | Path) -> AnswerFn:
         default: {vendor: unknown, total: 0}              # optional; else a minimal instance
     """
     name = str(path)
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    try:  # bounded like every config file: control bytes, depth, aliases (harness.yamlsrc)
+        text = read_config_text(Path(path))
+        data = compose_checked(text, name)[1] if text.strip() else None
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read the answers file: {exc}", file=name,
                           fix="pass a YAML or JSON file with `answers: [{user, answer}]`") from None

@@ -1,125 +1,13 @@
-"""The certification record and gate verdict events of the result model (results@2): a
-provider's verdict for a contract with its evidence, bounds, sampling and drift; the gate's
-verdict on the auto-failover links."""
+"""The certification and gate events, re-exported from :mod:`harness.contracts.events` (their
+room) until every branch imports them from there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-from harness.domain.verdicts import CertCheckVerdict, Eligibility, Outcome, Verdict
-
-
-@dataclass(frozen=True)
-class Evidence:
-    input_id: str
-    reason: str
-    excerpt: str = ""
-    sample: int | None = None
-
-
-@dataclass(frozen=True)
-class Statistic:
-    """A statistical figure with its bounds: a check's pass rate judged against its threshold
-    (the rule, the confidence, how many more samples would decide), or pass^k."""
-
-    name: str
-    value: float
-    lower: float | None = None
-    upper: float | None = None
-    confidence: float | None = None
-    n: int | None = None
-    threshold: float | None = None
-    rule: str = ""
-    decision: str = ""
-    text: str = ""
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How a certification gathered its evidence."""
-
-    rule: str
-    confidence: float
-    k: int  # samples per golden input
-    calls: int
-    rounds: int = 1
-    adaptive: bool = False
-
-
-@dataclass(frozen=True)
-class Drift:
-    """A change since the previous certification in the lock file (per golden input)."""
-
-    field: str  # the golden input (or the setting) that changed
-    previous: str
-    current: str
-    change: str = ""  # worse | better | added | removed
-    text: str = ""
-
-
-@dataclass(frozen=True)
-class CertCheck:
-    name: str
-    verdict: CertCheckVerdict
-    summary: str = ""
-    evidence: tuple[Evidence, ...] = ()
-    evidence_total: int = 0
-    statistics: tuple[Statistic, ...] = ()
-    figures: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Certification:
-    """One provider's certification record for one contract, with the evidence behind it."""
-
-    TYPE: ClassVar[str] = "certification"
-    provider: str
-    contract: str
-    verdict: Eligibility
-    outcome: Outcome
-    model: str = ""
-    kind: str = ""
-    mode: str = "live"
-    provenance: str = ""  # e.g. "fake provider (answers from the golden file)": always shown
-    failover: str = ""  # the chain link's failover: auto | manual | "" (not in a chain)
-    contract_version: str = ""
-    config_hash: str = ""
-    contract_hash: str = ""
-    certified_at: str = ""
-    expires_at: str = ""
-    checks: tuple[CertCheck, ...] = ()
-    statistics: tuple[Statistic, ...] = ()
-    sampling: Sampling | None = None
-    drift: tuple[Drift, ...] = ()
-    drift_since: str = ""
-    previous_verdict: str = ""
-    why: str = ""
-    fix: str = ""
-    latency_ms_p50: float | None = None
-    latency_ms_p95: float | None = None
-
-
-@dataclass(frozen=True)
-class GateProblem:
-    provider: str
-    contract: str
-    state: str  # failed | missing | stale | expired | undecided
-    why: str
-    fix: str
-
-
-@dataclass(frozen=True)
-class GateVerdict:
-    """The gate: may every auto-failover link be reached?"""
-
-    TYPE: ClassVar[str] = "gate"
-    verdict: Verdict
-    outcome: Outcome
-    links_checked: int = 0
-    problems: tuple[GateProblem, ...] = ()
-    lock_file: str = ""
-    providers_file: str = ""
-    # certified links whose provider is a fake ("'x' for 'y': fake provider (answers from the
-    # golden file)"): not evidence about a model, said in every rendering
-    fakes: tuple[str, ...] = ()
+from harness.contracts.events import CertCheck as CertCheck
+from harness.contracts.events import Certification as Certification
+from harness.contracts.events import Drift as Drift
+from harness.contracts.events import Evidence as Evidence
+from harness.contracts.events import GateProblem as GateProblem
+from harness.contracts.events import GateVerdict as GateVerdict
+from harness.contracts.events import Sampling as Sampling
+from harness.contracts.events import Statistic as Statistic

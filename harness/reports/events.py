@@ -1,309 +1,38 @@
-"""The result model's events and their pieces (results@2): scenario runs, trial series, the
-detection matrix, explore results, replay comparisons and generic cases. Certification records
-and gate verdicts are in :mod:`harness.reports.certification`; the run and the event union in
-:mod:`harness.reports.model`.
+"""The result model's generic event (``Case``), and — until every branch imports them from
+their rooms — the engines' events re-exported: scenario runs, trial series, the detection matrix
+and replay comparisons from :mod:`harness.scenarios.events`, explore results from
+:mod:`harness.explore.events`. The run and the event union are in :mod:`harness.reports.model`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from harness.domain.verdicts import (
-    CheckVerdict,
-    ExploreVerdict,
-    Outcome,
-    ScenarioVerdict,
-)
-from harness.domain.verdicts import Verdict as Verdict  # re-exported for harness.reports
-
-
-# -- pieces shared by several events ------------------------------------------------------------
-@dataclass(frozen=True)
-class Violation:
-    """One broken promise: what happened, the history ops that show it (as indices and as the
-    lines a person reads), and the way it broke (``kind``) when a checker has several."""
-
-    message: str
-    kind: str = ""
-    ops: tuple[int, ...] = ()
-    history: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Unknown:
-    """Why a verdict is unknown (a step did not run, evidence is missing) and the likely fix."""
-
-    reason: str
-    fix: str = ""
-
-
-@dataclass(frozen=True)
-class Check:
-    """One checker's verdict on one history (its promise in the target's terms); ``needs`` is
-    the evidence the checker must see to judge, ``seen`` how much of it the history held."""
-
-    name: str
-    promise: str
-    verdict: CheckVerdict
-    violations: tuple[Violation, ...] = ()
-    unknowns: tuple[Unknown, ...] = ()
-    fixes: tuple[str, ...] = ()  # what to do about the unknowns
-    needs: str = ""
-    seen: int | None = None
-
-
-@dataclass(frozen=True)
-class UnrunStep:
-    """A scripted step that did not happen (so the run is at best unknown): why, and the fix."""
-
-    step: int
-    why: str
-    fix: str = ""
-    line: int | None = None
-    kind: str = ""
-
-
-@dataclass(frozen=True)
-class TimelineEvent:
-    """A mark on a lane: ``kind`` is started, dispatched, timed_out, result, failed, cancelled,
-    won, lost, created, replayed, refused, unknown (or any op name); ``t`` is seconds from the
-    start (virtual for scenarios, steps for explore)."""
-
-    t: float
-    kind: str
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class Lane:
-    """One attempt, client or session over time."""
-
-    label: str
-    provider: str = ""
-    events: tuple[TimelineEvent, ...] = ()
-    outcome: str | None = None  # won | lost | failed | cancelled | unknown | None
-    claim_version: int | None = None
-
-
-@dataclass(frozen=True)
-class Timeline:
-    duration: float
-    lanes: tuple[Lane, ...] = ()
-    unit: Literal["s", "step"] = "s"
-
-
-# -- events -------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ScenarioRun:
-    """One scenario run against one target."""
-
-    TYPE: ClassVar[str] = "scenario_run"
-    scenario: str
-    target: str
-    verdict: ScenarioVerdict
-    outcome: Outcome
-    seed: int = 0
-    source: str = ""
-    description: str = ""
-    history_digest: str = ""  # sha256 of the history lines: equal digests, equal histories
-    ops: int = 0
-    checks: tuple[Check, ...] = ()
-    timeline: Timeline | None = None
-    run_dir: str | None = None
-    replay_command: str | None = None
-    reason: str = ""  # why not applicable / unknown
-    fix: str = ""  # the likely fix for an unknown
-    unrun: tuple[UnrunStep, ...] = ()
-    warnings: tuple[str, ...] = ()  # the scenario's oracle-rule warnings for this target
-    arrival: str | None = None
-    wall_s: float = 0.0
-    virtual_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class LoserCount:
-    """One bar of the losers' histogram: how many concurrent duplicates got this answer."""
-
-    answer: str
-    count: int
-    allowed: bool | None = None  # None: neither (e.g. no answer)
-
-
-@dataclass(frozen=True)
-class PatternSummary:
-    """One arrival pattern of a trial series."""
-
-    pattern: str
-    trials: int
-    violated: int
-    losers: tuple[LoserCount, ...] = ()
-    busy: tuple[LoserCount, ...] = ()  # busy answers (in flight, locked) for copies never run
-
-
-@dataclass(frozen=True)
-class Rate:
-    pattern: str
-    failed: int
-    trials: int
-    text: str  # "3 of 20 trials made a second job"
-
-
-@dataclass(frozen=True)
-class FirstFailure:
-    """The first trial that showed a failure: its violations, timeline and how to rerun it."""
-
-    trial: int
-    seed: int
-    pattern: str | None = None
-    violations: tuple[Violation, ...] = ()
-    timeline: Timeline | None = None
-    run_dir: str | None = None
-    replay_command: str | None = None
-    measure_command: str | None = None
-
-
-@dataclass(frozen=True)
-class TrialFailure:
-    """One way a promise broke across the trials (``checker`` or ``checker:kind``)."""
-
-    id: str
-    checker: str
-    title: str
-    promise: str
-    kind: str = ""
-    rates: tuple[Rate, ...] = ()
-    first: FirstFailure | None = None
-
-
-@dataclass(frozen=True)
-class UnknownCount:
-    """Why some trials' verdicts were unknown, in how many, and the likely fix."""
-
-    reason: str
-    count: int
-    checker: str = ""
-    fix: str = ""
-    first: FirstFailure | None = None  # the first trial that showed it: evidence, replay
-
-
-@dataclass(frozen=True)
-class TrialSeries:
-    """A scenario run N times per arrival pattern: detection rates, loser histograms, and the
-    first failing trial of each failure with its replay."""
-
-    TYPE: ClassVar[str] = "trial_series"
-    scenario: str
-    target: str
-    verdict: ScenarioVerdict
-    outcome: Outcome
-    seed: int = 0
-    trials: int = 1
-    source: str = ""
-    description: str = ""
-    checkers: tuple[str, ...] = ()
-    promises: tuple[str, ...] = ()
-    patterns: tuple[PatternSummary, ...] = ()
-    failures: tuple[TrialFailure, ...] = ()
-    unknowns: tuple[UnknownCount, ...] = ()
-    fixes: tuple[str, ...] = ()  # what to do about the unknowns
-    warnings: tuple[str, ...] = ()  # the scenario's oracle-rule warnings for this target
-    reason: str = ""
-    fix: str = ""
-    wall_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class MatrixCell:
-    scenario: str
-    target: str
-    verdict: ScenarioVerdict
-
-
-@dataclass(frozen=True)
-class DetectionMatrix:
-    """Scenarios × targets (the reference store and each mutant): every mutant must be caught,
-    the reference by none."""
-
-    TYPE: ClassVar[str] = "detection_matrix"
-    scenarios: tuple[str, ...]
-    targets: tuple[str, ...]
-    cells: tuple[MatrixCell, ...]
-    outcome: Outcome
-    reference: str = "reference"
-    problems: tuple[str, ...] = ()
-    wall_s: float = 0.0
-
-    def cell(self, scenario: str, target: str) -> ScenarioVerdict | None:
-        for c in self.cells:
-            if c.scenario == scenario and c.target == target:
-                return c.verdict
-        return None
-
-    def caught(self, target: str) -> bool:
-        return any(c.target == target and c.verdict == "failed" for c in self.cells)
-
-
-@dataclass(frozen=True)
-class ScheduleStep:
-    """One step of an explored interleaving: a statement a client ran, or a timer."""
-
-    n: int
-    client: str
-    operation: str = ""
-    statement: str = ""
-    kind: Literal["statement", "timer"] = "statement"
-    waited: bool = False
-
-
-@dataclass(frozen=True)
-class ExploreResult:
-    """What ``explore`` found: schedules tried, the (shrunk) failing schedule, the repro folder
-    and the command that replays it."""
-
-    TYPE: ClassVar[str] = "explore_result"
-    target: str
-    workload: str
-    verdict: ExploreVerdict
-    outcome: Outcome
-    mode: Literal["search", "stress", "replay"] = "search"
-    seed: int = 0
-    choices: str = "seeded"
-    schedules_tried: int = 0
-    steps_tried: int = 0
-    exhausted: bool = False
-    stress: bool = False
-    found_at: int | None = None  # the schedule number of the failure
-    checks: tuple[Check, ...] = ()
-    schedule: tuple[ScheduleStep, ...] = ()
-    original_steps: int | None = None
-    shrunk_steps: int | None = None
-    timers: int = 0
-    ops: int = 0
-    story: tuple[str, ...] = ()  # who won, what was lost
-    repro_dir: str | None = None
-    replay_command: str | None = None
-    replayed_identical: bool | None = None
-    timeline: Timeline | None = None
-    note: str = ""
-    wall_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class ReplayComparison:
-    """``replay``: was the recorded history (or schedule) reproduced, and if not, where not."""
-
-    TYPE: ClassVar[str] = "replay"
-    source: str
-    target: str
-    identical: bool | None  # None: nothing recorded to compare with
-    outcome: Outcome
-    compared: str = "history"  # what was compared: history | schedule | schedule and history
-    completed: bool = True  # False: the replay could not follow the recording to the end
-    divergence: str = ""
-    note: str = ""
-    ops: int = 0
-    events: int = 0
+from harness.domain.verdicts import CheckVerdict as CheckVerdict
+from harness.domain.verdicts import Outcome
+from harness.domain.verdicts import ScenarioVerdict as ScenarioVerdict
+from harness.domain.verdicts import Verdict as Verdict
+from harness.explore.events import ExploreResult as ExploreResult
+from harness.explore.events import ScheduleStep as ScheduleStep
+from harness.scenarios.events import Check as Check
+from harness.scenarios.events import DetectionMatrix as DetectionMatrix
+from harness.scenarios.events import FirstFailure as FirstFailure
+from harness.scenarios.events import Lane as Lane
+from harness.scenarios.events import LoserCount as LoserCount
+from harness.scenarios.events import MatrixCell as MatrixCell
+from harness.scenarios.events import PatternSummary as PatternSummary
+from harness.scenarios.events import Rate as Rate
+from harness.scenarios.events import ReplayComparison as ReplayComparison
+from harness.scenarios.events import ScenarioRun as ScenarioRun
+from harness.scenarios.events import Timeline as Timeline
+from harness.scenarios.events import TimelineEvent as TimelineEvent
+from harness.scenarios.events import TrialFailure as TrialFailure
+from harness.scenarios.events import TrialSeries as TrialSeries
+from harness.scenarios.events import Unknown as Unknown
+from harness.scenarios.events import UnknownCount as UnknownCount
+from harness.scenarios.events import UnrunStep as UnrunStep
+from harness.scenarios.events import Violation as Violation
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from harness.drill.events import DrillRun
-from harness.reports.certification import (
+from harness.contracts.events import (
     CertCheck,
     Certification,
     Drift,
@@ -28,23 +27,21 @@ from harness.reports.certification import (
     Sampling,
     Statistic,
 )
-from harness.reports.events import (
-    Case,
+from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict, Verdict
+from harness.drill.events import DrillRun
+from harness.explore.events import ExploreResult, ScheduleStep
+from harness.reports.events import Case
+from harness.scenarios.events import (
     Check,
-    CheckVerdict,
     DetectionMatrix,
-    ExploreResult,
     FirstFailure,
     Lane,
     LoserCount,
     MatrixCell,
-    Outcome,
     PatternSummary,
     Rate,
     ReplayComparison,
     ScenarioRun,
-    ScenarioVerdict,
-    ScheduleStep,
     Timeline,
     TimelineEvent,
     TrialFailure,
@@ -52,7 +49,6 @@ from harness.reports.events import (
     Unknown,
     UnknownCount,
     UnrunStep,
-    Verdict,
     Violation,
 )
 

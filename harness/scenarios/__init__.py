@@ -19,24 +19,49 @@ the report folder renders them, :mod:`harness.reports`). ``targets.preflight`` c
 target before any scenario (reachable, every owner's token accepted).
 """
 
-from harness.scenarios.arrivals import ArrivalPlan
-from harness.scenarios.checkers import CHECKERS, PROMISES, CheckResult, Violation, run_checkers
-from harness.scenarios.history import History, Op, Pair, pairs, read_history
-from harness.scenarios.loader import load_scenario, scenario_files, scenario_schema
-from harness.scenarios.matrix import Matrix, detection_matrix
-from harness.scenarios.model import Scenario, Step
-from harness.scenarios.replay import ReplayOutcome, replay
-from harness.scenarios.runfolder import read_run, replay_command, write_run
-from harness.scenarios.runner import RunResult, run_scenario
-from harness.scenarios.scheduler import (
-    ChoiceSource,
-    Divergence,
-    RecordedChoices,
-    Scheduler,
-    SeededChoices,
-)
-from harness.scenarios.targets import Target, TargetSession, open_target
-from harness.scenarios.trials import Rate, TrialSet, run_trials
+import importlib as _importlib
+from typing import Any as _Any
+
+# imported lazily, so that importing one module of the room (its events, for the reports)
+# does not run the whole engine
+_EXPORTS = {
+    "ArrivalPlan": "arrivals",
+    "CHECKERS": "checkers",
+    "CheckResult": "checkers",
+    "ChoiceSource": "scheduler",
+    "Divergence": "scheduler",
+    "History": "history",
+    "Matrix": "matrix",
+    "Op": "history",
+    "PROMISES": "checkers",
+    "Pair": "history",
+    "Rate": "trials",
+    "RecordedChoices": "scheduler",
+    "ReplayOutcome": "replay",
+    "RunResult": "runner",
+    "Scenario": "model",
+    "Scheduler": "scheduler",
+    "SeededChoices": "scheduler",
+    "Step": "model",
+    "Target": "targets",
+    "TargetSession": "targets",
+    "TrialSet": "trials",
+    "Violation": "checkers",
+    "detection_matrix": "matrix",
+    "load_scenario": "loader",
+    "open_target": "targets",
+    "pairs": "history",
+    "read_history": "history",
+    "read_run": "runfolder",
+    "replay": "replay",
+    "replay_command": "runfolder",
+    "run_checkers": "checkers",
+    "run_scenario": "runner",
+    "run_trials": "trials",
+    "scenario_files": "loader",
+    "scenario_schema": "loader",
+    "write_run": "runfolder",
+}
 
 __all__ = [
     "CHECKERS",
@@ -76,3 +101,17 @@ __all__ = [
     "scenario_schema",
     "write_run",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.scenarios' has no attribute {name!r}")
+    imported = _importlib.import_module(f"harness.scenarios.{module}")
+    value = getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -7,10 +7,13 @@ name gets ``?job``, ``?attempt``… in order of appearance. Results are kept as 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harness.domain import payload_digest
 from harness.domain.errors import InvalidIntent
+from harness.scenarios.checkers.base import TOKENS_FIX
+from harness.scenarios.history import OpType
 from harness.scenarios.targets.base import Reply
 
 
@@ -132,3 +135,36 @@ def reply_extras(reply: Reply, lease_ms: int | str | None = None) -> dict[str, A
     if reply.resent:
         extras["resent"] = reply.resent  # a client-side artefact, repaired: see targets.transport
     return extras
+
+
+def likely_fix(reply: Reply) -> str:
+    """What the user most likely has to change when a step was refused like ``reply``."""
+    status = reply.status
+    if status == 0:
+        return ("no answer came: check that the service is up and that --target names it"
+                + ("" if reply.never_sent else ", and see the service's log"))
+    if status == 401:
+        return TOKENS_FIX
+    if status == 403:
+        return ("the service forbids this owner: check the tokens (--tokens-file) and the "
+                "service's permissions for them")
+    if status in (404, 405):
+        return ("the service does not serve this route: check the --target base URL, and the "
+                "operations (paths, methods) of --target-profile if its API differs from API.md")
+    if status in (400, 415, 422):
+        return ("the service rejected the request as sent: if its API differs from API.md, "
+                "describe it with --target-profile (paths, headers, body)")
+    if status >= 500:
+        return "the service failed: see its log (the answer is in the history)"
+    return "see the answer in the history, and the scenario's expect:"
+
+
+def op_type(reply: Reply) -> OpType:
+    """A reply as the history's completion type: ok, fail, or info (no answer)."""
+    if reply.ok:
+        return "ok"
+    return "info" if reply.indeterminate else "fail"
+
+
+def canonical_value(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, default=str)

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from harness.domain.errors import ConfigError, HarnessError
+from harness.yamlsrc import compose_tree
 
 ENV_TOKENS = "HARNESS_TOKENS"
 _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,512}")  # header-safe: printable ASCII, no spaces
@@ -102,7 +103,7 @@ def load_tokens_file(path: str | Path) -> TokenTable:
             f"cannot read the file ({type(exc).__name__})", file=str(path), fix="save it as UTF-8"
         ) from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = compose_tree(text, str(path))  # bounded: depth, aliases, control bytes
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         # The parser's message may quote the line, and so a token: say only where.

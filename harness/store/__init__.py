@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.domain import UnsupportedTarget
+from harness.domain.redaction import redact_dsn
 from harness.store.base import Store, apply_event
 from harness.store.sqlstore import SqlStore, random_ids
 
@@ -26,7 +27,7 @@ def open_store(url: str, **options: Any) -> SqlStore:
 
         return PostgresStore(url, **options)
     raise UnsupportedTarget(
-        f"unsupported store URL {url!r}; use sqlite:///path/to/file.db or "
+        f"unsupported store URL {redact_dsn(url)!r}; use sqlite:///path/to/file.db or "
         "postgresql://user@host:port/dbname"
     )
 

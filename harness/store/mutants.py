@@ -41,6 +41,7 @@ from harness.domain import (
     validate_idempotency_key,
 )
 from harness.domain.errors import AttemptInFlight
+from harness.domain.redaction import redact_dsn
 from harness.domain.states import JOB_FINAL_STATUSES
 from harness.store.queries import load_queries
 from harness.store.sqlstore import Row, SqlStore, Tx
@@ -269,8 +270,8 @@ def open_mutant(name: str, url: str, **options: Any) -> SqlStore:
         cls = mutant_class(name, PostgresStore)
         return cls(url, **options)  # type: ignore[call-arg, arg-type]
     raise UnsupportedTarget(
-        f"unsupported database URL {url!r} for a mutant; write mutant:{name}@sqlite:///file.db "
-        f"or mutant:{name}@postgresql://user@host:port/dbname"
+        f"unsupported database URL {redact_dsn(url)!r} for a mutant; write "
+        f"mutant:{name}@sqlite:///file.db or mutant:{name}@postgresql://user@host:port/dbname"
     )
 
 

@@ -18,7 +18,7 @@ from harness.domain import (
     payload_digest,
 )
 from harness.domain.errors import MissingExtra
-from harness.domain.redaction import dsn_secrets, redact, register_dsn
+from harness.domain.redaction import redact_about, register_dsn
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, Row, SqlStore, Tx, random_ids
 
@@ -206,4 +206,4 @@ def _as_is(text: str) -> str:
 def _safe(exc: BaseException, dsn: str) -> str:
     """The driver's first line with the DSN's password(s) removed (URL or key=value form)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return redact(text, extra=dsn_secrets(dsn))
+    return redact_about(text, dsn)

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.domain import HarnessError, Intent, InvalidIntent, StoreError, UnsupportedTarget
 from harness.domain.clock import parse_rfc3339, rfc3339
+from harness.domain.redaction import redact_dsn
 from harness.store.queries import migrations
 from harness.store.sqlstore import CursorTx, IdFactory, SqlStore, Tx, dumps_json, random_ids
 
@@ -44,6 +45,8 @@ class SqliteStore(SqlStore):
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._closed = False
+        self._idle = threading.Condition()  # close() waits until no thread is in a statement
+        self._active = 0
         self._migrate()
 
     def connection(self) -> sqlite3.Connection:
@@ -70,8 +73,28 @@ class SqliteStore(SqlStore):
         return conn
 
     @contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, counted as in use until the block ends: :meth:`close`
+        never closes a connection another thread is executing on (that crashed the process:
+        Ctrl-C during ``certify`` closed the store in a ``finally`` under a worker thread)."""
+        with self._idle:
+            if self._closed:
+                raise StoreError("the store is closed")
+            self._active += 1
+        try:
+            yield self.connection()
+        finally:
+            with self._idle:
+                self._active -= 1
+                if not self._active:
+                    self._idle.notify_all()
+
+    @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
-        conn = self.connection()
+        with self._using() as conn:
+            yield from self._transaction(conn, write)
+
+    def _transaction(self, conn: sqlite3.Connection, write: bool) -> Iterator[Tx]:
         try:
             # IMMEDIATE takes the write lock up front, so two writers never deadlock upgrading;
             # a read-only transaction is DEFERRED and takes no write lock.
@@ -97,25 +120,25 @@ class SqliteStore(SqlStore):
         """Single statements in autocommit on the store's own connections (a create is one
         INSERT, not BEGIN IMMEDIATE … COMMIT); a session someone else supplies (explore's gated
         one) keeps its transaction, as on PostgreSQL."""
-        conn = self.connection()
-        if type(conn) is not sqlite3.Connection:
+        if type(self.connection()) is not sqlite3.Connection:
             with self.transaction() as tx:
                 yield tx
             return
-        try:
-            yield CursorTx(conn, self.queries)
-        except sqlite3.Error as exc:
-            raise _wrap(exc) from None
+        with self._using() as conn:
+            try:
+                yield CursorTx(conn, self.queries)
+            except sqlite3.Error as exc:
+                raise _wrap(exc) from None
 
     @contextmanager
     def reads(self) -> Iterator[Tx]:
         """Autocommit: each read is atomic on its own and takes only a shared lock (never
         ``BEGIN IMMEDIATE``, the write lock), so reads do not queue behind writers (WAL)."""
-        conn = self.connection()
-        try:
-            yield CursorTx(conn, self.queries)
-        except sqlite3.Error as exc:
-            raise _wrap(exc) from None
+        with self._using() as conn:
+            try:
+                yield CursorTx(conn, self.queries)
+            except sqlite3.Error as exc:
+                raise _wrap(exc) from None
 
     def _migrate(self) -> None:
         conn = self.connection()
@@ -138,8 +161,17 @@ class SqliteStore(SqlStore):
         row = self.connection().execute("SELECT max(version) FROM schema_version").fetchone()
         return int(row[0])
 
-    def close(self) -> None:
-        self._closed = True
+    def close(self, *, wait_s: float = 30.0) -> None:
+        """Refuse new statements, interrupt the running ones and wait (at most ``wait_s``)
+        for their threads to leave them, then close every connection."""
+        with self._idle:
+            self._closed = True
+            with self._all_lock:
+                for conn in self._all:
+                    with suppress(sqlite3.Error):
+                        conn.interrupt()
+            if not self._idle.wait_for(lambda: self._active == 0, timeout=wait_s):
+                return  # a thread is stuck in SQLite: leaking its connection beats a crash
         with self._all_lock:
             for conn in self._all:
                 conn.close()
@@ -187,7 +219,7 @@ def sqlite_path_from_url(url: str) -> str:
     """``sqlite:///rel/path`` → ``rel/path``; ``sqlite:////abs/path`` → ``/abs/path``."""
     if not url.startswith("sqlite:///") or len(url) <= len("sqlite:///"):
         raise UnsupportedTarget(
-            f"{url!r} is not a SQLite URL; write sqlite:///relative/file.db or "
+            f"{redact_dsn(url)!r} is not a SQLite URL; write sqlite:///relative/file.db or "
             "sqlite:////absolute/file.db"
         )
     path = url[len("sqlite:///"):].split("?", 1)[0]

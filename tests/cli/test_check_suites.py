@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from harness.commands.check import Settings, _suites
-from harness.domain.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = len(list((ROOT / "scenarios").glob("*.yaml")))
@@ -67,9 +66,13 @@ def test_the_checkout_itself_is_not_counted_twice(monkeypatch: pytest.MonkeyPatc
     assert "local" not in suites
 
 
-def test_a_local_scenario_named_like_a_shipped_one_is_refused(elsewhere: Path) -> None:
+def test_a_local_scenario_named_like_a_shipped_one_takes_its_place(elsewhere: Path) -> None:
+    """``init`` copies the shipped scenarios: the user's copy (maybe edited) runs, once."""
     (elsewhere / "scenarios" / "mine.yaml").write_text(
         LOCAL.replace("my_own_double_click", "double_click"), encoding="utf-8")
-    with pytest.raises(ConfigError) as caught:
-        _suites(_settings(), with_detection=True)
-    assert "double_click" in caught.value.message and caught.value.fix
+    scenarios, suites = _suites(_settings(), with_detection=True)
+    doubles = [s for s in scenarios if s.name == "double_click"]
+    assert len(doubles) == 1 and doubles[0].source.endswith("mine.yaml")
+    assert len(scenarios) == SHIPPED + DETECTION
+    assert suites == (f"shipped ({SHIPPED - 1}), detection ({DETECTION}), local scenarios/ "
+                      "(1, 1 in place of shipped ones of the same name)")

@@ -87,7 +87,7 @@ def test_loser_answers_are_classified_and_judged() -> None:
     messages = [v.message for v in result.violations]
     assert result.verdict == "invalid" and len(messages) == 5
     assert any("409 conflict — a refusal for a request that never ran" in m for m in messages)
-    assert any("a server error; body: 'Traceback: boom'" in m for m in messages)
+    assert any('a server error; body: "Traceback: boom"' in m for m in messages)
     assert any("as a different payload, though the body was identical" in m for m in messages)
 
 

@@ -1,11 +1,11 @@
 """Fixtures for the drill tests: the example services of examples/drill/ as subprocesses on
-loopback, recording fake providers, and a real Redis server for the queue example."""
+loopback and recording fake providers. The real Redis for the queue example is the session's
+``redis_url`` (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import threading
@@ -114,33 +114,3 @@ def fakes() -> Iterator[dict[str, FakeServer]]:
     yield servers
     for server in servers.values():
         server.stop()
-
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """HARNESS_REDIS_URL, else a real redis-server on a unix socket in a temp folder."""
-    if os.environ.get("HARNESS_REDIS_URL"):
-        yield os.environ["HARNESS_REDIS_URL"]
-        return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("HARNESS_REQUIRE_REDIS") == "1":
-            pytest.fail("redis-server is not installed and HARNESS_REQUIRE_REDIS=1")
-        pytest.skip("the Redis queue example needs redis-server (apt install redis-server) "
-                    "or HARNESS_REDIS_URL")
-    folder = tmp_path_factory.mktemp("redis")
-    sock = folder / "redis.sock"
-    process = subprocess.Popen(
-        [binary, "--port", "0", "--unixsocket", str(sock), "--save", "", "--appendonly", "no",
-         "--dir", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
-    for line in process.stdout:  # blocks until the server says it is ready (or exits)
-        if "Ready to accept connections" in line:
-            break
-    else:
-        pytest.fail(f"redis-server exited with {process.wait(timeout=10)}")
-    try:
-        yield f"unix://{sock}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)

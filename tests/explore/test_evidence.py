@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.commands._explore_events import explore_result
 from harness.explore.controller import Outcome
+from harness.explore.emit import explore_result
 from harness.explore.evidence import Tally
 from harness.explore.plan import Plan
 from harness.explore.search import Settings, search

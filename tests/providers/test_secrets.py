@@ -101,8 +101,8 @@ def test_the_key_appears_in_no_output(serve: Callable[..., FakeServer], tmp_path
 def test_redaction_helpers(caplog: pytest.LogCaptureFixture) -> None:
     Secret(CANARY)  # registering happens when a key is read
     assert redact(f"key={CANARY}!") == "key=[REDACTED]!"
-    assert redact_value({"a": [CANARY, {"b": f"x{CANARY}"}], "n": 1}) == {
-        "a": ["[REDACTED]", {"b": "x[REDACTED]"}], "n": 1}
+    assert redact_value({"a": [CANARY, {"b": f"x:{CANARY}"}], "n": 1}) == {
+        "a": ["[REDACTED]", {"b": "x:[REDACTED]"}], "n": 1}
     headers = redact_headers([("Authorization", f"Bearer {CANARY}"), ("X-Api-Key", "short"),
                               ("X-Note", f"echo {CANARY}"), ("Content-Type", "json")])
     assert headers == {"authorization": "[REDACTED]", "x-api-key": "[REDACTED]",

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 
 from harness.scenarios.checkers.base import Evidence, Findings, checker, jobs, of, ok
 from harness.scenarios.checkers.side_effects import COUNTER_FIX, side_effects_made
-from harness.scenarios.history import Op, Pair, pairs
+from harness.scenarios.history import Op, Pair, pairs, shown_text
 
 ALLOWED = ("created", "same job", "in flight → same job", "locked → same job")
 CLASS_ORDER = ("created", "same job", "in flight → same job", "locked → same job",
@@ -194,4 +194,4 @@ def _explain(label: str) -> str:
 
 def _body(members: Sequence[Pair]) -> str:
     body = next((p.value.get("body") for p in members if p.value.get("body")), None)
-    return f"; body: {body!r}" if body else ""
+    return f"; body: {shown_text(str(body))}" if body else ""

@@ -409,6 +409,9 @@ class ProfileTarget(Target):
                                "capabilities: for a load balancer)"}
             return (f"needs {', '.join(why.get(m, m) for m in missing)}, which profile "
                     f"{self.profile.name!r} does not declare")
+        if not self.tokens and len({s.actor for s in scenario.steps}) > 1:  # one caller
+            return ("needs two owners: give --tokens-file with a bearer token per owner "
+                    "({token: owner}) to judge owner scoping")
         for step in scenario.steps:
             if isinstance(step.action, ScenarioFault) and \
                     self.profile.fault(step.action.kind) is None:
@@ -430,8 +433,6 @@ class ProfileTarget(Target):
 
     def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         actors = {s.actor for s in scenario.steps}
-        if not self.tokens and len(actors) > 1:
-            return ("needs a bearer token per owner", "pass --tokens-file ({token: owner})")
         absent = sorted(actors - set(self.tokens)) if self.tokens else []
         if absent:
             return (f"no token for owner(s) {', '.join(absent)} in the tokens file",

@@ -1,32 +1,24 @@
-"""Explore's outcomes as result-model events: the schedules tried, the (shrunk) interleaving as
-steps and as a lane diagram (a lane per client, x = the step), the story of who won, the repro
-folder and the replay command."""
+"""Explore's outcomes as its event (:mod:`harness.explore.events`): the schedules tried, the
+(shrunk) interleaving as steps and as a lane diagram (a lane per client, x = the step), the story
+of who won, the repro folder and the replay command."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.commands._collect import checks_of
-from harness.domain.verdicts import EXPLORE_OUTCOME as OUTCOME
-from harness.domain.verdicts import EXPLORE_VERDICT as VERDICT
-from harness.reports import (
-    Check,
-    ExploreResult,
-    Lane,
-    ScheduleStep,
-    Timeline,
-    TimelineEvent,
-    Unknown,
-)
+from harness.domain.verdicts import EXPLORE_OUTCOME, EXPLORE_VERDICT
+from harness.explore.choices import client_of
+from harness.explore.events import ExploreResult, ScheduleStep
+from harness.explore.evidence import MORE_FIX, SMALLEST_FIX, Tally
+from harness.explore.explain import story
+from harness.scenarios.emit import checks_of
+from harness.scenarios.events import Check, Lane, Timeline, TimelineEvent, Unknown
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
 
 
-
 def schedule_steps(outcome: Outcome) -> tuple[ScheduleStep, ...]:
-    from harness.explore.choices import client_of
-
     steps = []
     n = 0
     for entry in outcome.schedule:
@@ -61,8 +53,6 @@ def explore_result(outcome: Outcome | None, *, target: str, settings: Any, found
                    repro: Any = None, replay: str | None = None,
                    replayed_identical: bool | None = None, note: str = "") -> ExploreResult:
     """One explore search (or stress run, or repro replay) as an event."""
-    from harness.explore.explain import story
-
     progress = found.progress if found is not None else None
     common: dict[str, Any] = {
         "target": target, "workload": getattr(settings, "workload", ""), "mode": mode,
@@ -77,8 +67,8 @@ def explore_result(outcome: Outcome | None, *, target: str, settings: Any, found
         return _clean_result(found, common)
     steps = schedule_steps(outcome)
     return ExploreResult(
-        verdict=VERDICT[outcome.status],
-        outcome=OUTCOME[outcome.status],
+        verdict=EXPLORE_VERDICT[outcome.status],
+        outcome=EXPLORE_OUTCOME[outcome.status],
         found_at=getattr(found, "schedule", None),
         checks=checks_of(outcome, outcome.history),
         schedule=steps, original_steps=original_steps, shrunk_steps=outcome.steps,
@@ -94,8 +84,6 @@ def _clean_result(found: Any, common: dict[str, Any]) -> ExploreResult:
     was exercised by some schedule; else unknown, saying which promise nothing exercised and why
     schedules were unknown. Each promise is a check whose ``seen`` counts the schedules that
     exercised it."""
-    from harness.explore.evidence import MORE_FIX, SMALLEST_FIX, Tally
-
     tally: Tally = found.progress.tally if found is not None else Tally()
     checks = []
     for name, promise in tally.promises.items():

@@ -1,37 +1,29 @@
-"""Turn the engines' results into result-model events (harness.reports, which imports neither).
-
-Scenario runs (with a timeline built from the history and the history lines of each violation),
-trial series, the detection matrix, certification records and gate standings each become their
-event here, in one place. Explore's events are in :mod:`harness.commands._explore_events`.
+"""The scenario engine's results as its events (:mod:`harness.scenarios.events`): a run (with
+a timeline built from its history and the history lines of each violation), a trial series, the
+detection matrix. A new result field touches the engine, this projection and the renderers that
+show it.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.domain.verdicts import OUTCOME, eligibility_outcome
-from harness.domain.verdicts import SCENARIO_VERDICT as VERDICT
-from harness.reports import (
-    CertCheck,
-    Certification,
+from harness.domain.verdicts import OUTCOME, SCENARIO_VERDICT
+from harness.scenarios.checkers.base import PROMISES
+from harness.scenarios.checkers.losers import ALLOWED, ordered
+from harness.scenarios.events import (
     Check,
     DetectionMatrix,
-    Drift,
-    Evidence,
     FirstFailure,
-    GateProblem,
-    GateVerdict,
     Lane,
     LoserCount,
     MatrixCell,
     PatternSummary,
     Rate,
-    Sampling,
     ScenarioRun,
-    Statistic,
     Timeline,
     TimelineEvent,
     TrialFailure,
@@ -41,10 +33,11 @@ from harness.reports import (
     UnrunStep,
     Violation,
 )
+from harness.scenarios.history import pairs
+from harness.scenarios.render import format_pair
+from harness.scenarios.trials import failure_title
 
 if TYPE_CHECKING:
-    from harness.contracts.records import CertificationRecord
-    from harness.contracts.standing import Standing
     from harness.scenarios.history import Op
     from harness.scenarios.matrix import Matrix as ScenarioMatrix
     from harness.scenarios.runner import RunResult
@@ -184,9 +177,6 @@ def unknown_of(item: Any) -> Unknown:
 def violations_of(check: Any, history: Sequence[Op], kind: str | None = None) -> tuple[
         Violation, ...]:
     """A checker's violations with the history lines that show them (``kind``: only those)."""
-    from harness.scenarios.history import pairs
-    from harness.scenarios.render import format_pair
-
     all_pairs = pairs(history)
     out = []
     for v in check.violations:
@@ -218,7 +208,7 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
     return ScenarioRun(
         scenario=result.scenario.name,
         target=result.target,
-        verdict=VERDICT[result.status],
+        verdict=SCENARIO_VERDICT[result.status],
         outcome=OUTCOME[result.status],
         seed=result.seed,
         source=result.scenario.source,
@@ -241,8 +231,6 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
 
 # -- trial series -------------------------------------------------------------------------------
 def _losers(histogram: Counter[str]) -> tuple[LoserCount, ...]:
-    from harness.scenarios.checkers.losers import ALLOWED, ordered
-
     return tuple(LoserCount(label, n, None if label == "no answer" else label in ALLOWED)
                  for label, n in ordered(histogram))
 
@@ -275,9 +263,6 @@ def first_unknown_runs(ts: TrialSet) -> list[Any]:
 
 def _unanswered(run: Any) -> tuple[Violation, ...]:
     """The requests of a run that got no answer, with what the client saw (the op's detail)."""
-    from harness.scenarios.history import pairs
-    from harness.scenarios.render import format_pair
-
     lines = tuple(format_pair(p) for p in pairs(run.history) if p.type == "info")
     return (Violation(f"{len(lines)} request(s) got no answer", "", (), lines),) if lines else ()
 
@@ -313,9 +298,6 @@ def trial_series(
 ) -> TrialSeries:
     """A trial set as one event: rates per failure and pattern, the losers' histogram per
     pattern, and each failure's first failing trial (violations, timeline, commands)."""
-    from harness.scenarios.checkers.base import PROMISES
-    from harness.scenarios.trials import failure_title
-
     def promise(checker: str) -> str:  # in the target's terms when the engine says them
         said = getattr(ts, "promise", None)
         return str(said(checker)) if callable(said) else PROMISES.get(checker, checker)
@@ -357,7 +339,7 @@ def trial_series(
         else ()
     return TrialSeries(
         scenario=ts.scenario.name, target=ts.target,
-        verdict=VERDICT[ts.status],
+        verdict=SCENARIO_VERDICT[ts.status],
         outcome=OUTCOME[ts.status],
         seed=ts.seed, trials=ts.trials, source=ts.scenario.source,
         description=ts.scenario.description or "",
@@ -378,7 +360,7 @@ def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
         scenarios=tuple(matrix.scenarios),
         targets=tuple(matrix.stores),
         cells=tuple(
-            MatrixCell(scenario, store, VERDICT[matrix.status(store, scenario)])
+            MatrixCell(scenario, store, SCENARIO_VERDICT[matrix.status(store, scenario)])
             for scenario in matrix.scenarios
             for store in matrix.stores
         ),
@@ -386,94 +368,3 @@ def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
         problems=problems,
         wall_s=matrix.elapsed_s,
     )
-
-
-# -- certification and the gate -----------------------------------------------------------------
-def _rate(name: str, stats: Any) -> Statistic:
-    """A check's rate verdict (harness.contracts.stats.RateVerdict) as a statistic."""
-    return Statistic(name, float(stats.rate), float(stats.lower), float(stats.upper),
-                     float(stats.confidence), int(stats.samples), float(stats.threshold),
-                     str(stats.rule), str(stats.decision), str(stats.describe()))
-
-
-def _pass_k(name: str, figure: Any) -> Statistic | None:
-    if not isinstance(figure, Mapping) or "rate" not in figure:
-        return None
-    k, inputs, all_pass = figure.get("k"), figure.get("inputs"), figure.get("all_pass")
-    return Statistic(f"{name} pass^{k}", float(figure["rate"]), n=inputs,
-                     text=f"pass^{k}: {all_pass} of {inputs} inputs passed all {k} samples")
-
-
-def _drift(record: Any) -> tuple[Drift, ...]:
-    from harness.contracts.drift import drift_items
-
-    return tuple(Drift(str(i["input"]), str(i["before"]) or "—", str(i["after"]) or "—",
-                       str(i["change"]), str(i["text"]))
-                 for i in (drift_items(record) if getattr(record, "drift", None) else ()))
-
-
-def certification(record: CertificationRecord, failover: str = "", *, fix: str = "",
-                  gated: bool | None = None) -> Certification:
-    """A certification record as an event. ``gated``: does this pair's verdict decide the run
-    (``certify`` and ``check``: an auto link)? Default: it does unless the link is manual."""
-    p50 = p95 = None
-    checks = []
-    statistics = []
-    for check in record.checks:
-        figure = check.figures.get("latency_p50_s")
-        if figure is not None and p50 is None:
-            p50 = float(figure) * 1000
-        figure = check.figures.get("latency_p95_s")
-        if figure is not None and p95 is None:
-            p95 = float(figure) * 1000
-        stats = [_rate(check.name, check.stats)] if getattr(check, "stats", None) else []
-        pass_k = _pass_k(check.name, check.figures.get("pass_k"))
-        stats += [pass_k] if pass_k else []
-        statistics += stats
-        decision: Any = getattr(check, "decision", None) or ("pass" if check.passed else "fail")
-        checks.append(CertCheck(
-            check.name, decision, check.summary,
-            tuple(Evidence(e.input_id, e.reason, e.excerpt, e.sample) for e in check.evidence),
-            check.evidence_total, tuple(stats),
-            {k: v for k, v in check.figures.items() if isinstance(v, int | float | str | bool)},
-        ))
-    gated = failover != "manual" if gated is None else gated
-    outcome = eligibility_outcome(record.verdict, gated)
-    sampling = getattr(record, "sampling", None)
-    drift = getattr(record, "drift", None) or {}
-    return Certification(
-        provider=record.provider, contract=record.contract, verdict=record.verdict,
-        outcome=outcome, model=record.model, kind=record.kind, mode=record.mode,
-        provenance=str(getattr(record, "provenance", "") or ""), failover=failover,
-        contract_version=record.contract_version, config_hash=record.config_hash,
-        contract_hash=record.contract_hash, certified_at=_time(record.certified_at),
-        expires_at=_time(record.expires_at), checks=tuple(checks),
-        statistics=tuple(statistics),
-        sampling=Sampling(sampling.rule, sampling.confidence, sampling.k, sampling.calls,
-                          sampling.rounds, sampling.adaptive) if sampling else None,
-        drift=_drift(record), drift_since=str(drift.get("since", "")),
-        previous_verdict=str(drift.get("previous_verdict", "") or ""),
-        why=record.why(), fix=fix if outcome in ("fail", "unknown") else "",
-        latency_ms_p50=p50, latency_ms_p95=p95,
-    )
-
-
-def _time(value: Any) -> str:
-    from harness.domain.clock import rfc3339
-
-    return rfc3339(value) if value is not None else ""
-
-
-def gate_verdict(standings: Iterable[Standing], *, lock_file: str = "",
-                 providers_file: str = "") -> GateVerdict:
-    standings = list(standings)
-    problems = tuple(
-        GateProblem(s.provider, s.contract, str(s.state), s.why, s.fix)
-        for s in standings if not s.eligible
-    )
-    failed = any(p.state == "failed" for p in problems)
-    verdict = "fail" if failed else "unknown" if problems else "pass"
-    fakes = tuple(f"{s.provider!r} for {s.contract!r}: {s.provenance}, not evidence about a model"
-                  for s in standings if s.eligible and s.provenance)
-    return GateVerdict(verdict, verdict, len(standings), problems,  # type: ignore[arg-type]
-                       lock_file=lock_file, providers_file=providers_file, fakes=fakes)

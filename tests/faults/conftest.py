@@ -1,0 +1,1 @@
+"""Fault tests: hostile config files, signals, concurrency."""

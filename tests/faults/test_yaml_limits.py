@@ -1,0 +1,81 @@
+"""The YAML loader refuses control bytes, excessive depth and alias bombs in milliseconds,
+as bad input (exit 2) naming the file and line, with a fix; non-UTF-8 files the same."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.domain.errors import ConfigError
+from harness.yamlsrc import MAX_ALIASES, load_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bomb(levels: int = 9, width: int = 10) -> str:
+    text = "a0: &a0 [" + ", ".join(["lol"] * width) + "]\n"
+    for n in range(1, levels):
+        text += f"a{n}: &a{n} [" + ", ".join([f"*a{n - 1}"] * width) + "]\n"
+    return text
+
+
+CASES = {
+    "nul": ("version: 1\nname: a\x00b\n", 2, "U+0000"),
+    "esc": ('version: 1\nname: "a\x1b[31mb"\n', 2, "U+001B"),
+    "del": ("version: 1\n\n\nname: a\x7f\n", 4, "U+007F"),
+    "deep-flow": ("a: " + "[" * 20_000 + "]" * 20_000 + "\n", 1, "nested deeper"),
+    "deep-block": "".join(f"{'  ' * i}k{i}:\n" for i in range(200)) + "  " * 200 + "x: 1\n",
+    "alias-bomb": (_bomb(), 6, "expand it to more than"),  # a5: 10^6 values
+    "alias-count": ("a: &a x\nb: [" + ", ".join(["*a"] * (MAX_ALIASES + 1)) + "]\n", 2,
+                    "aliases"),
+}
+CASES["deep-block"] = (CASES["deep-block"], None, "nested deeper")  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_hostile_yaml_file_is_refused_quickly_naming_file_and_line(
+    name: str, tmp_path: Path
+) -> None:
+    text, line, said = CASES[name]
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text, encoding="utf-8")
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as caught:
+        load_yaml(path)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 1.0, f"{name}: {elapsed:.2f} s"
+    error = caught.value
+    assert said in error.message and error.file == str(path) and error.fix
+    if line is not None:
+        assert error.line == line
+
+
+@pytest.mark.parametrize("name", ["nul", "esc", "deep-flow", "alias-bomb"])
+def test_the_cli_exits_2_for_a_hostile_providers_file(name: str, tmp_path: Path, capsys,
+                                                      monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "providers.yaml").write_text(CASES[name][0], encoding="utf-8")
+    assert main(["gate", "--providers", "providers.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "providers.yaml:" in err and "\n  fix: " in err and "internal error" not in err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_non_utf8_providers_file_is_exit_2_with_the_line_and_a_fix(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "providers.yaml").write_bytes(b"version: 1\nproviders:\n  caf\xe9: {}\n")
+    assert main(["gate", "--providers", "providers.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "providers.yaml:3: not UTF-8" in err and "\n  fix: " in err
+
+
+def test_anchors_and_merge_keys_in_moderation_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text("base: &base {kind: openai-chat, temperature: 0}\n"
+                    "a: {<<: *base, model: m1}\nb: {<<: *base, model: m2}\n", encoding="utf-8")
+    assert load_yaml(path).data["b"] == {"kind": "openai-chat", "temperature": 0, "model": "m2"}
