@@ -141,7 +141,7 @@ def load_portkey_providers(
     for target in config.targets:
         pid = _unique(_provider_id(target), providers)
         providers[pid] = _provider(config, target, pid, via=via,
-                                   key_env=project.get("via_api_key_env"))
+                                   key_env=project.get("via_api_key_env") if via else None)
         source.by_provider[pid] = target
     chain = [{"provider": pid, "failover": "auto"} for pid in providers]
     parsed = PortkeyProviders.model_validate({"providers": providers,
