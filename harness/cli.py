@@ -27,6 +27,7 @@ from harness.console import clean
 from harness.domain.errors import HarnessError
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
+from harness.reports.session import abandon_unfinished
 
 # name -> module; keep sorted. Each module: HELP, configure(parser), run(args) -> int.
 COMMANDS: dict[str, str] = {
@@ -133,6 +134,8 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
         terminated = isinstance(exc, Terminated)
         _print_error("terminated (SIGTERM)" if terminated else "interrupted")
+        for folder in abandon_unfinished():  # a report folder with no results in it
+            print(f"  unfinished report folder renamed: {folder}", file=sys.stderr)
         return 143 if terminated else 130
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
         return _internal_error(exc)

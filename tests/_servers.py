@@ -74,7 +74,8 @@ def _pg_user(bin_path: Path, data: Path) -> str | None:
     try:
         pwd.getpwnam(PG_USER_AS_ROOT)
     except KeyError:
-        _run(["useradd", "--system", "--no-create-home", "-s", "/usr/sbin/nologin",
+        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+        _run([useradd, "--system", "--no-create-home", "-s", "/usr/sbin/nologin",
               PG_USER_AS_ROOT], None)
     entry = pwd.getpwnam(PG_USER_AS_ROOT)
     rx = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH

@@ -9,6 +9,8 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
+from harness.console import counted
+
 if TYPE_CHECKING:
     from harness.explore.search import Found, Progress, Settings
     from harness.reports.session import ReportSession
@@ -39,7 +41,7 @@ class Ticker:
         self.progress = progress
         if not self.bar.disable:
             self.bar.update(self.task, completed=progress.schedules,
-                            description=f"{progress.violations} violations")
+                            description=counted(progress.violations, "violation"))
             return
         now = time.perf_counter()
         if now - self.last >= PROGRESS_EVERY_S:

@@ -121,11 +121,15 @@ def pct_line(found: Found, settings: Settings) -> str:
 
     p = bound(found.pct_clients, found.pct_steps, settings.depth)
     miss = (1 - p) ** max(1, found.progress.schedules)
-    return (f"PCT depth {settings.depth}: one schedule finds a given depth-{settings.depth} race "
-            f"with probability ≥ 1/({found.pct_clients}·{found.pct_steps}"
-            f"{'^' + str(settings.depth - 1) if settings.depth > 2 else ''}) = {p:.2%} "
-            f"(n = {found.pct_clients} clients, k = {found.pct_steps} steps); "
-            f"{found.progress.schedules} schedules all missing it: ≤ {miss:.2%}")
+    d = settings.depth
+    formula = f"1/({found.pct_clients}·{found.pct_steps}{'^' + str(d - 1) if d > 2 else ''})"
+    return (f"PCT depth {d} (probabilistic concurrency testing: each client gets a random "
+            f"priority, changed at {d - 1} random step{'s' if d > 2 else ''}): a race that "
+            f"needs {d} steps in one particular order is caught by each schedule with "
+            f"probability at least {formula} = {p:.2%} ({found.pct_clients} clients, "
+            f"{found.pct_steps} steps); if there is one, the {found.progress.schedules} "
+            f"schedule{'s' if found.progress.schedules != 1 else ''} run all miss it with "
+            f"probability at most {miss:.2%}")
 
 
 def run_through(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:

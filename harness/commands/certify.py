@@ -69,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
     from harness.console import console
     from harness.contracts.certifier import certify, plan
-    from harness.contracts.decidable import needs_adaptive
     from harness.contracts.emit import certification
     from harness.contracts.exchange import Mode
     from harness.contracts.standing import certify_command
@@ -82,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     )
     mode: Mode = "record" if args.record else "replay" if args.replay else "live"
     cassettes = args.cassettes or ws.cassettes_dir
-    undecidable = needs_adaptive([t.contract for t in targets])
+    undecidable = ws.undecidable([t.contract for t in targets])
     args.adaptive = args.adaptive or any(c.adaptive_decides for c in undecidable)
     if args.adaptive:  # the most it may spend; a decided provider stops early
         total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) for t in targets)

@@ -302,12 +302,11 @@ def _certification(session: Any, args: argparse.Namespace, s: Settings, workspac
             failover[(link.provider, contract)] = link.failover
     if not args.no_certify:
         from harness.contracts.certifier import certify, plan
-        from harness.contracts.decidable import needs_adaptive
 
         targets = plan(workspace.providers, workspace.contracts,
                        providers_path=str(s.providers))
         failover.update({(t.provider.id, t.contract.id): t.failover for t in targets})
-        undecidable = needs_adaptive([t.contract for t in targets])
+        undecidable = workspace.undecidable([t.contract for t in targets])
         adaptive = any(c.adaptive_decides for c in undecidable)  # what would decide
         for check in undecidable:
             session.say(f"note: {check.text()}")

@@ -95,7 +95,8 @@ def add_through_options(parser: argparse.ArgumentParser) -> None:
                        help="where the proxy listens (default: a free loopback port, printed)")
     group.add_argument("--service-cmd", default=None, metavar="CMD",
                        help="start the service after the proxy is up ({proxy} in CMD becomes "
-                       "the proxy's URL; it is also in $HARNESS_PROXY_URL); stopped at the end")
+                       "the proxy's URL, also in $HARNESS_PROXY_URL; {python} or a leading "
+                       "'python' is the harness's own interpreter); stopped at the end")
     group.add_argument("--health-path", default="/healthz", metavar="PATH",
                        help="waited for (any answer below 500) before the first schedule "
                        "(default /healthz)")

@@ -44,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the lock file (default: <config>.lock.json beside it)")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE",
                         help="write the YAML there instead of stdout")
-    add_gateway_options(parser)
+    add_gateway_options(parser, via=False)  # --contract-map; export never calls a provider
 
 
 def run(args: argparse.Namespace) -> int:

@@ -51,6 +51,17 @@ class Cassette:
     recorded_at: str = ""
     exchanges: dict[str, dict[str, Any]] = field(default_factory=dict)
     salt: str = ""  # the run's seed salt: a replay sends the seeds the recording sent
+    # "<golden id>#<sample>" → why it was not sent: the provider could not be reached (a
+    # refused key, DNS…) and the certifier stopped calling it. Kept, so that the cassette of a
+    # refusing provider replays: the replay refuses the same way and sends the same nothing.
+    not_sent: dict[str, str] = field(default_factory=dict)
+
+    def mark_not_sent(self, key: str, why: str) -> None:
+        self.not_sent[key] = why
+
+    def holds(self, key: str) -> bool:
+        """An exchange was recorded under ``key``, or its not being sent was."""
+        return key in self.exchanges or key in self.not_sent
 
     def write(self, now: datetime) -> None:
         data = {
@@ -62,6 +73,7 @@ class Cassette:
             "recorded_at": rfc3339(now),
             "salt": self.salt,
             "exchanges": {k: self.exchanges[k] for k in sorted(self.exchanges)},
+            **({"not_sent": dict(sorted(self.not_sent.items()))} if self.not_sent else {}),
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".cassette.", dir=self.path.parent)
@@ -89,6 +101,7 @@ class Cassette:
             path, data["provider"], data["contract"], data["config_hash"], data["contract_hash"],
             data.get("recorded_at", ""), dict(data.get("exchanges", {})),
             str(data.get("salt", "")),
+            {str(k): str(v) for k, v in dict(data.get("not_sent") or {}).items()},
         )
 
 

@@ -238,6 +238,9 @@ async def certify(
         if reach.stopped:  # the provider could not be reached: the rest is not sent
             sample = Sample(golden.id, index, error=f"not sent: {reach.error}", runner=NOT_SENT,
                             unreached=reach.why)
+            cassette = channels[key].cassette
+            if cassette is not None:  # recorded: a replay stops the same way
+                cassette.mark_not_sent(f"{golden.id}#{index}", reach.why)
         else:
             async with semaphore:
                 try:

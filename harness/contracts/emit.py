@@ -37,7 +37,8 @@ def _pass_k(name: str, figure: Any) -> Statistic | None:
         return None
     k, inputs, all_pass = figure.get("k"), figure.get("inputs"), figure.get("all_pass")
     return Statistic(f"{name} pass^{k}", float(figure["rate"]), n=inputs,
-                     text=f"pass^{k}: {all_pass} of {inputs} inputs passed all {k} samples")
+                     text=f"{all_pass} of {inputs} inputs passed "
+                     + (f"all {k} samples" if k != 1 else "their one sample"))
 
 
 def _drift(record: Any) -> tuple[Drift, ...]:

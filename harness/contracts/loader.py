@@ -29,6 +29,7 @@ from harness.contracts.prompt_check import check_prompts
 from harness.contracts.schema_file import load_schema
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
+from harness.validation import explain
 from harness.yamlsrc import YamlSource, load_yaml
 
 CONTRACT_FILE = "contract.yaml"
@@ -111,20 +112,10 @@ class _GoldenSpec(_Strict):
     expected: dict[str, Any]
 
 
-_FIXES = {
-    "missing": "add the field",
-    "extra_forbidden": "remove the field (or check its spelling)",
-}
-
-
 def _pydantic_error(src: YamlSource, exc: ValidationError) -> ConfigError:
-    first = exc.errors()[0]
-    loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and "[" in p))
+    message, loc, fix = explain(_ContractSpec, exc.errors(), docs="docs/contracts.md")
     loc = tuple("schema" if p == "schema_" else p for p in loc)
-    if first["type"] == "value_error":  # our own validators say what is wrong and what to do
-        return src.error(first["msg"].removeprefix("Value error, "), loc, fix="change the value")
-    fix = _FIXES.get(first["type"], f"set it to a valid value ({first['msg'].lower()})")
-    return src.error(first["msg"], loc, fix=fix)
+    return src.error(message, loc, fix=fix)
 
 
 def load_contract(directory: Path) -> Contract:

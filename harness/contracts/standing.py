@@ -57,19 +57,20 @@ def undecided_fix(record: CertificationRecord, command: str) -> str:
     the contract's budget, a larger budget or a provider that passes more reliably)."""
     if record.unreached:
         return f"make the provider reachable (network, base_url, API key), then run: {command}"
+    adaptive = command if "--adaptive" in command.split() else f"{command} --adaptive"
     if record.sampling is None or not record.sampling.adaptive:
-        return f"sample until decided: {command} --adaptive"
+        return f"sample until decided: {adaptive}"
     stats = [c.stats for c in record.undecided_checks() if c.stats is not None]
     more = max((s.more_samples or 0 for s in stats), default=0)
     if stats and not more:  # no practical number of samples would decide at the observed rate
         return (f"--adaptive spent the contract's budget ({record.sampling.calls} calls) and "
                 "the rate sits on pass_threshold, where no number of samples would decide: make "
                 "the provider pass more reliably (or lower certification.pass_threshold in the "
-                f"contract), then run: {command} --adaptive")
+                f"contract), then run: {adaptive}")
     return (f"--adaptive spent the contract's budget ({record.sampling.calls} calls) undecided: "
             "raise certification.budget in the contract"
             + (f" (about {more} more samples would decide at the observed rate)" if more else "")
-            + f", then run: {command} --adaptive")
+            + f", then run: {adaptive}")
 
 
 def certify_command(

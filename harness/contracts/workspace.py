@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.contracts.decidable import PlanCheck, needs_adaptive
 from harness.contracts.eligibility import LockFileEligibility
 from harness.contracts.loader import load_contracts
 from harness.contracts.lockfile import LockFile, lock_path_for, read_lock
@@ -52,6 +53,11 @@ class Workspace:
             for link in chain
             if link.failover == "auto"
         ]
+
+    def undecidable(self, contracts: list[Contract]) -> list[PlanCheck]:
+        """The contracts whose fixed plan cannot certify even a perfect provider (said when
+        they load; ``certify`` and ``check`` then sample adaptively)."""
+        return needs_adaptive(contracts)
 
     def fix_for(self, record: CertificationRecord, command: str) -> str:
         """The fix line of a certification that is not eligible (certify and check)."""

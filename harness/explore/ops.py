@@ -58,6 +58,7 @@ class Executor:
     fresh_owners: bool = True  # a store: each schedule's owners are new (alice.<tag>)
     promises: dict[str, Any] = field(default_factory=dict)  # a profile's, written into faults
     lease_ms: int | None = None  # a profile's lease, written next to busy answers
+    unseen: frozenset[str] = frozenset()  # create fields the target does not make observable
 
     # -- on the worker's thread ---------------------------------------------------------------
     def resolve(self, op: OpSpec) -> dict[str, str] | None:
@@ -175,7 +176,10 @@ class Executor:
         if op.f == "fault":
             return "ok", {"armed": True}
         if op.f == "create":
-            return "ok", {**job_value(reply.body, self.aliases), "created": reply.status == 201}
+            value = job_value(reply.body, self.aliases)
+            if "created" not in self.unseen:  # unmarked replays: a 201 says nothing
+                value["created"] = reply.status == 201
+            return "ok", value
         if op.f == "read":
             return "ok", job_value(reply.body, self.aliases)
         if op.f in ("attempts", "races"):

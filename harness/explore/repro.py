@@ -49,11 +49,10 @@ def write_repro(
     explored through its storage (storage URL without password, proxy address, service
     command, profile, settle time), so ``replay`` can set it up again.
     """
-    checker = outcome.broken[0] if outcome.broken else "unknown"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
     repro = report_dir / "repro"
     repro.mkdir(parents=True, exist_ok=True)
-    folder = unique_folder(repro, f"{stamp}-{outcome.plan.workload}-{checker}")
+    folder = unique_folder(repro, f"{stamp}-{folder_name(outcome)}")
     folder.mkdir()
     replay = (replay_command(folder, target) if replayable and through is None
               else f"failover-harness replay {folder}" if replayable else None)
@@ -91,13 +90,45 @@ def write_repro(
     return folder
 
 
+MAX_NAME = 100
+
+
+def shows(outcome: Outcome) -> str:
+    """What the race's history shows, in the workloads' words: ``handler-failure`` only when an
+    armed fault made a create answer a server error, ``mismatch`` when one key carried two
+    intents, ``double-click`` when one key was sent more than once; else the workload explored."""
+    creates = [op for op in outcome.history if op.f == "create"]
+    armed = any(op.f == "fault" for op in outcome.history)  # a failure the workload caused
+    if armed and any(op.type == "fail" and int(op.value.get("status") or 0) >= 500
+                     for op in creates):
+        return "handler-failure"
+    by_key: dict[str, set[str]] = {}
+    for op in creates:
+        if op.type == "invoke" and op.value.get("key") is not None:
+            by_key.setdefault(str(op.value["key"]), set()).add(
+                str(op.value.get("fingerprint", op.value.get("intent", ""))))
+    sent = [op.value.get("key") for op in creates if op.type == "invoke"]
+    if any(len(intents) > 1 for intents in by_key.values()):
+        return "mismatch"
+    if len(sent) != len(set(sent)):
+        return "double-click"
+    return outcome.plan.workload
+
+
+def folder_name(outcome: Outcome) -> str:
+    """``<what it shows>-<every broken promise>`` (cut to a readable length)."""
+    broken = "+".join(outcome.broken) or "unknown"
+    name = f"{shows(outcome)}-{broken}"
+    return name[:MAX_NAME]
+
+
 def scenario_text(outcome: Outcome, target: str, found: dict[str, Any],
                   through: dict[str, Any] | None = None) -> str:
     """The replayable scenario: the plan and the decisions, as YAML with a comment header."""
-    checker = outcome.broken[0] if outcome.broken else "none"
+    checker = ", ".join(outcome.broken) or "none"
     document = {
         "format": FORMAT,
-        "name": f"{outcome.plan.workload}-{checker}",
+        "name": folder_name(outcome),
         "description": (f"explore --workload {found.get('workload', outcome.plan.workload)} "
                         f"--seed {found.get('seed')}: schedule #{found.get('schedule')}, shrunk "
                         f"to {outcome.steps} steps; breaks {checker}"),

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from harness.console import counted
 from harness.explore.choices import (
     HypothesisChoices,
     HypothesisDraw,
@@ -73,9 +74,10 @@ class Progress:
     def line(self) -> str:
         elapsed = max(self.elapsed_s, 1e-9)
         if self.unit != "schedules":
-            return (f"{self.schedules} {self.unit}, {self.violations} violations "
+            return (f"{self.schedules} {self.unit}, {counted(self.violations, 'violation')} "
                     f"({self.schedules / elapsed:.1f} {self.unit}/s, {elapsed:.1f} s)")
-        return (f"{self.schedules} schedules, {self.steps} steps, {self.violations} violations "
+        return (f"{self.schedules} schedules, {self.steps} steps, "
+                f"{counted(self.violations, 'violation')} "
                 f"({self.schedules / elapsed:.1f} schedules/s, {self.steps / elapsed:.0f} "
                 f"steps/s, {elapsed:.1f} s)")
 

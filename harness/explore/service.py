@@ -10,6 +10,7 @@ import os
 import shlex
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -63,20 +64,30 @@ def parse_listen(text: str | None) -> tuple[str, int]:
     return host, int(port)
 
 
+def service_argv(command: str, proxy_url: str) -> list[str]:
+    """``--service-cmd`` as argv: ``{proxy}`` is the proxy's URL, and the service runs with the
+    harness's own Python: ``{python}``, or a leading ``python``/``python3``, is
+    ``sys.executable`` (not whatever ``python`` the PATH finds first)."""
+    try:
+        argv = shlex.split(command.replace("{proxy}", proxy_url))
+    except ValueError as exc:
+        raise ConfigError(f"the command cannot be split into words: {exc}",
+                          field="--service-cmd", fix="balance its quotes") from None
+    if not argv:
+        raise ConfigError("the command is empty", field="--service-cmd",
+                          fix="give the command that starts your service")
+    if argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return [a.replace("{python}", sys.executable) for a in argv]
+
+
 class ServiceProcess:
     """The user's service, started after the proxy with ``{proxy}`` and ``HARNESS_PROXY_URL``."""
 
     def __init__(self, command: str, proxy_url: str, log: Path) -> None:
         self.command = command
         self.shown = command.replace("{proxy}", redact(proxy_url))
-        try:
-            argv = shlex.split(command.replace("{proxy}", proxy_url))
-        except ValueError as exc:
-            raise ConfigError(f"the command cannot be split into words: {exc}",
-                              field="--service-cmd", fix="balance its quotes") from None
-        if not argv:
-            raise ConfigError("the command is empty", field="--service-cmd",
-                              fix="give the command that starts your service")
+        argv = service_argv(command, proxy_url)
         log.parent.mkdir(parents=True, exist_ok=True)
         self.log = log
         self.output = log.open("wb")

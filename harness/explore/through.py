@@ -197,7 +197,8 @@ class ThroughController(ScheduleLoop):
         self.before = (self.proxy.commands, dict(self.counts))
         return Executor(plan, self.session, self.tag, history, fresh_owners=False,
                         promises=self.target.promises(),
-                        lease_ms=self.target.promises().get("lease_ms"))
+                        lease_ms=self.target.promises().get("lease_ms"),
+                        unseen=self.target.unmapped("create"))
 
     def _begin(self, by_client: dict[str, Worker]) -> None:
         with self.cv:

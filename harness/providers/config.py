@@ -49,6 +49,7 @@ from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.providers.behaviours import Behaviour, BehaviourError
 from harness.providers.secrets import secret_from_env
+from harness.validation import explain
 from harness.yamlsrc import compose_checked, line_of, read_config_text
 
 ProviderKind = Literal["openai-chat", "anthropic-messages"]
@@ -206,14 +207,19 @@ class ProviderConfig(BaseModel):
         return [m.group(1) for v in self.headers.values() for m in HEADER_ENV.finditer(v)]
 
     def missing_key(self) -> ConfigError:
-        """The error when the variable named by ``api_key_env`` is not set (a source other
-        than providers.yaml names its own file and line: see harness.gateways.source)."""
+        """The error when the variable named by ``api_key_env`` is not set, at the file and line
+        that ask for it (a source other than providers.yaml names its own: see
+        harness.gateways.source)."""
+        file, line = self._asked_at or (None, None)
         return ConfigError(
             f"environment variable {self.api_key_env} is not set (provider {self.id!r} needs it)",
-            field=f"providers.{self.id}.api_key_env",
+            file=file, line=line, field=f"providers.{self.id}.api_key_env",
             fix=f"export {self.api_key_env}=<your key> before running, or point api_key_env at "
                 "the variable that holds it",
         )
+
+    # where providers.yaml names api_key_env (file, line): set by parse_providers
+    _asked_at: tuple[str, int | None] | None = PrivateAttr(default=None)
 
     def hashed_fields(self) -> dict[str, Any]:
         """The behaviour-relevant fields (:data:`HASHED_FIELDS`) as plain JSON values."""
@@ -366,6 +372,8 @@ def parse_providers(text: str, *, source: str = "providers.yaml") -> ProvidersFi
     except ValidationError as exc:
         raise _config_error(exc, root, source) from None
     _check_chains(parsed, root, source)
+    for pid, cfg in parsed.providers.items():  # a missing key names the line that asks for it
+        cfg._asked_at = (source, line_of(root, ("providers", pid, "api_key_env")))
     return parsed
 
 
@@ -390,30 +398,14 @@ def _reject_inline_keys(root: yaml.Node, data: dict[str, Any], source: str) -> N
                 )
 
 
-_FIXES = {
-    "missing": "add the field",
-    "extra_forbidden": "remove it or check its spelling",
-    "literal_error": "use one of the allowed values",
-}
-
-
 def _config_error(exc: ValidationError, root: yaml.Node, source: str) -> ConfigError:
-    errors = exc.errors(include_input=False, include_url=False)
-    first = errors[0]
-    loc = tuple(part for part in first["loc"] if not str(part).startswith("function-"))
-    field = ".".join(str(p) for p in loc) or "(file)"
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = f"unknown field {loc[-1]!r}"
-        if len(loc) >= 2 and loc[0] == "providers":
-            allowed = ", ".join(n for n in ProviderConfig.model_fields if n != "id")
-            message += f" (a provider takes: {allowed})"
-    elif first["type"] == "missing":
-        message = f"field {loc[-1]!r} is required"
-    name = loc[-1] if loc else "the file"
-    fix = _FIXES.get(first["type"], f"correct `{name}` as the message says")
+    # values are not repeated: a key pasted into the wrong field must not be printed
+    errors = exc.errors(include_url=False)
+    message, loc, fix = explain(ProvidersFile, errors, docs="docs/providers.md",
+                                show_values=False)
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem(s) after this one)"
+    field = ".".join(str(p) for p in loc) or "(file)"
     return ConfigError(message, file=source, line=line_of(root, loc), field=field, fix=fix)
 
 

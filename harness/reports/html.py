@@ -24,7 +24,7 @@ from harness.reports.model import (
     TrialSeries,
 )
 from harness.reports.redaction import scrub
-from harness.reports.timeline import COLOURS, render_svg
+from harness.reports.timeline import legend_mark, render_svg
 
 LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed", "cancelled",
           "crash", "created", "replayed", "refused", "unknown", "abandoned", "late", "reset",
@@ -83,5 +83,5 @@ def render_html(results: Results) -> str:
         histogram=histogram_svg,
         first_runs=_first_runs,
         mutant_counts=_mutant_counts,
-        colours={k: COLOURS[k] for k in LEGEND},
+        legend=[(k.replace("_", " "), legend_mark(k)) for k in LEGEND],
     )

@@ -28,6 +28,16 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 SEQUENTIAL = "sequential"
 
 
+
+def target_name(target: str) -> str:
+    """A target as a JUnit class segment: a name, never a URL (a dot splits a class name, and
+    CI reporters group by it): ``service`` for HTTP, ``mutant-<name>``, else the scheme."""
+    if target.startswith(("http://", "https://")):
+        return "service"
+    if target.startswith("mutant:"):
+        return "mutant-" + target.removeprefix("mutant:").split("@", 1)[0]
+    return re.sub(r"[^\w-]+", "-", target.split(":", 1)[0]) or "target"
+
 def _x(text: str) -> str:
     """Text as XML 1.0 can hold it (a service's answer may carry control characters)."""
     return _NOT_XML.sub("\ufffd", text)
@@ -93,7 +103,7 @@ def _violation_lines(violations: Iterable[Violation], indent: str = "") -> list[
 
 
 def _scenario(j: _Suites, s: ScenarioRun) -> None:
-    case = j.case("scenarios", f"scenarios.{s.target}", s.scenario, s.wall_s)
+    case = j.case("scenarios", f"scenarios.{target_name(s.target)}", s.scenario, s.wall_s)
     if s.verdict == "not_applicable":
         _add(case, "skipped", s.reason or "not applicable")
         return
@@ -121,7 +131,7 @@ def _scenario(j: _Suites, s: ScenarioRun) -> None:
 
 
 def _series(j: _Suites, ts: TrialSeries) -> None:
-    classname = f"detection.{ts.target}.{ts.scenario}"
+    classname = f"detection.{target_name(ts.target)}.{ts.scenario}"
     if ts.verdict == "not_applicable":
         _add(j.case("detection", classname, ts.scenario), "skipped",
              ts.reason or "not applicable")
@@ -182,7 +192,8 @@ def _matrix(j: _Suites, m: DetectionMatrix) -> None:
 
 
 def _explore(j: _Suites, e: ExploreResult) -> None:
-    case = j.case("explore", f"explore.{e.target}", f"workload {e.workload}", e.wall_s)
+    case = j.case("explore", f"explore.{target_name(e.target)}", f"workload {e.workload}",
+                  e.wall_s)
     broken = [c for c in e.checks if c.verdict == "invalid"]
     if e.verdict == "unknown":
         _add(case, "error", "verdict unknown", [u.reason for c in e.checks for u in c.unknowns],
@@ -250,7 +261,7 @@ def _gate(j: _Suites, g: GateVerdict) -> None:
 
 
 def _replay(j: _Suites, r: ReplayComparison) -> None:
-    case = j.case("replay", f"replay.{r.target}", f"replay {r.source}")
+    case = j.case("replay", f"replay.{target_name(r.target)}", f"replay {r.source}")
     if r.outcome == "fail":
         _add(case, "failure", f"diverged: {r.divergence}", [r.note] if r.note else [],
              "diverged")

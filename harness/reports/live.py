@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from harness.console import clean
+from harness.console import clean, counted
 from harness.domain.verdicts import VERDICT_LABEL
 from harness.reports.model import (
     Case,
@@ -89,12 +89,16 @@ def brief_lines(event: Event) -> Iterator[str]:
     if event.verdict == "not_applicable":
         yield f"{label:<9} {event.scenario}: {event.reason}"
         return
-    rates = ", ".join(f"{p.violated}" if p.pattern == SEQUENTIAL else f"{p.pattern} {p.violated}"
-                      for p in event.patterns)
-    line = (f"{label:<9} {event.scenario}  ({len(event.patterns)} pattern(s) × {event.trials} "
-            f"trials in {event.wall_s:.1f} s)")
+    if [p.pattern for p in event.patterns] == [SEQUENTIAL]:
+        line = (f"{label:<9} {event.scenario}  ({event.trials} trial"
+                f"{'' if event.trials == 1 else 's'}, {event.wall_s:.1f} s)")
+        rates = f"{event.patterns[0].violated}/{event.trials}"
+    else:
+        line = (f"{label:<9} {event.scenario}  ({len(event.patterns)} patterns × {event.trials} "
+                f"trials, {event.wall_s:.1f} s)")
+        rates = ", ".join(f"{p.pattern} {p.violated}/{p.trials}" for p in event.patterns)
     if event.verdict == "failed":
-        line += f": {rates} of {event.trials} broke a promise"
+        line += f": {rates} broke a promise"
     yield line
 
 
@@ -111,8 +115,8 @@ def not_applicable_lines(runs: list[ScenarioRun]) -> Iterator[str]:
         yield from (f"N/A       {r.scenario}: {r.reason}" for r in runs)
         return
     needs = dict.fromkeys(n.strip() for m in matches if m for n in m.group("needs").split(","))
-    yield (f"N/A       {len(runs)} scenario(s) need {', '.join(needs)}, which {whos.pop()} "
-           "does not declare (--verbose names them)")
+    yield (f"N/A       {len(runs)} scenarios need {', '.join(needs)} (not in "
+           f"{whos.pop()}; --verbose names them)")
 
 
 def series_lines(ts: TrialSeries) -> Iterator[str]:
@@ -197,7 +201,8 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
     if e.mode == "replay":
         yield f"{LABELS[e.verdict]:<9} {e.workload}: {e.shrunk_steps or 0} steps, {e.ops} ops"
     elif e.verdict == "passed" or not broken:  # a search with no violation (unknown: evidence)
-        yield e.note or f"no violation in {e.schedules_tried} schedules ({e.steps_tried} steps)"
+        yield e.note or (f"no violation in {counted(e.schedules_tried, 'schedule')} "
+                         f"({e.steps_tried} steps)")
         for fix in dict.fromkeys(u.fix for c in e.checks for u in c.unknowns if u.fix):
             yield f"  fix: {fix}"
         return
@@ -211,7 +216,8 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
         shrunk = (f", shrunk to {e.shrunk_steps}" if e.original_steps is not None
                   and e.original_steps != e.shrunk_steps else "")
         steps = e.original_steps if e.original_steps is not None else e.shrunk_steps
-        yield (f"VIOLATED  {names} after {e.schedules_tried} schedules ({where}; {steps} steps"
+        yield (f"VIOLATED  {names} after {counted(e.schedules_tried, 'schedule')} ({where}; "
+               f"{steps} steps"
                f"{shrunk})")
     for check in broken:
         yield f"  promise broken ({check.name}): {check.promise}"
@@ -285,6 +291,12 @@ def brief_certification(c: Certification) -> Iterator[str]:
 
 
 def replay_lines(r: ReplayComparison) -> Iterator[str]:
+    if r.completed and r.identical is False and r.note.startswith("reproduced"):
+        # what the user asked: did it happen again? Yes; where the history differs is a note
+        yield r.note
+        yield (f"  note: the {r.compared} differs from the recorded run ({r.divergence}): a "
+               "live service or threads decide a race anew, the violation is the same")
+        return
     if not r.completed:
         yield f"DIVERGED  {r.divergence}"
     elif r.identical is True:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -86,20 +88,42 @@ class ReportSession:
     # -- the folder -----------------------------------------------------------------------------
     @property
     def folder(self) -> Path:
-        """``<report_dir>/<UTC time>/``, created now if it does not exist yet."""
+        """``<report_dir>/<UTC time>/``, created now if it does not exist yet (a run writes its
+        run and repro folders into it; until :meth:`finish` it holds no results.json, and an
+        interrupted run's folder is renamed ``….interrupted`` by :func:`abandon_unfinished`)."""
         if self._folder is None:
-            if self.report_dir is None:
-                raise RuntimeError("this session writes no report folder")
-            self.report_dir.mkdir(parents=True, exist_ok=True)
-            name = self.started.strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
-            candidate, n = self.report_dir / name, 2
-            while True:
-                try:
-                    candidate.mkdir()
-                    break
-                except FileExistsError:
-                    candidate, n = self.report_dir / f"{name}-{n}", n + 1
-            self._folder = candidate
+            self._folder = self._new_folder()
+            self._folder.mkdir()
+            _unfinished.add(self)
+        return self._folder
+
+    def _new_folder(self) -> Path:
+        """A free ``<report_dir>/<UTC time>[-n]`` (not created)."""
+        if self.report_dir is None:
+            raise RuntimeError("this session writes no report folder")
+        self.report_dir.mkdir(parents=True, exist_ok=True)
+        name = self.started.strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
+        candidate, n = self.report_dir / name, 2
+        while candidate.exists() or candidate.with_name(f".{candidate.name}.partial").exists():
+            candidate, n = self.report_dir / f"{name}-{n}", n + 1
+        return candidate
+
+    def publish(self, results: Results) -> Path:
+        """Write the renderings and return the folder. A folder the run did not use yet is
+        built under a temporary name and renamed into place whole."""
+        if self._folder is None:
+            final = self._new_folder()
+            partial = final.with_name(f".{final.name}.partial")
+            try:
+                write_renderings(results, partial)
+                os.replace(partial, final)
+            except BaseException:
+                shutil.rmtree(partial, ignore_errors=True)
+                raise
+            self._folder = final
+        else:
+            write_renderings(results, self._folder)
+        _unfinished.discard(self)
         return self._folder
 
     # -- the run --------------------------------------------------------------------------------
@@ -178,17 +202,23 @@ def write_renderings(results: Results, folder: Path) -> None:
     _write_atomically(folder / "index.html", render_html(results))
 
 
-def point_latest(report_dir: Path, folder: Path) -> bool:
-    """``<report_dir>/latest`` → ``folder`` (a relative symlink, replaced atomically). A
-    ``latest`` that is not a symlink (a copy of a report folder) is left alone: False."""
+def point_latest(report_dir: Path, folder: Path) -> str | None:
+    """``<report_dir>/latest`` → ``folder``: a relative symlink, replaced atomically (a
+    reader sees the old report or the new one, never none). A ``latest`` that is a real folder
+    (a report copied there, e.g. a CI artifact download) is moved aside, never silently left
+    stale: the returned sentence says where it went (None when there was nothing to say)."""
     link = report_dir / "latest"
+    said = None
     if link.exists() and not link.is_symlink():
-        return False
+        aside = link.with_name(f"latest.replaced-{folder.name}")
+        os.replace(link, aside)
+        said = (f"{link} was a folder, not a link (a copied report?): moved to {aside}; "
+                f"{link} now points at {folder.name}")
     tmp_link = report_dir / f".latest-{folder.name}"
     tmp_link.unlink(missing_ok=True)
     tmp_link.symlink_to(folder.name)
     os.replace(tmp_link, link)
-    return True
+    return said
 
 
 class FolderWriter(Handler):
@@ -199,10 +229,11 @@ class FolderWriter(Handler):
         self.written: Path | None = None
 
     def finish(self, results: Results) -> None:
-        folder = self.session.folder
-        write_renderings(results, folder)
+        folder = self.session.publish(results)
         assert self.session.report_dir is not None
-        point_latest(self.session.report_dir, folder)
+        said = point_latest(self.session.report_dir, folder)
+        if said:
+            print(f"note: {said}", file=sys.stderr)
         self.written = folder
 
 
@@ -231,9 +262,26 @@ class JsonOut(Handler):
 
 
 def write_report(results: Results, report_dir: Path) -> Path:
-    """Write ``results`` as a new report folder under ``report_dir``; return the folder."""
-    session = ReportSession(results.command, report_dir=report_dir)
-    folder = session.folder
-    write_renderings(results, folder)
+    """Write ``results`` as a new report folder under ``report_dir`` (built under a temporary
+    name, renamed into place); point ``latest`` at it; return the folder."""
+    folder = ReportSession(results.command, report_dir=report_dir).publish(results)
     point_latest(report_dir, folder)
     return folder
+
+
+_unfinished: weakref.WeakSet[ReportSession] = weakref.WeakSet()
+
+
+def abandon_unfinished() -> list[Path]:
+    """After an interrupt: rename the folder of every session that never finished to
+    ``<name>.interrupted`` (no results in it; ``latest`` never pointed there), so no folder
+    looks like a report that it is not. Returns the new names."""
+    moved = []
+    for session in list(_unfinished):
+        folder = session._folder
+        _unfinished.discard(session)
+        if folder is not None and folder.exists():
+            target = folder.with_name(f"{folder.name}.interrupted")
+            os.replace(folder, target)
+            moved.append(target)
+    return moved

@@ -69,9 +69,12 @@ def summary_lines(results: Results, *, runs: bool = True) -> Iterator[str]:
     failures, unknowns with their fix. ``runs=False``: leave out what scenario runs found (the
     caller printed that run in full)."""
     names = _scenario_names(results)
+    if not names:  # explore, replay, certify, gate: their own lines already end the output
+        return
     broken = broken_promises(results) if runs else []
     found = [p for p in problems(results) if runs or p.where.split(" on ")[0] not in names]
-    others = [p for p in found if p.kind == "fail" and p.where.split(" on ")[0] not in names]
+    others = [p for p in found if p.kind == "fail" and p.where.split(" on ")[0] not in names
+              and not p.where.startswith(("explore ", "replay of "))]  # printed in full above
     unknowns = [p for p in found if p.kind == "unknown"]
     if not (broken or others or unknowns):
         return

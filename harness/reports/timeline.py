@@ -8,15 +8,58 @@ from html import escape
 
 from harness.reports.model import Timeline
 
+# One colour per state, and a shape per family, so that a reader who cannot tell the colours
+# apart still can: ● on its way, ■ a success, ◆ unknown / waiting, ▼ a failure, ✕ lost or
+# stopped. (tests/reports/test_renderings.py checks that no two states share a colour.)
 COLOURS = {
-    "started": "#6b7280", "dispatched": "#2563eb", "timed_out": "#d97706", "unknown": "#d97706",
+    "started": "#6b7280", "dispatched": "#2563eb", "timed_out": "#d97706", "unknown": "#a16207",
     "result": "#0f766e", "won": "#16a34a", "lost": "#9ca3af", "failed": "#dc2626",
-    "cancelled": "#7c3aed", "crash": "#111827", "created": "#16a34a", "replayed": "#0ea5e9",
-    "refused": "#dc2626", "statement": "#2563eb", "timer": "#d97706",
-    "created_again": "#dc2626", "answered": "#0f766e", "abandoned": "#d97706",
-    "late": "#7c3aed", "reset": "#dc2626", "cut": "#dc2626", "released": "#111827",
-    "succeeded": "#16a34a", "running": "#93c5fd", "submitted": "#2563eb",
+    "cancelled": "#7c3aed", "crash": "#111827", "created": "#65a30d", "replayed": "#0ea5e9",
+    "refused": "#db2777", "statement": "#4338ca", "timer": "#ca8a04",
+    "created_again": "#991b1b", "answered": "#0d9488", "abandoned": "#b45309",
+    "late": "#6d28d9", "reset": "#e11d48", "cut": "#f97316", "released": "#374151",
+    "succeeded": "#15803d", "running": "#93c5fd", "submitted": "#1e40af",
 }
+SHAPES = {
+    "started": "circle", "dispatched": "circle", "result": "circle", "statement": "circle",
+    "replayed": "square", "won": "square", "created": "square",
+    "timed_out": "diamond", "unknown": "diamond", "timer": "diamond",
+    "failed": "triangle", "refused": "triangle", "created_again": "triangle", "crash": "triangle",
+    "lost": "cross", "cancelled": "cross", "released": "cross",
+    "answered": "circle", "running": "circle", "submitted": "circle", "succeeded": "square",
+    "abandoned": "diamond", "late": "diamond", "reset": "triangle", "cut": "triangle",
+}
+
+
+def mark(kind: str, cx: float, cy: float, *, r: float = 5, title: str = "") -> str:
+    """One mark: the state's colour and shape (class ``mark mark-<kind>``)."""
+    colour = COLOURS.get(kind, "#374151")
+    shape = SHAPES.get(kind, "circle")
+    head = f'class="mark mark-{escape(kind)}" fill="{colour}"'
+    tail = f"<title>{title}</title>" if title else ""
+    if shape == "circle":
+        return f'<circle {head} cx="{cx:.1f}" cy="{cy:.1f}" r="{r:g}">{tail}</circle>'
+    if shape == "square":
+        return (f'<rect {head} x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r:g}" '
+                f'height="{2 * r:g}">{tail}</rect>')
+    points = {
+        "diamond": [(0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0)],
+        "triangle": [(-r - 1, -r), (r + 1, -r), (0, r + 1)],
+        "cross": [(-r, -r + 2), (-r + 2, -r), (0, -2), (r - 2, -r), (r, -r + 2), (2, 0),
+                  (r, r - 2), (r - 2, r), (0, 2), (-r + 2, r), (-r, r - 2), (-2, 0)],
+    }[shape]
+    text = " ".join(f"{cx + dx:.1f},{cy + dy:.1f}" for dx, dy in points)
+    return f'<polygon {head} points="{text}">{tail}</polygon>'
+
+
+def legend_mark(kind: str) -> str:
+    """A small standalone mark for the legend."""
+    return (f'<svg width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">'
+            f'{mark(kind, 6, 6, r=4)}</svg>')
+
+
+# the history's process names, as a reader calls them
+LANE_NAMES = {"nemesis": "faults", "observer": "side-effect counter"}
 LANE_H, LEFT, RIGHT, TOP = 34, 170, 30, 26
 
 
@@ -55,7 +98,8 @@ def render_svg(timeline: Timeline, *, width: int = 900, css: str = "timeline") -
                    f'fill="#6b7280">{_fmt(t)}</text>')
     for row, lane in enumerate(lanes):
         y = TOP + row * LANE_H + LANE_H / 2
-        label = escape(lane.label + (f" · {lane.provider}" if lane.provider else ""))
+        name = LANE_NAMES.get(lane.label, lane.label)
+        label = escape(name + (f" · {lane.provider}" if lane.provider else ""))
         out.append(f'<text x="8" y="{y + 4:.1f}" font-size="12" fill="#111827">{label}</text>')
         if lane.events:
             start, end = lane.events[0].t, lane.events[-1].t
@@ -66,14 +110,9 @@ def render_svg(timeline: Timeline, *, width: int = 900, css: str = "timeline") -
                 f'fill="{colour}" fill-opacity="0.25" stroke="{colour}"/>'
             )
         for event in lane.events:
-            colour = COLOURS.get(event.kind, "#374151")
             detail = f": {event.label}" if event.label else ""
             title = escape(f"{event.kind} at {_fmt(event.t)}{detail}")
-            out.append(
-                f'<circle class="mark mark-{escape(event.kind)}" cx="{x(event.t):.1f}" '
-                f'cy="{y:.1f}" '
-                f'r="5" fill="{colour}"><title>{title}</title></circle>'
-            )
+            out.append(mark(event.kind, x(event.t), y, title=title))
         if lane.outcome:
             version = f" v{lane.claim_version}" if lane.claim_version is not None else ""
             end_x = x(lane.events[-1].t) if lane.events else LEFT

@@ -66,20 +66,25 @@ def qa_service(tmp_path: Path) -> Iterator[Callable[..., QaService]]:
 @pytest.fixture
 def answering() -> Iterator[Callable[..., str]]:
     """A loopback HTTP/1.1 server answering every request with one status and JSON body
-    (``reads=(status, body)``: GET requests get that instead, e.g. a read-only token)."""
+    (``reads=(status, body)``: GET requests get that instead, e.g. a read-only token;
+    ``paths={path: (status, body)}``: that path gets its own answer)."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(status: int, body: object, *, reads: tuple[int, object] | None = None) -> str:
+    def start(status: int, body: object, *, reads: tuple[int, object] | None = None,
+              paths: dict[str, tuple[int, object]] | None = None) -> str:
         answers = {"": (status, json.dumps(body).encode())}
         if reads is not None:
             answers["GET"] = (reads[0], json.dumps(reads[1]).encode())
+        for path, (code, value) in (paths or {}).items():  # a path's own answer, any method
+            answers[path] = (code, json.dumps(value).encode())
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def answer(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                code, data = answers.get(self.command, answers[""])
+                code, data = answers.get(self.path.split("?")[0]) or answers.get(
+                    self.command, answers[""])
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -5,6 +5,7 @@ junit.xml naming each flaw), the project file, and no secret in any file or line
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -82,10 +83,11 @@ def test_check_target_on_the_gap_example_exits_1_naming_each_flaw_in_junit(
         assert any(title in text for text in failures.values()), (flaw, sorted(failures))
     # a testcase per checker × arrival pattern, per scenario × target
     names = {(c.get("classname"), c.get("name")) for c in cases}
-    detection = f"detection.{gap.url}.duplicate_arrivals"
+    detection = "detection.service.duplicate_arrivals"  # a name, not the URL
     for pattern in ("burst", "staggered", "straddle"):
         assert (detection, f"one_side_effect_per_click [{pattern}]") in names
-    assert (f"scenarios.{gap.url}", "timeout_unknown") in names  # not applicable: skipped
+    assert ("scenarios.service", "timeout_unknown") in names  # not applicable: skipped
+    assert not any("://" in (c or "") for c, _ in names)
     # a failure's text carries the first failing trial and the exact replay command
     stuck = next(text for text in failures.values() if FLAWS["sticky-lock"] in text)
     assert "first seen in" in stuck and "run this trial again: failover-harness replay " in stuck
@@ -93,6 +95,17 @@ def test_check_target_on_the_gap_example_exits_1_naming_each_flaw_in_junit(
     assert (tmp_path / "ci" / "junit.xml").read_text() == (folder / "junit.xml").read_text()
     assert "no providers.yaml: certification and gate skipped" in out
     assert "check: FAIL (exit 1)" in out
+    # the live output fits on a screen and ends in a summary naming each broken promise once,
+    # with where and how often it broke, and one replay command per run
+    lines = out.splitlines()
+    assert len(lines) <= 40, out
+    summary = out.split("── summary ", 1)[1]
+    for promise in ("one_side_effect_per_click", "retry_after_failure_served",
+                    "identical_retry_replayed", "one_job_per_intent"):
+        assert len(re.findall(rf"^  {promise}: .*\d+/\d+", summary, re.M)) == 1, (promise, out)
+    replays = re.findall(r"^      replay: (failover-harness replay .*)$", summary, re.M)
+    assert replays and len(replays) == len(set(replays))
+    assert "promise broken (" not in out and "FAILURE:" not in out  # detail: --verbose
     # the bearer token was sent on every request, and shows nowhere
     assert TOKEN not in out + err
     for path, text in _every_file(folder):
@@ -202,7 +215,8 @@ def test_a_service_refusing_every_token_is_one_unknown_with_its_evidence_kept(
     # tokens the service accepts for reads but refuses for writes (a read-only token): the
     # preflight's read passes, every create is refused 401 (refused for reads too is exit 2:
     # tests/scenarios/test_preflight.py)
-    url = answering(401, {"error": "unauthenticated"}, reads=(404, {"code": "not_found"}))
+    url = answering(401, {"error": "unauthenticated"}, reads=(404, {"code": "not_found"}),
+                    paths={"/healthz": (200, {"status": "ok"})})  # API.md's health check
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("tok-alice-1234: alice\ntok-bob-5678: bob\n", "utf-8")
     monkeypatch.chdir(tmp_path)

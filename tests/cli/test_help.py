@@ -45,3 +45,8 @@ def test_help_has_a_sentence_exit_codes_and_an_example_that_parses(
 def test_gate_offers_no_option_that_calls_a_provider() -> None:
     gate = dict(every_parser())["failover-harness gate"]
     assert "--via" not in gate.format_help()
+
+
+def test_export_offers_no_option_that_calls_a_provider() -> None:
+    export = dict(every_parser())["failover-harness export"]
+    assert "--via" not in export.format_help()

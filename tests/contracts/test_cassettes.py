@@ -127,3 +127,20 @@ def test_replay_without_cassettes_is_bad_input(project, capsys) -> None:
     err = capsys.readouterr().err
     assert "no cassette for provider 'primary' and contract 'ticket_triage'" in err
     assert "fix: record it: failover-harness certify --record" in err
+
+
+def test_a_refusing_providers_cassette_replays_with_the_same_verdict(project, capsys) -> None:
+    """A 401 stops the calls after a few (the rest are not sent): the cassette says so, and
+    the replay refuses the same way instead of calling the cassette incomplete."""
+    project.write_providers({"primary": provider(), "refused": provider("status:401")})
+    assert project.cli("certify", "--record", "--no-progress") == 3
+    recorded = project.workspace().lock.get("refused", "ticket_triage")
+    cassette = json.loads(
+        (project.root / "cassettes" / "ticket_triage" / "refused.json").read_text())
+    assert cassette["not_sent"] and len(cassette["exchanges"]) < 60
+    capsys.readouterr()
+    assert project.cli("certify", "--replay", "--no-progress") == 3
+    assert "lacks" not in capsys.readouterr().err
+    replayed = project.workspace().lock.get("refused", "ticket_triage")
+    assert recorded is not None and replayed is not None
+    assert replayed.verdict == recorded.verdict and replayed.why() == recorded.why()

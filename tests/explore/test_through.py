@@ -73,7 +73,9 @@ def test_the_race_is_found_shrunk_and_replays_identically_three_times(
     assert results["through"]["storage"] == public_target(storage)  # no password in a report
     assert results["shrink"]["original_steps"] >= results["steps"]
     assert results["meta"]["settles_expired"] == 0 and results["meta"]["guessed"] == 0
-    assert "PCT depth 2: one schedule finds a given depth-2 race with probability ≥" in out
+    assert ("PCT depth 2 (probabilistic concurrency testing: each client gets a random "
+            "priority, changed at 1 random step): a race that needs 2 steps in one particular "
+            "order is caught by each schedule with probability at least 1/(") in out
     assert "replayed once: identical" in out
     assert f"replay: failover-harness replay {folder}\n" in out + "\n"
     schedule = [json.loads(line) for line in (folder / "schedule.jsonl").read_text().splitlines()]

@@ -146,11 +146,11 @@ LAYOUT = """JSON.stringify((() => {
       timeline: (() => { const svg = div.querySelector('svg.timeline');
                          return svg ? {visible: visible(svg),
                                        lanes: svg.querySelectorAll('rect.lane').length,
-                                       marks: [...svg.querySelectorAll('circle.mark')].map(
+                                       marks: [...svg.querySelectorAll('.mark')].map(
                                          c => c.classList[1])} : null; })(),
       text: div.textContent})),
     lanes: [...document.querySelectorAll('svg.lanes')].map(svg => ({
-      visible: visible(svg), marks: svg.querySelectorAll('circle.mark').length})),
+      visible: visible(svg), marks: svg.querySelectorAll('.mark').length})),
     rates: [...document.querySelectorAll('table.rates td.rate')].map(td => td.textContent),
     problems: [...document.querySelectorAll('li.problem')].map(li => li.textContent),
     commands: document.querySelector('#commands')?.textContent ?? '',

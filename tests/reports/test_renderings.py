@@ -76,9 +76,9 @@ def test_junit_names_each_promise_with_its_rate_first_trial_and_replay() -> None
     root = ET.fromstring(render_junit(sample_results()))
     cases = root.findall(".//testcase")
     names = [(c.get("classname"), c.get("name")) for c in cases]
-    assert ("scenarios.mutant:check-then-insert", "double_click") in names
+    assert ("scenarios.mutant-check-then-insert", "double_click") in names
     assert ("certification.ticket_triage.anthropic-fallback", "schema") in names
-    detection = "detection.http://127.0.0.1:8802.duplicate_arrivals"
+    detection = "detection.service.duplicate_arrivals"  # names, not URLs
     for checker in ("one_job_per_intent", "one_side_effect_per_click"):
         for pattern in ("burst", "staggered"):
             assert (detection, f"{checker} [{pattern}]") in names

@@ -76,7 +76,8 @@ def test_a_token_the_service_accepts_passes_the_preflight(
         answering: Callable[..., str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     # reads are answered 404 (a missing job: the token is fine); every write is a 500
-    url = answering(500, {"code": "internal"}, reads=(404, {"code": "not_found"}))
+    url = answering(500, {"code": "internal"}, reads=(404, {"code": "not_found"}),
+                    paths={"/healthz": (200, {"status": "ok"})})  # API.md's health check
     code, text = _run(["scenarios", "run", str(SCENARIO), "--target", url, "--tokens-file",
                        str(_tokens(tmp_path)), "--report-dir", str(tmp_path / "r")], capsys)
     assert code in (1, 3), text  # judged (and nothing passes), not refused as bad input

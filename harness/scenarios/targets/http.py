@@ -171,13 +171,19 @@ class HttpTarget(Target):
         for _ in self.urls:
             client = session.client(owner)
             try:
-                client.healthz()
+                health = client.healthz()
             except TransportFailure as exc:
                 session.close()
                 raise ConfigError(
                     f"cannot reach the target: {exc.message}", field="--target",
                     fix="start the service (failover-harness serve …) or fix the URL",
                 ) from None
+            if health.status == 404:  # API.md: GET /healthz → 200; 404 is a wrong base URL
+                session.close()
+                raise ConfigError(
+                    f"GET /healthz answered 404 at {self.description}: is the base URL right?",
+                    field="--target", fix="check --target's scheme, host, port and path prefix; "
+                    "a service that does not speak docs/api.md needs --target-profile FILE")
         self._probed = True
 
     def not_applicable(self, scenario: Scenario) -> str | None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 
+import httpx
+
 from harness.domain.errors import ConfigError
 from harness.scenarios.checkers.base import TOKENS_FIX
 from harness.scenarios.targets.base import TargetSession
@@ -49,3 +51,22 @@ def check_owners(session: TargetSession, owners: Iterable[str], description: str
     raise ConfigError(
         f"owner {owner}'s token was refused ({status} {code}) by {description}{also}: no "
         "scenario could show anything", field="--tokens-file", fix=fix)
+
+
+def everything_404(http: httpx.Client, base_url: str, paths: Iterable[str]) -> bool:
+    """Do ``/healthz``, ``/`` and ``paths`` all answer 404 under ``base_url``? Then the base
+    URL is wrong (a prefix too many or too few), not the service's promises."""
+    for path in ("/healthz", "/", *paths):
+        try:
+            if http.get(base_url.rstrip("/") + path).status_code != 404:
+                return False
+        except httpx.TransportError:
+            return False
+    return True
+
+
+def wrong_base_url(description: str, what: str) -> ConfigError:
+    return ConfigError(
+        f"{what}, and so did GET /healthz and GET / at {description}: is the base URL right?",
+        field="--target", fix="check --target's scheme, host, port and path prefix (the "
+        "profile's paths are added to it)")

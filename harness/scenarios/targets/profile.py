@@ -422,10 +422,17 @@ class ProfileTarget(Target):
 
     def preflight(self) -> None:
         """The service answers, and accepts every owner's token (a read of a missing job)."""
-        from harness.scenarios.targets.preflight import check_owners
+        from harness.scenarios.targets.preflight import (
+            check_owners,
+            everything_404,
+            wrong_base_url,
+        )
 
         session = ProfileSession(self)
         try:
+            create = self.profile.operations["create_job"].path
+            if "{" not in create and everything_404(session.http, self.urls[0], (create,)):
+                raise wrong_base_url(self.description, f"GET {create} answered 404")
             check_owners(session, list(self.tokens) or [""], self.description,
                          tokens_given=bool(self.tokens))
         finally:

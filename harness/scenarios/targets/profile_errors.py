@@ -1,147 +1,23 @@
-"""A target profile's validation errors in the user's words: which field, what is allowed there
-("did you mean …?", the allowed values or fields), and the fix — never pydantic's raw text.
-
-Pure: :func:`explain` turns the pydantic errors of one ``Profile.model_validate`` into
-``(message, loc, fix)`` for :meth:`YamlSource.error`.
-"""
+"""A target profile's validation errors in the user's words: :mod:`harness.validation`, the
+one translation of pydantic's errors every config loader uses, with the profile's docs page."""
 
 from __future__ import annotations
 
-import difflib
-import re
-import types
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
+from harness.validation import ValueFix
+from harness.validation import explain as translate
 
-class ProfileValueError(ValueError):
-    """A field validator's refusal, with the fix to show."""
+ProfileValueError = ValueFix  # a profile field validator's refusal, with the fix to show
 
-    def __init__(self, message: str, fix: str) -> None:
-        super().__init__(message)
-        self.fix = fix
-
-
-def _members(tp: Any) -> list[Any]:
-    """The types a field may hold: a union's members, else the type itself."""
-    if get_origin(tp) in (Union, types.UnionType):
-        return [m for arg in get_args(tp) for m in _members(arg)]
-    return [tp]
+__all__ = ["ProfileValueError", "explain"]
 
 
-def _models(tp: Any) -> list[type[BaseModel]]:
-    return [m for m in _members(tp) if isinstance(m, type) and issubclass(m, BaseModel)]
-
-
-def _containers(tp: Any) -> list[Any]:
-    """The item (list) or value (dict) types of a field that is a collection."""
-    out = []
-    for member in _members(tp):
-        origin, args = get_origin(member), get_args(member)
-        if origin is dict and len(args) == 2:
-            out.append(args[1])
-        elif origin is list and args:
-            out.append(args[0])
-    return out
-
-
-def model_at(root: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
-    """The model whose fields ``loc`` (a path of field names, keys and indexes) points into."""
-    current: Any = root
-    for part in loc:
-        models = [m for m in _models(current) if isinstance(part, str) and part in m.model_fields]
-        if models:
-            current = models[0].model_fields[str(part)].annotation
-            continue
-        inner = _containers(current)
-        if not inner:
-            return None
-        current = inner[0]  # ``part`` is a key or an index
-    found = _models(current)
-    return found[0] if found else None
-
-
-def _tags(root: type[BaseModel]) -> set[str]:
-    """Names pydantic puts in a location for a union's branch (``Answer``, ``literal['none']``)."""
-    names: set[str] = set()
-    todo: list[type[BaseModel]] = [root]
-    while todo:
-        model = todo.pop()
-        if model.__name__ in names:
-            continue
-        names.add(model.__name__)
-        for info in model.model_fields.values():
-            for tp in [info.annotation, *_containers(info.annotation)]:
-                todo.extend(_models(tp))
-    return names
-
-
-def _clean(loc: tuple[Any, ...], tags: set[str]) -> tuple[str | int, ...]:
-    return tuple(p for p in loc if not (isinstance(p, str) and (
-        "[" in p or p in tags or p.startswith(("constrained-", "function-")))))
-
-
-def _pick(errors: list[ErrorDetails]) -> ErrorDetails:
-    """The error that describes what the user wrote: of a union's branches, the one of the
-    input's kind (a string checked against a literal, a mapping against a model)."""
-    def fits(error: ErrorDetails) -> bool:
-        branch = next((p for p in error["loc"] if isinstance(p, str) and "literal[" in p), None)
-        if branch is not None:
-            return isinstance(error["input"], str)
-        if error["type"] == "model_type":
-            return not any("literal[" in str(p) for e in errors for p in e["loc"])
-        return True
-
-    return next((e for e in errors if fits(e)), errors[0])
-
-
-def _choices(expected: str) -> list[str]:
-    return re.findall(r"'([^']*)'", expected)
-
-
-def _did_you_mean(word: Any, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(str(word), allowed, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def explain(root: type[BaseModel],
-            errors: list[ErrorDetails]) -> tuple[str, tuple[str | int, ...], str]:
-    """(message, location, fix) for the first problem of a profile."""
-    error = _pick(errors)
-    loc = _clean(error["loc"], _tags(root))
-    kind, value = error["type"], error.get("input")
-    if kind == "extra_forbidden":
-        field = loc[-1] if loc else "?"
-        model = model_at(root, loc[:-1])
-        allowed = list(model.model_fields) if model is not None else []
-        return (f"unknown field {field!r}{_did_you_mean(field, allowed)}", loc,
-                "the fields here are: " + ", ".join(allowed) if allowed else "remove the field")
-    if kind == "literal_error":
-        allowed = _choices(str((error.get("ctx") or {}).get("expected", "")))
-        where = " as a key" if "[key]" in error["loc"] else ""
-        fix = "write one of: " + ", ".join(allowed)
-        branch = model_at(root, loc) if any("literal[" in str(p) for p in error["loc"]) else None
-        if branch is not None:  # a union: the literal, or a mapping
-            fix += f", or a mapping with the fields: {', '.join(branch.model_fields)}"
-        return (f"{value!r} is not allowed here{where}{_did_you_mean(value, allowed)}", loc, fix)
-    if kind == "string_pattern_mismatch" and (error.get("ctx") or {}).get("pattern") == "^/":
-        return (f"{value!r} is not a path: a path starts with /", loc,
-                f"write /{str(value).lstrip('/')}")
-    if kind == "missing":
-        field = loc[-1] if loc else "?"
-        return (f"{field!r} is missing", loc,
-                f"add {field}: (see docs/scenarios.md, Target profiles)")
-    if kind == "model_type":
-        model = model_at(root, loc)
-        fields = ", ".join(model.model_fields) if model is not None else "its fields"
-        return (f"expected a mapping here, got {value!r}", loc,
-                f"write {{…}} with the fields: {fields}")
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, ProfileValueError):
-        return f"{value!r} {cause}", loc, cause.fix
-    message = str(error["msg"])
-    wanted = message.removeprefix("Input should be ").removeprefix("String should ").split(",")[0]
-    fix = f"write {wanted}" if wanted.startswith(("a ", "an ")) else f"write a value {wanted}"
-    return f"{value!r}: {message[0].lower()}{message[1:]}", loc, fix
+def explain(root: type[BaseModel], errors: list[ErrorDetails],
+            **options: Any) -> tuple[str, tuple[str | int, ...], str]:
+    """:func:`harness.validation.explain`, pointing a missing field at the profiles' docs."""
+    options.setdefault("docs", "docs/scenarios.md, Target profiles")
+    return translate(root, errors, **options)

@@ -20,6 +20,7 @@ import httpx
 from harness.domain.errors import ConfigError
 from harness.providers.secrets import redact_dsn
 from harness.scenarios.targets.faults import fill_headers
+from harness.scenarios.targets.preflight import everything_404, wrong_base_url
 from harness.scenarios.targets.profile_model import HttpCounter, SqlCounter, pick
 
 
@@ -56,6 +57,7 @@ class HttpSideEffects:
     def __init__(self, spec: HttpCounter, http: httpx.Client, base_url: str) -> None:
         self.spec = spec
         self.http = http
+        self.base_url = base_url
         self.url = base_url + spec.path
 
     def count(self) -> int:
@@ -65,6 +67,8 @@ class HttpSideEffects:
                                          headers=fill_headers(self.spec.headers))
         except httpx.TransportError as exc:
             raise CounterError(f"{where}: no answer ({type(exc).__name__})") from None
+        if response.status_code == 404 and everything_404(self.http, self.base_url, ()):
+            raise wrong_base_url(self.base_url, f"{where} answered 404")
         if response.status_code != 200:
             raise CounterError(f"{where} answered {response.status_code}")
         try:

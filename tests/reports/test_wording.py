@@ -1,0 +1,115 @@
+"""Pins for each wording and rendering fix a newcomer tripped on (issue 24)."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+from harness.reports.html import LEGEND, render_html
+from harness.reports.junit import target_name
+from harness.reports.live import LiveOutput
+from harness.reports.model import Certification, Lane, Timeline, TimelineEvent
+from harness.reports.summary import summary_lines
+from harness.reports.timeline import COLOURS, SHAPES, render_svg
+from tests.reports.sample import sample_results
+
+
+def test_every_state_has_its_own_colour_and_a_shape() -> None:
+    shown = {k: COLOURS[k] for k in LEGEND}
+    assert len(set(shown.values())) == len(shown), shown  # failed≠refused, won≠created, …
+    assert all(k in SHAPES for k in LEGEND)
+    page = render_html(sample_results())
+    for kind in LEGEND:  # the legend draws each state's own mark, with its name
+        assert f'class="mark mark-{kind}"' in page.split('class="legend"', 1)[1]
+
+
+def test_a_caught_mutant_is_a_success_and_the_reference_failing_is_not() -> None:
+    page = render_html(sample_results())
+    matrix = page.split('id="matrix"', 1)[1].split("</section>", 1)[0]
+    assert 'class="cell v-pass caught"' in matrix and "✓ caught" in matrix
+    assert "v-failed" not in matrix  # the reference fails nothing in the sample
+
+
+def test_junit_classnames_are_names_not_urls() -> None:
+    assert target_name("http://127.0.0.1:8802") == "service"
+    assert target_name("http://a:1,http://b:2") == "service"
+    assert target_name("mutant:check-then-insert@postgresql://x/y") == "mutant-check-then-insert"
+    assert target_name("postgresql://app@db/jobs") == "postgresql"
+    assert target_name("sqlite") == "sqlite"
+
+
+def test_fault_lanes_are_called_faults() -> None:
+    svg = render_svg(Timeline(2.0, (Lane("nemesis", "", (TimelineEvent(1, "crash"),)),)))
+    assert ">faults<" in svg and "nemesis" not in svg
+
+
+def test_a_fake_provider_is_said_once_per_certification_cell() -> None:
+    results = sample_results()
+    fake = "fake provider (answers from the golden file)"
+    events = tuple(replace(e, why=f"schema: hallucinated key — {fake}")
+                   if isinstance(e, Certification) and e.provenance else e
+                   for e in results.events)
+    page = render_html(replace(results, events=events))
+    cell = page.split('<td class="v-ineligible">', 1)[1].split("</td>", 1)[0]
+    assert cell.count(fake) == 1 and "schema: hallucinated key" in cell
+
+
+def test_pass_k_is_said_once_and_plurals_agree() -> None:
+    from harness.contracts.emit import _pass_k
+
+    three = _pass_k("schema", {"rate": 0.95, "k": 3, "inputs": 20, "all_pass": 19})
+    one = _pass_k("schema", {"rate": 1.0, "k": 1, "inputs": 3, "all_pass": 3})
+    assert three is not None and one is not None
+    assert f"{three.name}: {three.text}" == "schema pass^3: 19 of 20 inputs passed all 3 samples"
+    assert one.text == "3 of 3 inputs passed their one sample"
+
+
+def test_the_summary_names_each_broken_promise_once_with_where_and_one_replay() -> None:
+    results = sample_results()
+    lines = list(summary_lines(results))
+    text = "\n".join(lines)
+    assert lines[0].startswith("── summary")
+    assert text.count("one_job_per_intent:") == 1
+    assert "double_click 1/1" in text
+    assert "replay: failover-harness replay reports/x/runs/y" in text
+    assert "timeout_is_unknown" in text and "fix: raise the profile's timeout_s" in text
+    assert len(lines) <= 25
+
+
+def test_without_verbose_the_detail_waits_for_the_report_and_the_summary() -> None:
+    out = io.StringIO()
+    live = LiveOutput(out)
+    results = sample_results()
+    for event in results.events:
+        live.handle(event)
+    live.finish(results)
+    text = out.getvalue()
+    assert "promise broken (one_job_per_intent)" not in text and "#3-4 t=0" not in text
+    assert "── summary" in text and text.rstrip().endswith("check: FAIL (exit 1)")
+    verbose = io.StringIO()
+    live = LiveOutput(verbose, verbose=True)
+    for event in results.events:
+        live.handle(event)
+    assert "promise broken (one_job_per_intent)" in verbose.getvalue()
+
+
+def test_an_eligible_fake_certification_line_is_one_line() -> None:
+    results = sample_results()
+    cert = next(e for e in results.events if isinstance(e, Certification))
+    out = io.StringIO()
+    LiveOutput(out).handle(replace(cert, outcome="pass"))
+    assert len(out.getvalue().splitlines()) == 1
+
+
+def test_a_reproduced_replay_says_reproduced_first_and_the_difference_as_a_note() -> None:
+    from harness.reports.model import ReplayComparison
+
+    out = io.StringIO()
+    LiveOutput(out).handle(ReplayComparison(
+        "reports/x/runs/y", "http://127.0.0.1:8802", False, "pass",
+        divergence="op #1 differs: recorded 'ok', now 'fail'",
+        note="reproduced: violated again (the race showed in 18 of 20 straddle trials)"))
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("reproduced: violated again")
+    assert "DIVERGED" not in out.getvalue()
+    assert lines[1].startswith("  note: the history differs from the recorded run (op #1")
