@@ -112,21 +112,29 @@ class Store:
                            (state, error or None, ended, attempt.id))
 
     def claim(self, attempt: Attempt, result: Any) -> bool:
-        """The compare-and-swap: True if this attempt's result became the job's; else a race."""
-        won = self._db().execute(
-            "UPDATE jobs SET result = ?, completed_by = ?, status = 'succeeded',"
-            " version = version + 1, updated_at = ? WHERE id = ? AND version = ?"
-            " AND completed_by IS NULL",
-            (json.dumps(result), attempt.id, time.time(), attempt.job_id,
-             attempt.read_version)).rowcount == 1
-        self.end_attempt(attempt, "succeeded")
-        if not won:
-            winner = self._db().execute("SELECT completed_by FROM jobs WHERE id = ?",
-                                        (attempt.job_id,)).fetchone()[0]
-            digest = hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
-            self._db().execute(
-                "INSERT INTO races VALUES (?, ?, ?, ?, ?, 'the job was completed by another"
-                " attempt')", (attempt.id, attempt.job_id, time.time(), digest, winner))
+        """The compare-and-swap: True if this attempt's result became the job's; else the
+        payload is dropped and the lost claim recorded as a race, in the same transaction."""
+        db, now = self._db(), time.time()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            won = db.execute(
+                "UPDATE jobs SET result = ?, completed_by = ?, status = 'succeeded',"
+                " version = version + 1, updated_at = ? WHERE id = ? AND version = ?"
+                " AND completed_by IS NULL",
+                (json.dumps(result), attempt.id, now, attempt.job_id,
+                 attempt.read_version)).rowcount == 1
+            if not won:
+                digest = hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
+                db.execute(
+                    "INSERT INTO races SELECT ?, id, ?, ?, completed_by, 'the job was completed"
+                    " by another attempt' FROM jobs WHERE id = ?",
+                    (attempt.id, now, digest, attempt.job_id))
+            db.execute("UPDATE attempts SET state = 'succeeded', ended_at = ? WHERE id = ?",
+                       (now, attempt.id))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
         return won
 
     def write_result(self, attempt: Attempt, result: Any) -> None:
@@ -260,8 +268,11 @@ def serve_stdlib(store: Store, start_worker: Callable[[dict[str, Any]], None],
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 128  # the default backlog of 5 resets connections under a burst
+
+    server = Server((host, port), Handler)
     print(f"listening on http://{host}:{server.server_address[1]}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever(poll_interval=0.05)

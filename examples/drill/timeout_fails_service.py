@@ -3,7 +3,8 @@ overwrites the fallback's result.
 
 Plain httpx on the wire (no SDK). The worker waits ``--timeout`` seconds for the primary; then
 it marks the job ``failed`` ("provider timed out") and its retry loop re-runs the failed job on
-the fallback ``--retry-delay`` seconds later. The primary's request is not cancelled (its HTTP
+the fallback ``--retry-delay`` seconds later (a primary that errs in time is replaced by the
+fallback at once, without the detour). The primary's request is not cancelled (its HTTP
 client allows ``--abandon-after``, 3 x timeout by default), and every answer is written with a
 plain ``UPDATE`` (no compare-and-swap on the version). The bugs people report: a timeout taken
 for a failure (the user is told "failed" while the provider is still working, and the job is
@@ -49,7 +50,9 @@ class FailingWorker:
                 ended.set()
 
         threading.Thread(target=primary, daemon=True).start()
-        if ended.wait(self.timeout) and self.store.is_complete(job["id"]):
+        if ended.wait(self.timeout):  # an answer, or an error: the fallback at once if needed
+            if not self.store.is_complete(job["id"]):
+                self.retry(job, prompt)
             return
         # THE BUG: no answer in time is taken for a failure, and the job is re-run
         self.store.set_status(job["id"], "failed", f"provider timed out after {self.timeout} s")
@@ -69,7 +72,7 @@ class FailingWorker:
 def main() -> None:
     args = jobkit.arguments(__doc__, abandon_after=(float, 0.0, "seconds before the primary "
                                                     "call is abandoned (default 3 x timeout)"),
-                            retry_delay=(float, 0.15, "seconds before a failed job is re-run"))
+                            retry_delay=(float, 0.1, "seconds before a failed job is re-run"))
     store = jobkit.Store(args.db)
     worker = FailingWorker(store, args.timeout, args.abandon_after or 3 * args.timeout,
                            args.retry_delay)

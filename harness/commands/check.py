@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.commands._drill_check import open_check_drill
 from harness.commands._report import add_report_options
 from harness.gateways.options import add_gateway_options, gateway_options
 
@@ -141,17 +143,23 @@ def run(args: argparse.Namespace) -> int:
 
         scenarios, suites = _suites(s, with_detection=True)
         target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
+        drill = None
         try:
             target_secrets(target, s.target)
             target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
+            drill = open_check_drill(s.target, s.target_profile, os.environ)  # docs/drill.md
             session = open_session(args, "check", targets=[target.description])
             session.say(f"check: {len(scenarios)} scenario(s) against {target.description}; "
                         f"suites: {suites}")
             for warning in getattr(target, "warnings", ()):  # a profile's, said at load
                 session.note(warning)
+            if drill is not None:  # the providers: timeouts, late results judged by the drill
+                drill.run(session, s.trials)
             _on_target(session, s, scenarios, target)
         finally:
             target.close()
+            if drill is not None:
+                drill.close()
     else:
         from harness.reports.redaction import register_target_secrets
 

@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.commands._report import add_report_options
+from harness.commands.drill_target import add_target_options, run_target
+from harness.domain.errors import ConfigError
+from harness.drill.drills import NAMES, parse_names
 from harness.gateways.options import gateway_options
 
 HELP = ("Drill a running service's or gateway's failover from the provider side: hangs, late "
@@ -51,8 +54,6 @@ GATEWAY_DRILLS = ("hang", "late", "overload-429", "overload-529", "reset", "stre
 
 
 def _drills(text: str) -> list[str]:
-    from harness.drill.drills import parse_names
-
     try:
         return parse_names(text)
     except ValueError as exc:
@@ -60,9 +61,6 @@ def _drills(text: str) -> list[str]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from harness.commands.drill_target import add_target_options
-    from harness.drill.drills import NAMES
-
     add_target_options(parser)
     parser.add_argument("--gateway", metavar="URL",
                         help="a running LiteLLM gateway (e.g. http://127.0.0.1:4000), with "
@@ -91,28 +89,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.domain.errors import ConfigError
-
     if (args.target is None) == (args.gateway is None):
         raise ConfigError("drill needs either --target URL --target-profile FILE (a service) or "
                           "--gateway URL --config FILE --model GROUP (a LiteLLM gateway)",
                           field="--target", fix="failover-harness drill --target "
                           "http://127.0.0.1:8000 --target-profile service.profile.yaml")
     if args.target is not None:
-        from harness.commands.drill_target import run_target
-        from harness.drill.drills import NAMES
-
-        if args.target_profile is None:
-            raise ConfigError("--target needs --target-profile", field="--target-profile",
+        if args.target_profile is None and (args.config is None or args.model is None):
+            raise ConfigError("--target needs --target-profile (or, for a LiteLLM gateway, "
+                              "--config and --model)", field="--target-profile",
                               fix="--target-profile service.profile.yaml (see docs/drill.md)")
         args.drills = args.drills or list(NAMES)
+        if args.target_profile is None:  # a LiteLLM gateway: the lock judges its fallbacks
+            return run_target(args, _judge(args, gateway_options(args))[0])
         return run_target(args)
     return _run_gateway(args)
 
 
 def _run_gateway(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
-    from harness.domain.errors import ConfigError
     from harness.gateways.drill import run_drills
     from harness.gateways.litellm_config import read_litellm_config
     from harness.gateways.source import provider_ids

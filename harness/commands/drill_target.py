@@ -15,9 +15,16 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.commands._report import open_session
 from harness.domain.errors import ConfigError
+from harness.drill.engine import drilling
 from harness.drill.judge import Certifier, IntentVerdict
-from harness.drill.profile import DrillProfile
+from harness.drill.profile import DrillProfile, load_drill, profile_from
+from harness.drill.summary import drill_events
+from harness.gateways.drill_section import litellm_drill_section
+from harness.gateways.litellm_config import read_litellm_config
+from harness.gateways.source import provider_ids
+from harness.gateways.sources import open_workspace
 
 
 def parse_ports(items: list[str]) -> dict[str, int]:
@@ -47,14 +54,21 @@ def check_args(args: argparse.Namespace, profile: DrillProfile) -> dict[str, int
     return ports
 
 
+def litellm_profile(args: argparse.Namespace) -> DrillProfile:
+    """``--target GATEWAY --config litellm.yaml --model GROUP``: the LiteLLM config fills in the
+    drill profile (the gateway's deployments are the providers, on their api_base ports)."""
+    config = read_litellm_config(args.config)
+    section = litellm_drill_section(config, args.model, provider_ids(config),
+                                    api_key_env=args.api_key_env)
+    return profile_from(f"litellm {args.model}", section, str(args.config))
+
+
 def certifier(args: argparse.Namespace, profile: DrillProfile) -> Certifier | None:
     """Whether a fallback is certified for the profile's contract, from the lock (None: the
     profile names no contract or no providers file was given)."""
     contract = profile.section.contract
     if contract is None or args.providers is None:
         return None
-    from harness.gateways.sources import open_workspace
-
     eligibility = open_workspace(args.providers, args.contracts, args.lock).eligibility()
 
     def judge(provider: str) -> tuple[bool, str]:
@@ -65,8 +79,12 @@ def certifier(args: argparse.Namespace, profile: DrillProfile) -> Certifier | No
 
 
 def command(args: argparse.Namespace, drill: str) -> str:
-    parts = ["failover-harness", "drill", "--target", args.target, "--target-profile",
-             str(args.target_profile), "--drills", drill, "--trials", str(args.trials)]
+    parts = ["failover-harness", "drill", "--target", args.target]
+    if args.target_profile is not None:
+        parts += ["--target-profile", str(args.target_profile)]
+    else:
+        parts += ["--config", str(args.config), "--model", args.model]
+    parts += ["--drills", drill, "--trials", str(args.trials)]
     for item in args.port:
         parts += ["--port", item]
     return shlex.join(parts)
@@ -81,15 +99,11 @@ def progress(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
     return one
 
 
-def run_target(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-    from harness.drill.engine import drilling
-    from harness.drill.profile import load_drill
-    from harness.drill.summary import drill_events
-
-    profile = load_drill(args.target_profile)
+def run_target(args: argparse.Namespace, certify: Certifier | None = None) -> int:
+    profile = (load_drill(args.target_profile) if args.target_profile is not None
+               else litellm_profile(args))
     ports = check_args(args, profile)
-    certify = certifier(args, profile)
+    certify = certify or certifier(args, profile)
     with drilling(profile, target=args.target, env=os.environ, ports=ports,
                   concurrency=args.concurrency) as engine:
         session = open_session(args, "drill", targets=[args.target])

@@ -126,9 +126,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.store import open_store
 
     _check(args)
+    tokens = load_tokens(args.tokens_file, os.environ)
     _check_port_free(args.host, args.port)
     url = args.db or os.environ.get(service.ENV_DB) or service.DEFAULT_DB
-    tokens = load_tokens(args.tokens_file, os.environ)
     options: dict[str, Any] = {}
     if url.startswith(("postgresql://", "postgres://")):
         options["pool_size"] = args.pool_size

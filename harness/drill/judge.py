@@ -201,8 +201,9 @@ def _signed(text: str | None) -> list[tuple[str, int]]:
 
 def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, Finding]:
     field_name = ("submit.result_field" if chat else "observe.result_field")
-    if chat:
-        results = [(s.ended_at or s.at, s.result) for s in ev.submissions if s.status == 200]
+    if chat:  # each click of a chat call has its own answer: the first one is the intent's
+        results = [(s.ended_at or s.at, s.result) for s in ev.submissions[:1]
+                   if s.status == 200 and s.stream_complete is not False]
     else:
         results = [(o.at, o.result) for o in ev.observations if o.status == "succeeded"]
     if not results:
@@ -278,7 +279,9 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
         sub = ev.submissions[-1]
         if sub.status == 200 and sub.stream_complete is not False:
             return Finding("completed", "held", "HTTP 200")
-        got = f"HTTP {sub.status}" if sub.status is not None else sub.error or "no answer"
+        got = (f"HTTP {sub.status}" if sub.status not in (None, 200) else
+               "a stream cut short (HTTP 200, then no end of stream)" if sub.status == 200
+               else sub.error or "no answer")
         return Finding("completed", "broken", f"the primary failed as scripted and the client "
                        f"got {got}: failover did not happen")
     last: Observation | None = ev.observations[-1] if ev.observations else None

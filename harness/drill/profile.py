@@ -89,6 +89,18 @@ def _port(profile: DrillProfile, p: DrillProvider, env: Mapping[str, str],
     return int(text)
 
 
+def profile_from(name: str, section: Any, where: str) -> DrillProfile:
+    """A drill profile from data another config filled in (a gateway's: ``where`` names it in
+    errors)."""
+    try:
+        checked = DrillSection.model_validate(section)
+    except ValidationError as exc:
+        message, loc, fix = explain(DrillSection, exc.errors())
+        raise ConfigError(f"the drill profile filled in from {where}: {message}",
+                          field=".".join(map(str, loc)), fix=fix) from None
+    return DrillProfile(name, checked, None)
+
+
 def load_drill(path: str | Path) -> DrillProfile:
     """The profile's drill section (ConfigError at file:line with the fix). A profile with
     ``operations:`` is a whole target profile and is validated as one."""

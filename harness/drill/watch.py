@@ -50,10 +50,10 @@ def listed(client: httpx.Client, listing: Listing, job: str, headers: dict[str, 
 
 
 def read_chat(client: httpx.Client, submit: Submit, headers: dict[str, str], body: Any,
-              at: float, now: Callable[[], float]) -> Submission:
+              at: float, now: Callable[[], float], stream: bool = False) -> Submission:
     """One synchronous chat call: its status, its answer's text, and for a stream whether it
     ended properly (``[DONE]`` / ``message_stop``)."""
-    if not submit.stream:
+    if not (stream or submit.stream):
         response = client.request(submit.method, submit.path, json=body, headers=headers)
         try:
             text = pick(response.json(), submit.result_field)

@@ -42,6 +42,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -114,6 +115,8 @@ class RecordingFake(FakeProvider):
         self._tags: dict[str, str] = {}
         self._hung: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
         self._released: set[str] = set()
+        #: called with a request's tag when it arrives or ends (a drill wakes its watcher)
+        self.on_change: Callable[[str | None], None] | None = None
         self._log = _Log()
         self._started = time.monotonic() if epoch is None else epoch
 
@@ -277,6 +280,8 @@ class RecordingFake(FakeProvider):
                 headers=redact_headers(headers), body=data, tag=tag,
             )
             self._log.records.append(record)
+        if self.on_change is not None:
+            self.on_change(tag)
         return record
 
     def _end(self, record: Received, outcome: str, status: int | None) -> None:
@@ -284,6 +289,8 @@ class RecordingFake(FakeProvider):
             record.outcome, record.status = outcome, status
             record.ended_at = round(time.monotonic() - self._started, 4)
             self._log.lock.notify_all()
+        if self.on_change is not None:
+            self.on_change(record.tag)
 
     def _content(self, behaviour: Behaviour, call: CallInput) -> Content:
         record = _CURRENT.get()

@@ -55,8 +55,11 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
     if s.verdict == "not_applicable":
         yield f"{label:<9} {s.scenario}: {s.reason}"
         return
-    yield (f"{label:<9} {s.scenario}  ({s.ops} ops, {s.virtual_s:g} s virtual in "
-           f"{s.wall_s * 1000:.0f} ms)")
+    if s.source == "drill":  # judged by the drill (docs/drill.md), not played as a scenario
+        yield f"{label:<9} {s.scenario}: {s.reason}"
+    else:
+        yield (f"{label:<9} {s.scenario}  ({s.ops} ops, {s.virtual_s:g} s virtual in "
+               f"{s.wall_s * 1000:.0f} ms)")
     yield from (f"  warning: {w}" for w in s.warnings)
     yield from (f"  did not happen: {u.why}" for u in s.unrun)
     if s.unrun and s.fix:
@@ -81,6 +84,9 @@ def brief_lines(event: Event) -> Iterator[str]:
     """One line for a scenario run or a trial series (the detail is behind ``--verbose``)."""
     if isinstance(event, ScenarioRun):
         label = LABELS[event.verdict]
+        if event.source == "drill":  # judged by the drill (docs/drill.md), not played
+            yield f"{label:<9} {event.scenario}: {event.reason}"
+            return
         yield (f"{label:<9} {event.scenario}  ({event.ops} ops, {event.virtual_s:g} s virtual in "
                f"{event.wall_s * 1000:.0f} ms)")
         return

@@ -28,10 +28,12 @@ def test_two_certify_runs_at_once_keep_both_records(two_providers, monkeypatch) 
     the second writer must merge into what the first wrote, not into what it read."""
     project = two_providers
     both_read = threading.Barrier(2, timeout=WAIT)
+    first_read = threading.Event()
     real_certify = certifier.certify
 
     async def certify_after_both_read(*args, **kwargs):
-        both_read.wait()  # each run has opened its workspace (and read the lock) by now
+        first_read.set()  # this run has opened its workspace (and read the lock)
+        both_read.wait()
         return await real_certify(*args, **kwargs)
 
     monkeypatch.setattr(certifier, "certify", certify_after_both_read)
@@ -41,10 +43,14 @@ def test_two_certify_runs_at_once_keep_both_records(two_providers, monkeypatch) 
         codes[pid] = project.cli("certify", "--provider", pid, "--no-progress",
                                  "--report-dir", str(project.root / f"reports-{pid}"))
 
-    threads = [threading.Thread(target=run, args=(pid,)) for pid in ("first", "second")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
+    first = threading.Thread(target=run, args=("first",))
+    first.start()
+    # The second starts once the first has read the lock (loading the contract in two threads
+    # of one process at once is not what two processes do), and reads it before either writes.
+    assert first_read.wait(WAIT)
+    second = threading.Thread(target=run, args=("second",))
+    second.start()
+    for thread in (first, second):
         thread.join(WAIT)
     assert codes == {"first": 0, "second": 0}
     assert set(read_lock(project.lock_path).records) == {

@@ -17,6 +17,7 @@ import pytest
 
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import RecordingFake
+from tests.gateways.conftest import portkey  # noqa: F401  (the real Portkey gateway, shared)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "drill"
@@ -33,7 +34,8 @@ class Service:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
             start_new_session=True)
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
+        self._pumping = threading.Thread(target=self._pump, args=(lines,), daemon=True)
+        self._pumping.start()
         try:
             self.url = self._listening(lines)
         except BaseException:
@@ -73,6 +75,9 @@ class Service:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
+        self._pumping.join(timeout=10)  # it ends at the pipe's EOF
+        if self.process.stdout is not None:  # else an unraisable ResourceWarning fails a test
+            self.process.stdout.close()
 
 
 def provider_env(primary_port: int | None, fallback_port: int | None) -> dict[str, str]:

@@ -1,0 +1,69 @@
+"""`check --target` with a profile that declares providers: the drills run, and the timeout,
+out-of-order, late-result and hedge scenarios a jobs-only service cannot play are judged by the
+drill (said in the output and in results.json) instead of "not applicable"."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.commands._drill_check import JUDGED_BY
+from tests._servers import free_port
+from tests.drill.conftest import provider_env
+
+PROFILE = """\
+name: correct-drill-example
+capabilities: [jobs]
+operations:
+  create_job: {method: POST, path: /v1/jobs, key_header: Idempotency-Key}
+  get_job: {method: GET, path: "/v1/jobs/{job_id}"}
+drill:
+  submit:
+    path: /v1/jobs
+    headers: {Idempotency-Key: "{key}"}
+    body: {input: {text: "Summarise ticket {tag} in one line."}}
+  observe:
+    path: "/v1/jobs/{job_id}"
+    result_field: result.text
+    statuses: {succeeded: [succeeded], failed: [failed], running: [running, starting]}
+    races: {path: "/v1/jobs/{job_id}/races"}
+  providers:
+    - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
+    - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
+  timeouts: {provider_s: 0.4, job_s: 5}
+  policy: {max_billed_calls: 2, hedge: {allowed: true, after_s: 0.4}}
+"""
+
+
+
+@pytest.mark.parametrize(("script", "verdicts"), [
+    ("correct_service.py", {"passed"}),
+    ("sdk_retries_service.py", {"failed", "passed"}),
+])
+def test_cli_check_judges_the_timeout_scenarios_by_the_drill(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        start_service: Callable[..., object], script: str, verdicts: set[str]) -> None:
+    primary, fallback = free_port(), free_port()
+    monkeypatch.setenv("PRIMARY_PORT", str(primary))
+    monkeypatch.setenv("FALLBACK_PORT", str(fallback))
+    service = start_service(script, ["--timeout", "0.4"], provider_env(primary, fallback))
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    main(["check", "--target", service.url, "--target-profile", str(profile),  # type: ignore[attr-defined]
+          "--trials", "1", "--scenarios", str(Path(__file__).parents[2] / "scenarios"),
+          "--report-dir", str(tmp_path / "report")])
+    out = capsys.readouterr().out
+    events = json.loads((tmp_path / "report" / "latest" / "results.json").read_text())["events"]
+    drilled = {e["scenario"]: e for e in events
+               if e["type"] == "scenario_run" and e["source"] == "drill"}
+    assert set(drilled) == set(JUDGED_BY)
+    assert {e["verdict"] for e in drilled.values()} == verdicts
+    assert all(e["reason"].startswith("judged by the drill") for e in drilled.values())
+    assert "judged by the drill" in out
+    assert {e["drill"] for e in events if e["type"] == "drill_run"} >= {"hang", "late"}
+    if "failed" in verdicts:  # the SDK's retries: more billed calls than the hedge allows
+        assert drilled["hedge_bound"]["verdict"] == "failed"

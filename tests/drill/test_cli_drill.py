@@ -1,0 +1,139 @@
+"""`failover-harness drill --target … --target-profile …` end to end on the example services:
+exit codes, the report folder (drill_run events, lanes in index.html, the command to drill
+again), profile and port errors (exit 2, file:line and the fix, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests._servers import free_port
+from tests.drill.conftest import provider_env
+
+PROFILE = """\
+name: correct-example
+drill:
+  submit:
+    path: /v1/jobs
+    headers: {Idempotency-Key: "{key}", Authorization: "Bearer ${DRILL_OWNER}"}
+    body: {input: {text: "Summarise ticket {tag} in one line."}}
+  observe:
+    path: "/v1/jobs/{job_id}"
+    headers: {Authorization: "Bearer ${DRILL_OWNER}"}
+    result_field: result.text
+    statuses: {succeeded: [succeeded], failed: [failed], running: [running, starting]}
+    attempts: {path: "/v1/jobs/{job_id}/attempts"}
+    races: {path: "/v1/jobs/{job_id}/races"}
+  providers:
+    - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
+    - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
+  timeouts: {provider_s: 0.4, job_s: 5}
+  policy: {max_billed_calls: 2, hedge: {allowed: true, after_s: 0.4}}
+"""
+SECRET = "owner-token-not-to-print"
+
+
+
+@pytest.fixture
+def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+            start_service: Callable[..., object]) -> Callable[..., tuple[int, Path, str]]:
+    """Start an example on fresh ports, drill it, return (exit code, report folder, output)."""
+    def run(script: str, drills: str, *, trials: int = 1, reach: bool = True,
+            capsys: pytest.CaptureFixture[str]) -> tuple[int, Path, str]:
+        primary, fallback = free_port(), free_port()
+        monkeypatch.setenv("PRIMARY_PORT", str(primary))
+        monkeypatch.setenv("FALLBACK_PORT", str(fallback))
+        monkeypatch.setenv("DRILL_OWNER", SECRET)
+        env = provider_env(primary, fallback) if reach else provider_env(free_port(),
+                                                                          free_port())
+        service = start_service(script, ["--timeout", "0.4"], env)
+        profile = tmp_path / "service.profile.yaml"
+        profile.write_text(PROFILE, encoding="utf-8")
+        code = main(["drill", "--target", service.url,  # type: ignore[attr-defined]
+                     "--target-profile", str(profile), "--drills", drills,
+                     "--trials", str(trials), "--report-dir", str(tmp_path / "report")])
+        out = capsys.readouterr()
+        return code, tmp_path / "report" / "latest", out.out + out.err
+    return run
+
+
+def _events(folder: Path) -> list[dict[str, object]]:
+    return json.loads((folder / "results.json").read_text("utf-8"))["events"]  # type: ignore[no-any-return]
+
+
+def test_cli_the_correct_example_passes(drilled: Callable[..., tuple[int, Path, str]],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    code, folder, out = drilled("correct_service.py", "control,hang,late,overload-429,reset",
+                                trials=2, capsys=capsys)
+    events = _events(folder)
+    assert code == 0, out
+    assert [e["drill"] for e in events] == ["control", "hang", "late", "overload-429", "reset"]
+    assert {e["verdict"] for e in events} == {"passed"}
+    assert SECRET not in out and SECRET not in (folder / "results.json").read_text("utf-8")
+
+
+def test_cli_a_flawed_twin_fails_with_lanes_and_the_command(
+        drilled: Callable[..., tuple[int, Path, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, folder, out = drilled("sdk_retries_service.py", "hang", capsys=capsys)
+    assert code == 1, out
+    [event] = _events(folder)
+    rates = {p["promise"]: p for p in event["promises"]}  # type: ignore[attr-defined]
+    assert rates["billed_within_bound"]["broken"] == 1
+    html = (folder / "index.html").read_text("utf-8")
+    assert "<svg" in html and "abandoned" in html and "winner claude#" in html
+    assert "drill again: failover-harness drill --target" in out
+
+
+def test_cli_unknown_when_the_service_never_calls_the_fakes(
+        drilled: Callable[..., tuple[int, Path, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, folder, out = drilled("correct_service.py", "hang", reach=False, capsys=capsys)
+    assert code == 3, out
+    [event] = _events(folder)
+    fix = event["unknowns"][0]["fix"]  # type: ignore[index]
+    assert "OPENAI_BASE_URL=http://127.0.0.1:" in fix and "ANTHROPIC_BASE_URL=" in fix
+
+
+def test_cli_profile_error_exits_2_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE.replace("wire: anthropic", "wire: gemini"), encoding="utf-8")
+    code = main(["drill", "--target", "http://127.0.0.1:9", "--target-profile", str(profile),
+                 "--report-dir", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{profile}:16" in err and "fix:" in err
+    assert not (tmp_path / "report").exists()
+
+
+def test_cli_busy_port_exits_2_naming_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        monkeypatch.setenv("PRIMARY_PORT", str(busy.getsockname()[1]))
+        monkeypatch.setenv("FALLBACK_PORT", str(free_port()))
+        monkeypatch.setenv("DRILL_OWNER", SECRET)
+        profile = tmp_path / "p.yaml"
+        profile.write_text(PROFILE, encoding="utf-8")
+        code = main(["drill", "--target", "http://127.0.0.1:9", "--target-profile",
+                     str(profile), "--report-dir", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{profile}:15" in err and "busy" in err and "fix:" in err
+    assert not (tmp_path / "report").exists()
+
+
+def test_cli_unset_variable_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("PRIMARY_PORT", raising=False)
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    code = main(["drill", "--target", "http://127.0.0.1:9", "--target-profile", str(profile),
+                 "--report-dir", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert code == 2 and "PRIMARY_PORT" in err and f"{profile}:15" in err

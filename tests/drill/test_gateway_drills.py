@@ -1,0 +1,207 @@
+"""Real gateways through the same drill engine (`failover-harness drill --target … --target-profile
+…`, a chat profile): a LiteLLM proxy (litellm[proxy], offline) and the Portkey gateway
+(@portkey-ai/gateway 1.15.2 on node, its routing in the ``x-portkey-config`` header), each
+failing over from a primary to a fallback that the drill serves on free loopback ports.
+
+What each gateway does is checked against what it was measured to do (the counts at the fakes,
+written beside each expectation), so a drill that cannot reach the providers, or judges a
+gateway's behaviour wrongly, fails here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.drill.conftest import ROOT
+from tests.gateways.litellm_proxy import MASTER_KEY, LiteLLMProxy, free_port
+from tests.gateways.portkey_gateway import PortkeyGateway
+
+pytestmark = pytest.mark.slow  # a gateway starts in seconds (LiteLLM: 5-30 s on a loaded box)
+
+TRIALS = 3
+DRILLS = "control,hang,late,5xx,overload-429,reset,stream-cut"
+PROVIDER_TIMEOUT_S = 1  # the gateway's timeout for one provider call
+CHAT_PROFILE = {
+    "drill": {
+        "submit": {"kind": "chat", "path": "/v1/chat/completions", "headers": {},
+                   "body": {"model": "drill", "max_tokens": 16, "messages": [
+                       {"role": "user", "content": "Summarise ticket {tag} in one line."}]}},
+        "providers": [
+            {"name": "primary", "wire": "openai", "role": "primary", "port": "${PRIMARY_PORT}"},
+            {"name": "fallback", "wire": "openai", "role": "fallback",
+             "port": "${FALLBACK_PORT}"}],
+        "timeouts": {"provider_s": PROVIDER_TIMEOUT_S, "job_s": 10},
+        "policy": {"max_billed_calls": 2},
+    },
+}
+
+
+class Ports:
+    def __init__(self) -> None:
+        self.primary, self.fallback = free_port(), free_port()
+
+
+def drill_gateway(tmp_path: Path, url: str, ports: Ports, name: str, headers: dict[str, str],
+                  env: dict[str, str], *, drills: str = DRILLS, stream: bool = False
+                  ) -> tuple[int, dict[str, dict[str, Any]], str]:
+    """Write the chat profile, drill the gateway (CLI subprocess), return (exit code, the
+    drill_run events by drill, output)."""
+    profile = json.loads(json.dumps(CHAT_PROFILE))
+    profile["name"] = name
+    profile["drill"]["submit"]["headers"] = headers
+    if stream:
+        profile["drill"]["submit"]["stream"] = True
+    path = tmp_path / f"{name}.profile.yaml"
+    path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
+    report = tmp_path / f"report-{name}"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "drill", "--target", url, "--target-profile",
+         str(path), "--drills", drills, "--trials", str(TRIALS), "--report-dir", str(report)],
+        env={**os.environ, **env, "PRIMARY_PORT": str(ports.primary),
+             "FALLBACK_PORT": str(ports.fallback), "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    events = json.loads((report / "latest" / "results.json").read_text("utf-8"))["events"]
+    return (done.returncode, {e["drill"]: e for e in events if e["type"] == "drill_run"},
+            done.stdout + done.stderr)
+
+
+def rates(event: dict[str, Any]) -> dict[str, tuple[int, int, int]]:
+    """promise -> (held, broken, unknown)."""
+    return {p["promise"]: (p["held"], p["broken"], p["unknown"]) for p in event["promises"]}
+
+
+# -- LiteLLM -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiteLLMProxy, Ports]]:
+    """A LiteLLM proxy: group ``drill`` (timeout 1 s) falling back to ``drill-fallback``, both
+    at the ports the drill will serve."""
+    root, ports = tmp_path_factory.mktemp("litellm-drill"), Ports()
+
+    def deployment(group: str, port: int) -> dict[str, Any]:
+        return {"model_name": group, "litellm_params": {
+            "model": "openai/gpt-4o-mini", "api_base": f"http://127.0.0.1:{port}/v1",
+            "api_key": "sk-drill-test-not-a-secret", "timeout": PROVIDER_TIMEOUT_S}}
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "model_list": [deployment("drill", ports.primary),
+                       deployment("drill-fallback", ports.fallback)],
+        "router_settings": {"fallbacks": [{"drill": ["drill-fallback"]}]},
+    }, sort_keys=False), encoding="utf-8")
+    proxy = LiteLLMProxy(config, root / "litellm.log")
+    proxy.start()
+    try:
+        yield proxy, ports
+    finally:
+        proxy.stop()
+
+
+def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Ports],
+                                                tmp_path: Path) -> None:
+    """LiteLLM's router retries the primary (num_retries) before its fallback: a timed-out,
+    late or reset primary is called 3 times, each billed, then the fallback: 4 billed calls
+    for one request (the old gateway drill saw the same); refusals are retried too but not
+    billed. Measured: 12 calls for 3 intents in every failing drill."""
+    proxy, ports = litellm
+    code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm",
+                                    {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
+                                    {"LITELLM_MASTER_KEY": MASTER_KEY})
+    assert code == 1 and MASTER_KEY not in out, out
+    reached(runs, out)
+    for name in ("hang", "late", "reset"):
+        assert runs[name]["verdict"] == "failed", detail(runs[name])
+        found = only_broken(runs[name])  # [3 of 3; once 2 of 3 on late, the box loaded]
+        assert set(found) == {"billed_within_bound"}, detail(runs[name])
+        assert found["billed_within_bound"] >= TRIALS - 1, detail(runs[name])
+        assert runs[name]["billed_calls"] > 2 * TRIALS, (name, out)  # [4 per intent]
+    for name in ("5xx", "overload-429"):  # refused (retried), then the fallback: 1 billed
+        assert runs[name]["verdict"] == "passed", (name, out)
+        assert runs[name]["billed_calls"] == TRIALS, (name, out)
+        assert runs[name]["provider_calls"] >= 2 * TRIALS, (name, out)  # [4 per intent]
+    # a stream cut after its first bytes: LiteLLM has sent its headers, cannot retry nor fall
+    # back, and the client gets the broken stream (the old gateway drill saw the same)
+    assert only_broken(runs["stream-cut"]) == {"completed": TRIALS}, detail(runs["stream-cut"])
+    assert runs["stream-cut"]["billed_calls"] == TRIALS, detail(runs["stream-cut"])
+
+
+# -- Portkey -----------------------------------------------------------------------------------
+def portkey_config(ports: Ports) -> str:
+    """Portkey's fallback strategy over two OpenAI-wire targets, a 1 s request timeout."""
+    def target(port: int) -> dict[str, Any]:
+        return {"provider": "openai", "api_key": "sk-drill-test-not-a-secret",
+                "custom_host": f"http://127.0.0.1:{port}/v1"}
+    return json.dumps({"strategy": {"mode": "fallback"},
+                       "request_timeout": PROVIDER_TIMEOUT_S * 1000,
+                       "targets": [target(ports.primary), target(ports.fallback)]})
+
+
+def test_portkey_gateway_through_the_drill_engine(portkey: PortkeyGateway,
+                                                  tmp_path: Path) -> None:
+    """Portkey's fallback strategy calls the primary once: a timed-out, late or reset primary
+    (billed) and the fallback make 2 billed calls, a refusal 1: within the bound. A primary
+    whose answer breaks off mid-body is not failed over: the client gets no whole answer."""
+    ports = Ports()
+    code, runs, out = drill_gateway(
+        tmp_path, portkey.url.removesuffix("/v1"), ports, "portkey",
+        {"x-portkey-config": "${PORTKEY_CONFIG}"}, {"PORTKEY_CONFIG": portkey_config(ports)})
+    assert code == 1, out
+    reached(runs, out)
+    for name in ("hang", "late", "5xx", "overload-429", "reset"):
+        assert runs[name]["verdict"] == "passed", (name, out)
+        assert runs[name]["provider_calls"] == 2 * TRIALS, (name, out)
+    for name in ("hang", "late", "reset"):
+        assert runs[name]["billed_calls"] == 2 * TRIALS, (name, out)
+    for name in ("5xx", "overload-429"):
+        assert runs[name]["billed_calls"] == TRIALS, (name, out)
+    cut = runs["stream-cut"]
+    assert only_broken(cut) == {"completed": TRIALS}, out
+    assert cut["provider_calls"] == TRIALS, out  # the fallback was never tried
+
+
+def reached(runs: dict[str, dict[str, Any]], out: str) -> None:
+    """The engine reached the gateway and, through it, the providers, in every drill; the
+    control passes with one call per intent."""
+    assert set(runs) == set(DRILLS.split(",")), out
+    for name, run in runs.items():
+        assert run["provider_calls"] >= TRIALS, (name, out)
+        assert not any(p[2] for p in rates(run).values()), (name, out)  # nothing unknown
+    assert runs["control"]["verdict"] == "passed", out
+    assert runs["control"]["provider_calls"] == runs["control"]["billed_calls"] == TRIALS
+
+
+def detail(run: dict[str, Any]) -> str:
+    """A drill's rates and its failing intents' calls, for an assertion message."""
+    return json.dumps({"drill": run["drill"], "promises": rates(run),
+                       "intents": [(i["verdict"], i["calls"], i.get("note"))
+                                   for i in run["intents"]]})
+
+
+def only_broken(run: dict[str, Any]) -> dict[str, int]:
+    return {promise: r[1] for promise, r in rates(run).items() if r[1]}
+
+
+@pytest.mark.parametrize("name", ["litellm", "portkey"])
+def test_streaming_through_a_gateway(name: str, request: pytest.FixtureRequest,
+                                     tmp_path: Path) -> None:
+    """``submit.stream: true``: the control passes; a cut stream never reaches the client as
+    a success (LiteLLM retries, then streams the fallback's answer; Portkey answers HTTP 500)."""
+    if name == "litellm":
+        proxy, ports = request.getfixturevalue("litellm")
+        url, headers = proxy.url, {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"}
+        env = {"LITELLM_MASTER_KEY": MASTER_KEY}
+    else:
+        ports = Ports()
+        url = request.getfixturevalue("portkey").url.removesuffix("/v1")
+        headers, env = {"x-portkey-config": "${PORTKEY_CONFIG}"}, {
+            "PORTKEY_CONFIG": portkey_config(ports)}
+    _, runs, out = drill_gateway(tmp_path, url, ports, f"{name}-stream", headers, env,
+                                 drills="control,stream-cut", stream=True)
+    assert runs["control"]["verdict"] == "passed", out
+    assert rates(runs["stream-cut"])["cut_not_success"] == (TRIALS, 0, 0), out

@@ -1,0 +1,152 @@
+"""The judge on hand-made evidence: each promise held, broken with its evidence, or unknown with
+the reason and the fix. Pure: no service, no fakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.drill.drills import DRILLS
+from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
+from harness.drill.judge import Setup, judge_intent
+from harness.drill.profile import load_drill
+from harness.providers.recording import signature
+
+PROFILE = """\
+name: jobs
+drill:
+  submit: {path: /jobs, body: {text: "t {tag}"}}
+  observe:
+    path: "/jobs/{job_id}"
+    statuses: {succeeded: [done], failed: [failed], running: [running]}
+    races: {path: "/jobs/{job_id}/races"}
+  providers:
+    - {name: gpt, wire: openai, role: primary, port: 4101}
+    - {name: claude, wire: anthropic, role: fallback, port: 4102}
+  timeouts: {provider_s: 0.5, job_s: 5}
+  policy: {max_billed_calls: 2, hedge: {allowed: HEDGE, after_s: 0.5}}
+"""
+TAG = "drill-0123456789ab"
+FAKES = [("gpt", "openai-chat", "http://127.0.0.1:4101"),
+         ("claude", "anthropic-messages", "http://127.0.0.1:4102")]
+
+
+def _setup(tmp_path: Path, hedge: bool = False, certify=None) -> Setup:  # type: ignore[no-untyped-def]
+    path = tmp_path / "p.yaml"
+    path.write_text(PROFILE.replace("HEDGE", "true" if hedge else "false"), encoding="utf-8")
+    return Setup(load_drill(path).section, FAKES, certify)
+
+
+def _done(text: str, at: float) -> Observation:
+    return Observation(at, "succeeded", "done", text)
+
+
+def _ev(drill: str, calls: list[Call], obs: list[Observation], *, clicks: int = 1,
+        jobs: tuple[str, ...] = ("j1",), races: int | None = 0) -> IntentEvidence:
+    ev = IntentEvidence(drill, 1, TAG, 0.0, races=races, ended_at=3.0)
+    ev.submissions = [Submission(0.0, 201, job_id=jobs[min(i, len(jobs) - 1)])
+                      for i in range(clicks)]
+    ev.calls, ev.observations = calls, obs
+    return ev
+
+
+def _findings(ev: IntentEvidence, setup: Setup) -> dict[str, str]:
+    v = judge_intent(ev, DRILLS[ev.drill], setup)
+    return {f.promise: f.verdict for f in v.findings}
+
+
+HANG = Call("gpt", "primary", 1, 0.01, 0.52, "abandoned", "hang")
+FALLBACK = Call("claude", "fallback", 1, 0.53, 0.56, "answered", "conformant")
+ANSWER = signature("claude", 1, TAG)
+
+
+def test_judge_a_correct_hang_holds_every_promise(tmp_path: Path) -> None:
+    ev = _ev("hang", [HANG, FALLBACK], [Observation(0.1, "running", "running", None),
+                                         _done(ANSWER, 0.6), _done(ANSWER, 0.8)])
+    found = _findings(ev, _setup(tmp_path))
+    assert {k for k, v in found.items() if v == "held"} == {
+        "one_job", "timeout_not_failure", "within_hedge", "one_winner", "billed_within_bound",
+        "completed"}
+    assert judge_intent(ev, DRILLS["hang"], _setup(tmp_path)).winner == "claude#1"
+
+
+def test_judge_failed_while_the_primary_hangs(tmp_path: Path) -> None:
+    ev = _ev("hang", [HANG, FALLBACK], [Observation(0.5, "failed", "failed", None),
+                                         _done(ANSWER, 0.6)])
+    assert _findings(ev, _setup(tmp_path))["timeout_not_failure"] == "broken"
+
+
+def test_judge_a_second_call_beyond_the_hedge(tmp_path: Path) -> None:
+    running = Call("gpt", "primary", 1, 0.01, 1.5, "abandoned", "hang")
+    early = Call("claude", "fallback", 1, 0.1, 0.2, "answered", "conformant")
+    ev = _ev("hang", [running, early], [_done(ANSWER, 0.3)])
+    assert _findings(ev, _setup(tmp_path))["within_hedge"] == "broken"  # no hedge declared
+    assert _findings(ev, _setup(tmp_path, hedge=True))["within_hedge"] == "broken"  # too early
+    late_enough = Call("claude", "fallback", 1, 0.55, 0.6, "answered", "conformant")
+    ev = _ev("hang", [running, late_enough], [_done(ANSWER, 0.7)])
+    assert _findings(ev, _setup(tmp_path, hedge=True))["within_hedge"] == "held"
+
+
+def test_judge_the_late_answer_overwrites_the_winner(tmp_path: Path) -> None:
+    late = Call("gpt", "primary", 1, 0.01, 0.75, "answered", "slow:750")
+    ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6),
+                                         _done(signature("gpt", 1, TAG), 0.8)])
+    setup = _setup(tmp_path, hedge=True)
+    v = judge_intent(ev, DRILLS["late"], setup)
+    assert v.of("one_winner").verdict == "broken"  # type: ignore[union-attr]
+    assert "changed" in v.of("one_winner").message  # type: ignore[union-attr]
+    # discarded but not recorded as a race, where the service shows races
+    ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=0)
+    assert _findings(ev, setup)["one_winner"] == "broken"
+    ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=1)
+    assert _findings(ev, setup)["one_winner"] == "held"
+
+
+def test_judge_billed_bound_counts_abandoned_reset_and_not_refused(tmp_path: Path) -> None:
+    retries = [Call("gpt", "primary", i, 0.5 * i, 0.5 * i + 0.4, "abandoned", "hang")
+               for i in range(1, 4)]
+    ev = _ev("hang", [*retries, Call("claude", "fallback", 1, 2.0, 2.1, "answered", "c")],
+             [_done(ANSWER, 2.2)])
+    assert _findings(ev, _setup(tmp_path))["billed_within_bound"] == "broken"
+    refused = [Call("gpt", "primary", i, 0.1 * i, 0.1 * i + 0.01, "refused", "status:429", 429)
+               for i in range(1, 4)]
+    ev = _ev("overload-429", [*refused, FALLBACK], [_done(ANSWER, 0.6)])
+    assert _findings(ev, _setup(tmp_path))["billed_within_bound"] == "held"
+
+
+def test_judge_two_jobs_for_a_double_click(tmp_path: Path) -> None:
+    ev = _ev("double-click", [HANG, FALLBACK], [_done(ANSWER, 0.6)], clicks=2,
+             jobs=("j1", "j2"))
+    assert _findings(ev, _setup(tmp_path))["one_job"] == "broken"
+
+
+def test_judge_a_cut_stream_passed_off_as_success(tmp_path: Path) -> None:
+    cut = Call("gpt", "primary", 1, 0.01, 0.02, "cut", "stream-cut", stream=True)
+    ev = _ev("stream-cut", [cut], [_done(ANSWER[:20], 0.1)])
+    assert _findings(ev, _setup(tmp_path))["cut_not_success"] == "broken"
+
+
+def test_judge_unknown_when_the_service_never_calls_the_fakes(tmp_path: Path) -> None:
+    ev = _ev("hang", [], [Observation(0.1, "running", "running", None)])
+    v = judge_intent(ev, DRILLS["hang"], _setup(tmp_path))
+    assert v.verdict == "unknown"
+    fix = v.findings[0].fix
+    assert "OPENAI_BASE_URL=http://127.0.0.1:4101/v1" in fix
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:4102" in fix
+
+
+def test_judge_unknown_when_the_result_is_not_signed(tmp_path: Path) -> None:
+    ev = _ev("hang", [HANG, FALLBACK], [_done("a summary", 0.6)])
+    v = judge_intent(ev, DRILLS["hang"], _setup(tmp_path))
+    assert v.of("one_winner").verdict == "unknown"  # type: ignore[union-attr]
+    assert "result_field" in v.of("one_winner").fix  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("certified", "verdict"), [(True, "held"), (False, "broken")])
+def test_judge_the_fallback_against_the_lock(tmp_path: Path, certified: bool,
+                                             verdict: str) -> None:
+    ev = _ev("hang", [HANG, FALLBACK], [_done(ANSWER, 0.6)])
+    setup = _setup(tmp_path, certify=lambda p: (certified, f"{p}: as the lock says"))
+    assert _findings(ev, setup)["fallback_certified"] == verdict
+    assert _findings(ev, _setup(tmp_path))["fallback_certified"] == "not_judged"
