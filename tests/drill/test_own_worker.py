@@ -76,3 +76,8 @@ def test_check_on_a_service_with_its_own_worker_raises_no_false_alarm(
     assert set(runs) == set(IDLE)
     assert {name: e["verdict"] for name, e in runs.items()} == dict.fromkeys(IDLE, "passed")
     assert code == 0
+    history = next((tmp_path / "report" / "latest" / "runs").glob("*-double_click"))
+    ops = [json.loads(line) for line in (history / "history.jsonl").read_text().splitlines()]
+    read = next(op for op in ops if op["f"] == "read" and op["type"] == "invoke")
+    assert read["value"]["unmapped"] == ["status", "version"]  # recorded as not judged
+    assert not {"status", "version"} & set(read["value"]["expect"])
