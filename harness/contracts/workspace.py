@@ -80,6 +80,8 @@ class Workspace:
         :func:`~harness.providers.classify.unreached`'s words)."""
         cfg = self.providers.providers[provider]
         setting = unreached_setting(reason)
+        key = (f"the key in ${cfg.api_key_env}" if cfg.api_key_env else
+               "the API key (none is configured: set api_key_env)")
         source = self.providers.source
         hint = source.reach_hint(provider, setting) if source is not None else None
         if hint is not None:
@@ -88,16 +90,15 @@ class Workspace:
             what = (f"that the gateway at {cfg.via} can reach the provider: the network and "
                     "its address, as the gateway sees them")
         elif cfg.via:
-            what = (f"that the gateway runs at {cfg.via} and accepts the key in "
-                    f"${cfg.api_key_env}, with the headers it asks for (headers:, --header)"
+            what = (f"that the gateway runs at {cfg.via} and accepts {key}, with the "
+                    "headers it asks for (headers:, --header)"
                     if setting != "model" else
                     f"that the gateway at {cfg.via} serves model {cfg.model!r}")
         else:
             field = {"key": "api_key_env", "model": "model"}.get(setting, "base_url")
             line = load_yaml(self.providers_path).line_of(("providers", provider, field))
             at = f"{self.providers_path}:{line}" if line else str(self.providers_path)
-            what = {"key": f"the key in ${cfg.api_key_env}",
-                    "model": "base_url and the model name"}.get(
+            what = {"key": key, "model": "base_url and the model name"}.get(
                         setting, "the network and base_url") + f" ({at}, providers.{provider})"
         return (f"make the provider reachable (network, base_url, API key): check {what} (an "
                 f"earlier record of it, if there is one, stays in the lock file), then run: "
