@@ -111,7 +111,7 @@ def run_target(args: argparse.Namespace, certify: Certifier | None = None) -> in
         session.say(f"drill: {profile.name} at {args.target}; the providers are served at "
                     f"{fakes}")
         results = engine.run(args.drills, args.trials, certify=certify,
-                             on_intent=progress(session.say))
+                             on_intent=progress(session.say) if args.verbose else None)
     for event in drill_events(results, lambda name: command(args, name)):
         session.emit(event)
     session.say(f"{sum(len(v) for v in results.verdicts.values())} intents, {results.calls} "

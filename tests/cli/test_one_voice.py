@@ -85,3 +85,24 @@ def test_the_cli_prints_file_line_field_then_fix(tmp_path: Path, monkeypatch: py
     assert err[0].startswith("error: providers.yaml:8 (providers.real.temprature): unknown field "
                              "'temprature' (did you mean 'temperature'?)"), err
     assert err[1].startswith("  fix: the fields here are: ")
+
+
+def test_a_missing_counter_variable_names_the_profile_line_that_asks_for_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.scenarios.targets.side_effects import open_counter
+
+    monkeypatch.delenv("FH_TEST_JOBS_DB_NOT_SET", raising=False)
+    path = tmp_path / "sql.profile.yaml"
+    text = (ROOT / "examples" / "jobs-sql.profile.yaml").read_text("utf-8")
+    variable = text.split("url_env:", 1)[1].split(",", 1)[0].split("}", 1)[0].strip()
+    path.write_text(text.replace(variable, "FH_TEST_JOBS_DB_NOT_SET"), "utf-8")
+    profile = load_profile(path)
+    assert profile.side_effects is not None
+    with pytest.raises(ConfigError) as info:
+        open_counter(None, profile.side_effects.sql, http=None, base_url="")  # type: ignore[arg-type]
+    err = info.value
+    line = next(n for n, row in enumerate(path.read_text("utf-8").splitlines(), 1)
+                if "url_env: FH_TEST_JOBS_DB_NOT_SET" in row)
+    assert (err.file, err.line) == (str(path), line), str(err)
+    assert "FH_TEST_JOBS_DB_NOT_SET is not set" in err.message
+    assert err.fix and err.fix.startswith("export FH_TEST_JOBS_DB_NOT_SET=")

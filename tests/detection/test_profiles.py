@@ -69,7 +69,7 @@ def test_a_wrong_detection_field_names_the_line(
 def test_an_unset_database_variable_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         open_target("http://127.0.0.1:9", profile=SQL_PROFILE, env={})
-    assert "url_env names JOBS_DB, which is not set" in caught.value.message
+    assert "environment variable JOBS_DB is not set" in caught.value.message
     assert "export JOBS_DB=sqlite:///" in (caught.value.fix or "")
 
 

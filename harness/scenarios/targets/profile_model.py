@@ -16,7 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness.scenarios.targets.base import redact
 from harness.scenarios.targets.profile_drill import DrillSection
@@ -111,6 +119,8 @@ class SqlCounter(_Strict):
     url: str | None = None
     url_env: str | None = None
     query: str = Field(min_length=1)
+    # where the profile names url_env (file, line): a missing variable is reported there
+    _asked_at: tuple[str, int | None] | None = PrivateAttr(default=None)
 
 
 class SideEffects(_Strict):
@@ -264,6 +274,9 @@ def load_profile(path: str | Path) -> Profile:
         raise src.error("create_job has no key_header", ("operations", "create_job"),
                         fix="add key_header: Idempotency-Key (the header carrying the key)")
     _check_observers(src, profile)
+    sql = profile.side_effects.sql if profile.side_effects is not None else None
+    if sql is not None and sql.url_env:
+        sql._asked_at = (str(src.path), src.line_of(("side_effects", "sql", "url_env")))
     return profile
 
 

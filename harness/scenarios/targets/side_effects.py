@@ -27,8 +27,9 @@ from harness.scenarios.targets.profile_model import HttpCounter, SqlCounter, pic
 class CounterError(ConfigError):
     """The side-effect counter could not be read (exit 2: the profile or the service is wrong)."""
 
-    def __init__(self, message: str, *, fix: str | None = None) -> None:
-        super().__init__(message, field="side_effects", fix=fix or (
+    def __init__(self, message: str, *, fix: str | None = None, file: str | None = None,
+                 line: int | None = None, field: str = "side_effects") -> None:
+        super().__init__(message, file=file, line=line, field=field, fix=fix or (
             "make the counter answer a number (see side_effects in docs/scenarios.md), or remove "
             "side_effects from the profile"))
 
@@ -87,8 +88,11 @@ class SqlSideEffects:
         if spec.url_env is not None:
             url = env.get(spec.url_env)
             if not url:
+                file, line = spec._asked_at or (None, None)  # the profile line that asks
                 raise CounterError(
-                    f"side_effects.sql.url_env names {spec.url_env}, which is not set",
+                    f"environment variable {spec.url_env} is not set (the side-effect counter "
+                    "reads the service's database from it)", file=file, line=line,
+                    field="side_effects.sql.url_env",
                     fix=f"export {spec.url_env}=sqlite:///path/to/service.db (or postgresql://…)")
             self.url = url
         else:
