@@ -50,8 +50,8 @@ from harness.contracts.records import Redactor
 from harness.contracts.render import render_golden
 from harness.contracts.stats import binom_sf, decide
 from harness.contracts.tokenizers import load_tokenizer
-from harness.contracts.workspace import open_workspace
 from harness.domain.fingerprint import canonical_json
+from harness.gateways.sources import open_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_DIR = ROOT / "contracts" / "ticket_triage"

@@ -31,7 +31,7 @@ from harness.yamlsrc import YamlSource, load_yaml
 
 FILENAME = "failover-harness.yaml"
 KEYS = ("version", "target", "target_profile", "tokens_file", "trials", "scenarios", "seed",
-        "report_dir", "contracts", "via", "via_api_key_env")
+        "report_dir", "contracts", "via", "via_api_key_env", "headers")
 MAX_TRIALS = 1000
 
 
@@ -50,6 +50,7 @@ class Project:
     contracts: dict[str, str] = field(default_factory=dict)  # LiteLLM model group -> contract
     via: str | None = None  # certify through the running gateway at this URL
     via_api_key_env: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # sent through the gateway (${NAME})
 
 
 def find_project(explicit: Path | None, providers: Path) -> Path | None:
@@ -91,6 +92,7 @@ def load_project(path: Path | None) -> Project:
         contracts=_contracts(src),
         via=_via(src),
         via_api_key_env=_str(src, "via_api_key_env"),
+        headers=_headers(src),
     )
 
 
@@ -155,6 +157,17 @@ def _contracts(src: YamlSource) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise src.error("`contracts` maps each model group to a contract id", ("contracts",),
                         fix="write contracts: {my-model-group: my_contract}")
+    return {str(k): v for k, v in value.items()}
+
+
+def _headers(src: YamlSource) -> dict[str, str]:
+    value = src.data.get("headers")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise src.error("`headers` maps header names to values", ("headers",),
+                        fix='write headers: {x-portkey-config: "${PORTKEY_CONFIG}"} (${NAME} '
+                            "reads a variable)")
     return {str(k): v for k, v in value.items()}
 
 

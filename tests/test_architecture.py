@@ -20,20 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "harness"
 DOC = ROOT / "docs" / "architecture.md"
 
-# Edges that run against docs/architecture.md today. The "gateways" helper moves the
-# file-sniffing dispatch to where the workspace opens and has certification take its post-audits
-# as arguments (issue 25, item 2); each goes when that work lands on main.
-KNOWN_EDGES = {
-    ("harness.providers.config", "harness.gateways.litellm_config"),  # item 2: gateways helper
-    ("harness.providers.config", "harness.gateways.source"),  # item 2: gateways helper
-    ("harness.contracts.certifier", "harness.gateways.audit"),  # item 2: gateways helper
-    ("harness.contracts.workspace", "harness.gateways.litellm_config"),  # item 2: gateways helper
-}
-# Circles still hidden by an import inside a function (the same work removes them).
-KNOWN_CIRCLES = [
-    {"harness.providers.config", "harness.gateways.source"},  # item 2: gateways helper
-    {"harness.contracts.certifier", "harness.gateways.audit"},  # item 2: gateways helper
-]
+# Edges that run against docs/architecture.md today (none: the gateways helper moved the
+# file-sniffing dispatch to gateways/sources and certification takes its post-audits as
+# arguments, issue 25 item 2).
+KNOWN_EDGES: set[tuple[str, str]] = set()
+# Circles still hidden by an import inside a function.
+KNOWN_CIRCLES: list[set[str]] = []
 # Imports inside functions without an optional extra, per module, as they stand: a ratchet (a
 # module may lose some, never gain one). Most in commands/ keep `--help` fast; they go as the
 # commands become thin.

@@ -2,7 +2,8 @@
 one winner.
 
 - ``POST /v1/jobs`` (``Idempotency-Key``) inserts the job with one statement under a UNIQUE
-  (owner, key) in SQLite; a duplicate gets the same job and starts no second worker.
+  (owner, key) in SQLite; a duplicate (the same input as RFC 8785 canonical JSON) gets the same
+  job and starts no second worker; another input under the key is 409.
 - The worker streams the input's text to the primary with the official ``openai`` SDK
   (``OPENAI_BASE_URL``, ``max_retries=0``). If the primary has not answered after ``--timeout``
   seconds, its attempt becomes *unknown* (never failed: the job stays ``running``) and ONE hedge

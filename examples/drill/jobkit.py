@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import rfc8785
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, owner TEXT NOT NULL, idempotency_key TEXT NOT NULL,
@@ -77,7 +79,7 @@ class Store:
 
     def create_job(self, owner: str, key: str, job_input: Any) -> tuple[dict[str, Any], bool]:
         """One insert-or-conflict statement: (the job, whether this call created it)."""
-        text = json.dumps(job_input, sort_keys=True, separators=(",", ":"))
+        text = rfc8785.dumps(job_input).decode()  # canonical: 1.0 is 1, key order is moot
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
         now, job_id = time.time(), uuid.uuid4().hex
         created = self._db().execute(
@@ -192,6 +194,8 @@ def create(store: Store, owner: str, key: str | None, body: Any,
         return 422, {}, {"code": "invalid_request", "detail": "field 'input' must be an object"}
     try:
         job, created = store.create_job(owner, key, body["input"])
+    except rfc8785.CanonicalizationError as exc:
+        return 422, {}, {"code": "invalid_request", "detail": f"field 'input': {exc}"}
     except KeyReused:
         return 409, {}, {"code": "idempotency_key_reused", "detail": "another input, same key"}
     if created:

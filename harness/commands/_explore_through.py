@@ -1,4 +1,4 @@
-"""``failover-harness explore --through``: your service, its storage behind a gating proxy.
+"""``failover-harness explore --through``: your service, its storage behind a holding proxy.
 
 The flow: the storage answers in its protocol → the proxy listens → the service starts
 (``--service-cmd``, pointed at the proxy) or is already running → it is healthy → a warm-up

@@ -52,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file to update (default: <providers>.lock.json beside it)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
+    add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
     add_report_options(parser)
 
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.contracts.emit import certification
     from harness.contracts.exchange import Mode
     from harness.contracts.standing import certify_command
-    from harness.contracts.workspace import open_workspace
+    from harness.gateways.sources import audits_for, open_workspace
 
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     targets = plan(
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) for t in targets)
     else:
         total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in targets)
+    audits = audits_for(ws.providers, targets)  # through a gateway: what the provider got
     err = console(stderr=True)
     session = open_session(args, "certify")  # before certifying: its start time is the run's
     for check in undecidable:  # said at load, before any call is spent
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         result = asyncio.run(certify(
             targets, mode=mode, cassettes=cassettes, concurrency=args.concurrency,
             on_progress=lambda n: progress.advance(task, n), adaptive=args.adaptive,
-            previous=previous,
+            previous=previous, audits=audits,
         ))
     # A record no call reached is no evidence: it never replaces an earlier one in the lock
     # (written only where the lock has none, so the gate says why the pair is undecided).

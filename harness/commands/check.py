@@ -78,7 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="scenario seed override")
     parser.add_argument("--no-certify", action="store_true",
                         help="do not certify: gate on the lock file as it is")
-    add_gateway_options(parser)  # --contract-map, --via: for a LiteLLM config
+    add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
     add_report_options(parser)
 
 
@@ -217,12 +217,11 @@ def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
 
 
 def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
-    from harness.gateways.litellm_config import strip_prefix  # litellm:config.yaml
+    from harness.gateways.sources import open_workspace, source_file
 
     optional = args.no_certify or (s.target and not s.providers_explicit)
-    if optional and not strip_prefix(s.providers)[0].exists():
+    if optional and not source_file(s.providers).exists():
         return None
-    from harness.contracts.workspace import open_workspace
 
     return open_workspace(s.providers, args.contracts, args.lock, **gateway_options(args))
 

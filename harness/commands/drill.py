@@ -177,8 +177,8 @@ def _command(args: argparse.Namespace, drill: str) -> str:
 def _judge(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, str | None]:
     """Whether a fallback is certified for the group's contract, from the lock file; a judge
     that answers None (unknown) when the group serves no contract."""
-    from harness.contracts.workspace import open_workspace
     from harness.gateways.source import load_litellm_providers, no_contract_map
+    from harness.gateways.sources import open_workspace
 
     if no_contract_map(args.config, options["contract_map"]):
         return (lambda provider: None), None

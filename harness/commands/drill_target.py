@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.commands._report import open_session
-from harness.contracts.workspace import open_workspace
 from harness.domain.errors import ConfigError
 from harness.drill.engine import drilling
 from harness.drill.judge import Certifier, IntentVerdict
@@ -25,6 +24,7 @@ from harness.drill.summary import drill_events
 from harness.gateways.drill_section import litellm_drill_section
 from harness.gateways.litellm_config import read_litellm_config
 from harness.gateways.source import provider_ids
+from harness.gateways.sources import open_workspace
 
 
 def parse_ports(items: list[str]) -> dict[str, int]:
@@ -111,7 +111,7 @@ def run_target(args: argparse.Namespace, certify: Certifier | None = None) -> in
         session.say(f"drill: {profile.name} at {args.target}; the providers are served at "
                     f"{fakes}")
         results = engine.run(args.drills, args.trials, certify=certify,
-                             on_intent=progress(session.say))
+                             on_intent=progress(session.say) if args.verbose else None)
     for event in drill_events(results, lambda name: command(args, name)):
         session.emit(event)
     session.say(f"{sum(len(v) for v in results.verdicts.values())} intents, {results.calls} "

@@ -1,4 +1,8 @@
-"""`failover-harness export litellm-fallbacks`: the config's fallback lists, certified ones only.
+"""`failover-harness export litellm-fallbacks | portkey-targets`: a gateway config's fallbacks,
+certified ones only.
+
+``portkey-targets`` prints the Portkey config (JSON) without the fallback or loadbalanced
+targets that are not certified; the lines dropped, and why, go to stderr.
 
 Prints LiteLLM YAML (``router_settings`` / ``litellm_settings`` with their fallback lists) that
 holds only fallbacks certified for the contract of the group they stand in for, with a comment
@@ -22,14 +26,18 @@ EXITS = {
 EXAMPLES = (
     ("the certified fallback lists of a LiteLLM config",
      "failover-harness export litellm-fallbacks --providers config.yaml"),
+    ("a Portkey config with only certified targets",
+     "failover-harness export portkey-targets --providers config.json"),
 )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", choices=["litellm-fallbacks"],
-                        help="litellm-fallbacks: the fallback lists of a LiteLLM config")
-    parser.add_argument("--providers", type=Path, default=Path("config.yaml"), metavar="FILE",
-                        help="the LiteLLM config (default: config.yaml)")
+    parser.add_argument("what", choices=["litellm-fallbacks", "portkey-targets"],
+                        help="litellm-fallbacks: the fallback lists of a LiteLLM config; "
+                             "portkey-targets: a Portkey config's certified targets")
+    parser.add_argument("--providers", type=Path, default=None, metavar="FILE",
+                        help="the gateway's config (default: config.yaml, or config.json for "
+                             "portkey-targets)")
     parser.add_argument("--contracts", type=Path, default=None, metavar="DIR",
                         help="the contracts folder (default: contracts/ beside the config)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
@@ -40,16 +48,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.contracts.workspace import open_workspace
     from harness.domain.errors import ConfigError
-    from harness.gateways.export import certified_lists
-    from harness.gateways.litellm_config import LITELLM_PREFIX
+    from harness.gateways.export import certified_lists, litellm_source, portkey_export
+    from harness.gateways.sources import open_workspace
 
-    path = args.providers
-    if not str(path).startswith(LITELLM_PREFIX):
-        path = Path(f"{LITELLM_PREFIX}{path}")  # export reads only LiteLLM configs
+    portkey = args.what == "portkey-targets"
+    prefix = "portkey:" if portkey else "litellm:"
+    path = args.providers or Path("config.json" if portkey else "config.yaml")
+    if not str(path).startswith(prefix):
+        path = Path(f"{prefix}{path}")  # the reader of the config the export writes
     ws = open_workspace(path, args.contracts, args.lock, **gateway_options(args))
-    gateway = getattr(ws.providers, "gateway", None)
+    if portkey:
+        return portkey_export(ws, args.output)
+    gateway = litellm_source(ws.providers)
     if gateway is None:  # pragma: no cover - the prefix forces the LiteLLM reader
         raise ConfigError("not a LiteLLM config", file=str(args.providers))
     eligibility = ws.eligibility()

@@ -1,8 +1,15 @@
-"""``failover-harness fake-provider``: serve a fake OpenAI or Anthropic endpoint on loopback."""
+"""``failover-harness fake-provider``: serve a fake OpenAI or Anthropic endpoint on loopback.
+
+It is the recording fake (:class:`~harness.providers.recording.RecordingFake`): it answers
+streamed requests (``stream: true``, SSE on both wire formats) and keeps what it received —
+``GET /_fake/received`` while it runs (what a gateway in front of it actually sent), and with
+``--log FILE`` one JSON line per request when it stops.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -41,15 +48,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     answers.add_argument("--answers-from", metavar="DIR",
                          help="a contract folder (contracts/<id>): answer each golden input, "
                               "rendered with the contract's prompts, with its golden expectation")
+    parser.add_argument("--log", type=Path, default=None, metavar="FILE",
+                        help="when stopped, write every request received (headers with keys "
+                             "masked, body, outcome) to FILE, one JSON object a line")
     parser.add_argument("--expect-api-key-env", metavar="NAME",
                         help="answer 401 unless the request carries the key held in env NAME")
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.providers.behaviours import Behaviour, BehaviourError
-    from harness.providers.fake import FakeProvider
     from harness.providers.fake_answers import load_answers
     from harness.providers.fake_server import bind_socket, uvicorn_server
+    from harness.providers.recording import RecordingFake
 
     try:
         behaviour = Behaviour.parse(args.behaviour)
@@ -75,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"environment variable {args.expect_api_key_env} is not set",
                               field="--expect-api-key-env",
                               fix=f"export {args.expect_api_key_env}=<key> first")
-    app = FakeProvider(args.kind, behaviour, answer, expected_api_key=expected,
-                       answers_from=answers_from)
+    app = RecordingFake(args.kind, str(behaviour), answer, answers_from=answers_from)
+    app.expected_api_key = expected  # checked on every non-streamed request
     sock = bind_socket(args.host, args.port)
     host, port = sock.getsockname()[:2]
     url = f"http://{host}:{port}"
@@ -93,7 +103,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         sock.close()
-    print(f"fake-provider stopped after {app.deliveries.total} deliveries", file=sys.stderr)
+    received = app.received()
+    if args.log is not None:
+        args.log.write_text("".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n"
+                                    for r in received), encoding="utf-8")
+    print(f"fake-provider stopped after {app.deliveries.total} deliveries ({len(received)} "
+          "request(s) received" + (f", logged to {args.log})" if args.log else ")"),
+          file=sys.stderr)
     return 0
 
 

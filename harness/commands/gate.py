@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.commands._report import open_session
     from harness.contracts.emit import gate_verdict  # lazily: keep `--help` fast
-    from harness.contracts.workspace import open_workspace
+    from harness.gateways.sources import open_workspace
 
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     session = open_session(args, "gate")

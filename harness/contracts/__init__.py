@@ -42,9 +42,9 @@ _EXPORTS = {
     "load_contracts": "loader",
     "load_tokenizer": "tokenizers",
     "lock_path_for": "lockfile",
-    "open_workspace": "workspace",
     "plan": "certifier",
     "read_lock": "lockfile",
+    "workspace_for": "workspace",
 }
 
 __all__ = [
@@ -69,9 +69,9 @@ __all__ = [
     "load_contracts",
     "load_tokenizer",
     "lock_path_for",
-    "open_workspace",
     "plan",
     "read_lock",
+    "workspace_for",
 ]
 
 

@@ -12,7 +12,7 @@ import re
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -89,6 +89,12 @@ class Target:
     primary: str  # provider id of the chain's first link
     failover: str  # the link's mode: auto | manual | off
     record: bool = True  # False: run only as the reference for fallbacks (not selected)
+
+
+#: A check run after the samples, on the records and their targets (the gateway audit: what the
+#: provider behind a gateway received); it returns the records, amended.
+PostAudit = Callable[[list[CertificationRecord], list[Target]],
+                     Awaitable[list[CertificationRecord]]]
 
 
 @dataclass
@@ -182,6 +188,7 @@ async def certify(
     virtual_time: bool = True,
     adaptive: bool = False,
     previous: Mapping[tuple[str, str], CertificationRecord] | None = None,
+    audits: Sequence[PostAudit] = (),
 ) -> CertificationRun:
     """Sample every target (bounded concurrency), judge, and return one record per target.
 
@@ -189,8 +196,10 @@ async def certify(
     Clopper–Pearson bounds. ``adaptive``: rounds of one sample per input for every provider
     still undecided, judged after each round by the mixture SPRT (anytime-valid), until every
     provider is decided or its budget is spent. ``previous`` (the lock's records) gives each
-    record its drift. ``virtual_time`` applies to ``fake://`` providers: their delays cost
-    nothing (the default) or are really waited (benchmarks).
+    record its drift. ``audits`` run on the records once every sample is judged (the command
+    passes the gateway audit when a provider is reached through a gateway). ``virtual_time``
+    applies to ``fake://`` providers: their delays cost nothing (the default) or are really
+    waited (benchmarks).
     """
     clock = clock or SystemClock()
     # Fail fast on configuration: tokenizers and cassettes, before a single call is made.
@@ -307,10 +316,8 @@ async def certify(
     # the primary's full evidence as reference.
     judge_all([k for k in channels if by_key[k].record])
     run.records = [records[(t.provider.id, t.contract.id)] for t in targets if t.record]
-    if any(getattr(t.provider, "via", None) for t in targets):  # certified through a gateway
-        from harness.gateways.audit import audit_through_gateway
-
-        run.records = await audit_through_gateway(run.records, targets)
+    for audit in audits:
+        run.records = await audit(run.records, targets)
     if mode == "record":
         for channel in channels.values():
             if channel.cassette is not None:
@@ -463,7 +470,7 @@ def _unreached(cfg: ProviderConfig, lost: list[Sample]) -> str:
     first = lost[0]
     error = (first.error or "").removeprefix("not sent: ").removeprefix("failed: ")
     error = _CLASSIFIED.sub("", error.removeprefix(f"{cfg.id}: "))
-    where = cfg.base_url + (" (the gateway)" if getattr(cfg, "via", None) else "")
+    where = cfg.base_url + (" (the gateway)" if cfg.via else "")
     return clean(f"could not reach {cfg.id!r} at {where}: {first.unreached} ({error})",
                  one_line=True, limit=400)
 

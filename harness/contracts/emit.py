@@ -11,7 +11,6 @@ from harness.contracts.events import (
     CertCheck,
     Certification,
     Drift,
-    Evidence,
     GateProblem,
     GateVerdict,
     Sampling,
@@ -68,7 +67,7 @@ def certification(record: CertificationRecord, failover: str = "", *, fix: str =
         decision: Any = getattr(check, "decision", None) or ("pass" if check.passed else "fail")
         checks.append(CertCheck(
             check.name, decision, check.summary,
-            tuple(Evidence(e.input_id, e.reason, e.excerpt, e.sample) for e in check.evidence),
+            tuple(check.evidence),
             check.evidence_total, tuple(stats),
             {k: v for k, v in check.figures.items() if isinstance(v, int | float | str | bool)},
         ))

@@ -11,12 +11,27 @@ from typing import Any, ClassVar
 from harness.domain.verdicts import CertCheckVerdict, Eligibility, Outcome, Verdict
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Evidence:
+    """One observation behind a check's result: the golden input, why, an excerpt, the sample
+    (the one type for it: the certification record keeps it, the event shows it)."""
+
     input_id: str
     reason: str
     excerpt: str = ""
     sample: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"input": self.input_id, "reason": self.reason}
+        if self.sample is not None:
+            out["sample"] = self.sample
+        if self.excerpt:
+            out["excerpt"] = self.excerpt
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Evidence:
+        return cls(data["input"], data["reason"], data.get("excerpt", ""), data.get("sample"))
 
 
 @dataclass(frozen=True)

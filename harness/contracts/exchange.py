@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +87,7 @@ class Channel:
         (and our fakes). An OpenAI-*compatible* endpoint may refuse it — LiteLLM answers 400
         for ``seed`` to an Anthropic deployment — so a gateway or other host gets none."""
         # Through a gateway (--via) the deployment's own wire decides.
-        upstream = getattr(self.provider, "upstream", None) or {}
+        upstream = self.provider.upstream or {}
         if str(upstream.get("kind", self.provider.kind)) not in SEEDED_KINDS:
             return False
         if self.provider.is_fake:
@@ -139,7 +141,8 @@ class Channel:
         if tap.error is not None:
             return Sample(
                 golden_id, index, error=f"{tap.error.classification}: {tap.error.message}",
-                runner=ran, unreached=unreached(tap.error) or "",
+                runner=ran,
+                unreached=unreached(tap.error) or gateway_refusal(self.provider, tap.error),
             )
         reply = tap.reply
         assert reply is not None, ran
@@ -154,6 +157,32 @@ class Channel:
         await self.client.aclose()
         if self.tap is not None:
             await self.tap.aclose()
+
+
+#: words of a gateway's own 4xx about a header, auth or routing (Portkey: "Either
+#: x-portkey-config or x-portkey-provider header is required"; LiteLLM: "Invalid model name")
+_REFUSAL_WORDS = ("header", "x-portkey", "config", "route", "routing", "authenticat",
+                  "unauthori", "forbidden", "api key", "virtual key", "invalid model name",
+                  "no deployment", "not allowed")
+
+
+def gateway_refusal(cfg: ProviderConfig, exc: ProviderCallError) -> str:
+    """Through a gateway, its own refusal (a 4xx naming a header, auth or routing): the
+    provider behind it was never reached, so the call is no evidence about it ("" otherwise).
+    The reason quotes the gateway, so the fix can name what it asked for."""
+    if not cfg.via or exc.status is None or not 400 <= exc.status < 500 or exc.status == 429:
+        return ""
+    text = exc.message.lower()
+    if not any(word in text for word in _REFUSAL_WORDS):
+        return ""
+    said = re.sub(r"^.*?HTTP \d{3}(?: \S+)?: ", "", exc.message, count=1)
+    said = re.sub(r" \[(failed|unknown): [^\]]*\]$", "", said)  # the classification trailer
+    try:  # a JSON error body: its message, not the whole body
+        body = json.loads(said)
+        said = str(body.get("message") or body.get("error", {}).get("message") or said)
+    except (ValueError, AttributeError):
+        pass
+    return f"the gateway refused the request (HTTP {exc.status}: {said[:200]})"
 
 
 #: gateways forward the provider's own response headers under a prefix (LiteLLM:

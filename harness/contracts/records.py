@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from harness.console import clean
+from harness.contracts.events import Evidence
 from harness.contracts.stats import Decision, RateVerdict
 from harness.domain.clock import rfc3339
 from harness.domain.verdicts import ELIGIBILITIES, Eligibility
@@ -65,28 +66,6 @@ class Redactor:
         # One line, no terminal escapes, no lone surrogates: an excerpt is printed and rendered.
         flat = clean(self(text)[: limit * 4], one_line=True)
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """One observation behind a check's result."""
-
-    input_id: str
-    reason: str
-    excerpt: str = ""
-    sample: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"input": self.input_id, "reason": self.reason}
-        if self.sample is not None:
-            out["sample"] = self.sample
-        if self.excerpt:
-            out["excerpt"] = self.excerpt
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Evidence:
-        return cls(data["input"], data["reason"], data.get("excerpt", ""), data.get("sample"))
 
 
 #: the reason of a sampled check none of whose samples reached a model (see certifier)

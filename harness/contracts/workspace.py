@@ -1,4 +1,10 @@
-"""Find and load what certify and gate work on: providers file, contracts, lock file, cassettes."""
+"""What certify and gate work on: the providers (already read from their source), the contracts,
+the lock file and the cassettes.
+
+The providers come from :mod:`harness.gateways.sources` (providers.yaml or a gateway's config);
+a gateway's config says where its links come from through ``ProvidersFile.source``, so the
+fixes here name that file's lines without this module knowing any gateway.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +20,8 @@ from harness.contracts.records import CertificationRecord
 from harness.contracts.standing import Standing, undecided_fix
 from harness.domain.clock import Clock
 from harness.domain.errors import ConfigError
-from harness.gateways.litellm_config import strip_prefix
 from harness.providers.classify import unreached_setting
-from harness.providers.config import ProvidersFile, load_providers
+from harness.providers.config import ProvidersFile
 from harness.yamlsrc import load_yaml
 
 
@@ -64,9 +69,9 @@ class Workspace:
 
     def ineligible_fix(self, provider: str, contract: str, command: str) -> str:
         """What to do about an ineligible provider, in the terms of the providers' source."""
-        gateway = getattr(self.providers, "gateway", None)
-        if gateway is not None:  # a LiteLLM config: no 'failover: manual' there
-            return str(gateway.ineligible_fix(provider, contract, command))
+        source = self.providers.source
+        if source is not None:  # a gateway's config: no 'failover: manual' there
+            return source.ineligible_fix(provider, contract, command)
         return (f"make it meet the contract or set 'failover: manual' on its link in "
                 f"{self.providers_path}, then run: {command}")
 
@@ -75,32 +80,25 @@ class Workspace:
         :func:`~harness.providers.classify.unreached`'s words)."""
         cfg = self.providers.providers[provider]
         setting = unreached_setting(reason)
-        gateway = getattr(self.providers, "gateway", None)
-        via = getattr(cfg, "via", None)
-        if via and setting == "upstream":
-            at = f" at {gateway.where(provider, 'api_base')}" if gateway is not None else ""
-            what = (f"that the gateway at {via} can reach the provider: the network and "
-                    f"api_base{at}, as the gateway sees them")
-        elif via:
-            what = (f"that the gateway runs at {via} and accepts the key in ${cfg.api_key_env}"
+        key = (f"the key in ${cfg.api_key_env}" if cfg.api_key_env else
+               "the API key (none is configured: set api_key_env)")
+        source = self.providers.source
+        hint = source.reach_hint(provider, setting) if source is not None else None
+        if hint is not None:
+            what = hint
+        elif cfg.via and setting == "upstream":
+            what = (f"that the gateway at {cfg.via} can reach the provider: the network and "
+                    "its address, as the gateway sees them")
+        elif cfg.via:
+            what = (f"that the gateway runs at {cfg.via} and accepts {key}, with the "
+                    "headers it asks for (headers:, --header)"
                     if setting != "model" else
-                    f"that the gateway at {via} serves model {cfg.model!r}")
-        elif gateway is not None:
-            param = {"key": "api_key", "model": "model"}.get(setting, "api_base")
-            what = {"key": f"the key in ${cfg.api_key_env}",
-                    "model": "api_base and the model name"}.get(setting, "the network and api_base")
-            deployment = gateway.deployment(provider)
-            if param == "api_base" and deployment is not None and not deployment.api_base:
-                # no api_base written: the provider's public API is meant (qa Q3b)
-                what += f" (none set, so {cfg.base_url}) of {gateway.where(provider)}"
-            else:
-                what += f" at {gateway.where(provider, param)}"
+                    f"that the gateway at {cfg.via} serves model {cfg.model!r}")
         else:
             field = {"key": "api_key_env", "model": "model"}.get(setting, "base_url")
             line = load_yaml(self.providers_path).line_of(("providers", provider, field))
             at = f"{self.providers_path}:{line}" if line else str(self.providers_path)
-            what = {"key": f"the key in ${cfg.api_key_env}",
-                    "model": "base_url and the model name"}.get(
+            what = {"key": key, "model": "base_url and the model name"}.get(
                         setting, "the network and base_url") + f" ({at}, providers.{provider})"
         return (f"make the provider reachable (network, base_url, API key): check {what} (an "
                 f"earlier record of it, if there is one, stays in the lock file), then run: "
@@ -110,28 +108,32 @@ class Workspace:
         """The standing of every ``auto`` link."""
         eligibility = self.eligibility(clock)
         standings = [eligibility.standing(p, c) for p, c in self.auto_links()]
-        gateway = getattr(self.providers, "gateway", None)  # a LiteLLM config: name its lines
-        return gateway.locate(standings) if gateway else standings
+        source = self.providers.source  # a gateway's config: name its lines
+        return source.locate(standings) if source is not None else standings
 
 
-def open_workspace(
-    providers_path: Path, contracts_dir: Path | None = None, lock_path: Path | None = None,
-    *, contract_map: dict[str, str] | None = None, via: str | None = None,
+def workspace_for(
+    providers_path: Path, providers: ProvidersFile, contracts_dir: Path | None = None,
+    lock_path: Path | None = None, *, project_dir: Path | None = None,
 ) -> Workspace:
-    """Load the providers file, its contracts (default: ``contracts/`` beside it) and lock file.
-
-    The providers file may be a LiteLLM config (``litellm:config.yaml``; ``contract_map`` and
-    ``via`` apply to it, see :mod:`harness.gateways.source`).
-    """
-    providers = load_providers(providers_path, contract_map=contract_map, via=via)
-    providers_path = strip_prefix(providers_path)[0]
-    contracts_dir = contracts_dir or providers_path.parent / "contracts"
+    """The workspace around ``providers`` (read from ``providers_path``): its contracts
+    (``contracts_dir``; else ``contracts/`` beside the providers file, else in ``project_dir``,
+    the folder of failover-harness.yaml or the current one) and its lock file."""
+    searched = [contracts_dir] if contracts_dir else list(dict.fromkeys(
+        [providers_path.parent / "contracts", (project_dir or Path.cwd()) / "contracts"]))
+    contracts_dir = next((d for d in searched if d.is_dir()), searched[0])
+    if len(searched) > 1 and not contracts_dir.is_dir():
+        raise ConfigError(
+            f"contracts folder not found: neither {searched[0]} (beside the providers file) nor "
+            f"{searched[1]} (in the project) exists", file=str(providers_path),
+            field="--contracts",
+            fix="create one of them (a folder holding <name>/contract.yaml), or pass "
+                "--contracts DIR")
     contracts = load_contracts(contracts_dir)
     for contract_id in providers.chains:
         if contract_id not in contracts:
-            gateway = getattr(providers, "gateway", None)
-            if gateway is not None:
-                raise gateway.missing_contract(contract_id, contracts_dir)
+            if providers.source is not None:
+                raise providers.source.missing_contract(contract_id, searched)
             raise ConfigError(
                 f"the chain for contract {contract_id!r} has no contract in {contracts_dir}",
                 file=str(providers_path),

@@ -39,7 +39,7 @@ Outside the hierarchy, deliberately (the same test holds this list complete):
     RaceFound           explore.property      an AssertionError: Hypothesis and pytest
                                               report it as the failing test it is
     ScenarioViolated    pytest_plugin         a failed pytest item, reported by pytest
-    ExploreAborted      explore.gate          a BaseException that unwinds a worker's
+    ExploreAborted      explore.hold          a BaseException that unwinds a worker's
                                               operation: no ``except Exception`` may take it
     CassetteMismatch    contracts.cassettes   an httpx.TransportError raised inside a
                                               transport: the client classifies it as any

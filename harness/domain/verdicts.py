@@ -55,9 +55,9 @@ STATUS_LABEL: dict[RunStatus, str] = {
     "passed": "PASS", "violated": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
 VERDICT_LABEL: dict[ScenarioVerdict, str] = {
     "passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
-#: the detection matrix's cell, by the run's status (a mutant is CAUGHT)
-MATRIX_CELL: dict[RunStatus, str] = {
-    "passed": "pass", "violated": "CAUGHT", "unknown": "unknown", "not_applicable": "n/a"}
+#: the detection matrix's cell, by the run's verdict (a mutant is CAUGHT)
+MATRIX_CELL: dict[ScenarioVerdict, str] = {
+    "passed": "pass", "failed": "CAUGHT", "unknown": "unknown", "not_applicable": "n/a"}
 
 
 def eligibility_outcome(verdict: Eligibility, gated: bool) -> Outcome:

@@ -4,7 +4,7 @@
 
     workload ──draw──▶ Plan ──Controller──▶ Outcome (history, schedule) ──checkers──▶ verdict
                            │     ▲   one Worker (thread + session) per client; every
-                           │     │   statement waits at a gate for the controller's grant
+                           │     │   statement is held for the controller's grant
                            │   choice source: SwarmChoices (seeded) | PrefixChoices (exhaustive)
                            │                | HypothesisChoices | RecordedChoices (replay)
                            ▼
@@ -12,7 +12,7 @@
                                                                  └─ failover-harness replay
 
 Modules: ``plan`` (the data a schedule runs), ``workloads`` (double-click, mismatch, claims,
-timeouts), ``gate`` (workers and gated connections), ``sessions`` (attaching to a store,
+timeouts), ``hold`` (workers and held connections), ``sessions`` (attaching to a store,
 lock-wait probes), ``ops`` (operations → history), ``controller`` (one schedule), ``choices``,
 ``pct`` (probabilistic concurrency testing), ``search`` (the budgeted loop), ``shrink``,
 ``repro`` / ``explain`` / ``replay``, ``stress`` (free-running), ``property`` (inside your own
@@ -40,7 +40,7 @@ _EXPORTS = {
     "HypothesisChoices": "choices",
     "HypothesisDraw": "choices",
     "OpSpec": "plan",
-    "OpenGate": "proxy",
+    "OpenHold": "proxy",
     "Outcome": "controller",
     "PctChoices": "pct",
     "Plan": "plan",
@@ -56,7 +56,7 @@ _EXPORTS = {
     "Settings": "search",
     "Shrunk": "shrink",
     "SmallestDraw": "plan",
-    "Step": "proxy",
+    "HeldStep": "proxy",
     "SwarmChoices": "choices",
     "ThroughController": "through",
     "TimerSpec": "plan",
@@ -85,10 +85,11 @@ __all__ = [
     "ExploreStuck",
     "Found",
     "GuidedChoices",
+    "HeldStep",
     "HypothesisChoices",
     "HypothesisDraw",
     "OpSpec",
-    "OpenGate",
+    "OpenHold",
     "Outcome",
     "PctChoices",
     "Plan",
@@ -104,7 +105,6 @@ __all__ = [
     "Settings",
     "Shrunk",
     "SmallestDraw",
-    "Step",
     "SwarmChoices",
     "ThroughController",
     "TimerSpec",

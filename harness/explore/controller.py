@@ -1,6 +1,6 @@
 """The controller: run one plan, one SQL statement at a time, in the order a choice source picks.
 
-Each racing client runs on its own :class:`~harness.explore.gate.Worker` (thread + session), so
+Each racing client runs on its own :class:`~harness.explore.hold.Worker` (thread + session), so
 transactions really overlap inside the database. The controller loop:
 
 1. *settle*: wait until every worker is parked at a statement, idle, or waiting on a lock inside
@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from harness.domain.clock import ManualClock
-from harness.explore.gate import IDLE, PARKED, RUNNING, Worker
+from harness.explore.hold import IDLE, PARKED, RUNNING, Worker
 from harness.explore.loop import (
     POLL_S,
     STUCK_S,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from harness.explore.gate import Worker, current_worker
+from harness.explore.hold import Worker, current_worker
 
 
 class Parking(Protocol):

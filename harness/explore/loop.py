@@ -1,6 +1,6 @@
 """The schedule loop both explore controllers share, and what they share it with.
 
-One plan, run once: its setup, then each racing client on a :class:`~harness.explore.gate.Worker`
+One plan, run once: its setup, then each racing client on a :class:`~harness.explore.hold.Worker`
 of its own, then the race — list what may happen next, ask the choice source, grant or fire it,
 settle, write the workers' buffered events to the history (the granted worker first) — then the
 epilogue and the checks. A *driver* says what "may happen" and "settled" mean:
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
 from harness.domain.errors import HarnessError
 from harness.domain.verdicts import JudgedStatus
-from harness.explore.gate import IDLE, Worker
+from harness.explore.hold import IDLE, Worker
 from harness.explore.ops import Executor
 from harness.explore.plan import OpSpec, Plan, TimerSpec
 from harness.scenarios.checkers import CheckResult, run_checkers, verdict_of

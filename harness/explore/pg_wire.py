@@ -1,4 +1,4 @@
-"""PostgreSQL's v3 wire protocol for the gating proxy: startup, steps, statement shapes, replies.
+"""PostgreSQL's v3 wire protocol for the holding proxy: startup, steps, statement shapes, replies.
 
 The proxy never rewrites a byte. It reads the client's messages to cut them into *steps* and the
 server's to see when a step is answered:

@@ -1,12 +1,12 @@
-"""The gating proxy: stands between a service and its Redis or PostgreSQL, holding each step.
+"""The holding proxy: stands between a service and its Redis or PostgreSQL, holding each step.
 
 ::
 
     service ──TCP──▶ Proxy (--listen) ──TCP──▶ storage (--through)
                       │  each client connection is a Link: one thread relays both ways —
-                      │  client→server cut into steps, each waiting at the gate; server→client
+                      │  client→server cut into steps, each held; server→client
                       ▼  counted as answers (PostgreSQL: the backend pid from BackendKeyData)
-                     Gate.submit(step) → step.granted, now or later (then link.wake())
+                     Hold.submit(step) → step.granted, now or later (then link.wake())
 
 Bytes are forwarded unchanged, in both directions. Control steps (connection housekeeping,
 ``BEGIN``…) pass without asking. The protocol modules (:mod:`redis_wire`, :mod:`pg_wire`) say
@@ -24,11 +24,11 @@ import socket
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Protocol
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from harness.domain.errors import ConfigError
 from harness.explore import pg_wire, redis_wire
+from harness.explore.hold import HeldStep, Hold, OpenHold
 from harness.scenarios.targets.base import redact
 
 RECV = 65536
@@ -87,52 +87,6 @@ class Problem:
     fix: str
 
 
-@dataclass(eq=False)
-class Step:
-    """One step of one connection, held at the gate until granted."""
-
-    link: Link
-    shape: str
-    raw: bytes
-    answers: int  # replies (Redis) or ReadyForQuery messages (PostgreSQL) it gets
-    seq: int
-    client: str | None = None  # set by the controller: whose request sent it
-    label: str = ""
-    guessed: bool = False  # attributed while more than one request was moving
-    granted: bool = False
-    offered: bool = False  # handed to the gate
-    done: bool = False  # its answer came back
-    left: int = 0  # answers still to come
-
-
-class Gate(Protocol):
-    """The controller's side of the proxy. None of these may block: they run on the link's
-    thread, which also carries the server's answers."""
-
-    def submit(self, step: Step) -> None:
-        """``step`` wants to go to the server: set ``step.granted`` now to let it pass, or
-        later (from any thread) followed by ``step.link.wake()``."""
-
-    def answered(self, step: Step) -> None:
-        """``step``'s answer is complete."""
-
-    def gone(self, link: Link) -> None:
-        """``link`` closed: forget its held steps."""
-
-
-class OpenGate:
-    """Every step passes at once (the proxy's overhead alone, or between schedules)."""
-
-    def submit(self, step: Step) -> None:
-        step.granted = True
-
-    def answered(self, step: Step) -> None:
-        return None
-
-    def gone(self, link: Link) -> None:
-        return None
-
-
 class _Closed(Exception):
     """The connection ended (end of file, or a peer that cannot be served)."""
 
@@ -141,7 +95,7 @@ class Link:
     """One client connection and its connection to the server, relayed by one thread.
 
     The thread polls both sockets (and a wake-up socket): the client's bytes
-    are cut into steps and queued; the first queued step goes to the server once the gate has
+    are cut into steps and queued; the first queued step goes to the server once the hold has
     granted it, and while it waits the client is not read (its bytes wait in the kernel). The
     server's bytes are counted as answers and relayed at once. Writes that would block are
     buffered and finished when the socket can take them; the side feeding a full buffer is not
@@ -156,8 +110,8 @@ class Link:
         self.number = number
         self.pid: int | None = None  # PostgreSQL backend pid (BackendKeyData)
         self.in_tx = False  # PostgreSQL: the last ReadyForQuery said "in a transaction"
-        self.waiting: deque[Step] = deque()  # forwarded steps whose answers are still due
-        self.queued: deque[Step] = deque()  # cut from the client's bytes, not yet forwarded
+        self.waiting: deque[HeldStep] = deque()  # forwarded steps whose answers are still due
+        self.queued: deque[HeldStep] = deque()  # cut from the client's bytes, not yet forwarded
         self.out = {client: bytearray(), server: bytearray()}  # bytes a socket could not take
         self.lock = threading.Lock()
         self.closed = False
@@ -190,7 +144,7 @@ class Link:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
         self.wake()
-        self.proxy.gate.gone(self)
+        self.proxy.hold.gone(self)
         self.proxy.forget(self)
 
     # -- the loop ---------------------------------------------------------------------------
@@ -227,7 +181,7 @@ class Link:
             self._wake_w.close()
 
     def _interest(self) -> tuple[tuple[socket.socket, int], tuple[socket.socket, int]]:
-        """Read the client unless a step waits at the gate or the server's buffer is full;
+        """Read the client unless a step is held or the server's buffer is full;
         read the server unless the client's buffer is full; write where bytes wait."""
         to_client, to_server = self.out[self.client], self.out[self.server]
         return ((self.client, (0 if self.queued or to_server else select.POLLIN)
@@ -274,17 +228,17 @@ class Link:
     # -- steps ------------------------------------------------------------------------------
     def _queue(self, raw: bytes, shape: str | None, answers: int) -> None:
         """A step cut from the client's bytes: counted now, forwarded by :meth:`_pump`."""
-        self.proxy.count(gated=shape is not None)
-        self.queued.append(Step(self, shape or "", raw, answers, next(self.proxy.seq),
+        self.proxy.count(held=shape is not None)
+        self.queued.append(HeldStep(self, shape or "", raw, answers, next(self.proxy.seq),
                                 left=answers, granted=shape is None))
 
     def _pump(self) -> None:
-        """Forward queued steps in order, each once the gate granted it."""
+        """Forward queued steps in order, each once the hold granted it."""
         while self.queued:
             step = self.queued[0]
             if not step.granted and not step.offered:
                 step.offered = True
-                self.proxy.gate.submit(step)
+                self.proxy.hold.submit(step)
             if not step.granted:
                 return
             self.queued.popleft()
@@ -294,7 +248,7 @@ class Link:
             self._send(self.server, step.raw)
             if not step.answers and step.shape:
                 step.done = True
-                self.proxy.gate.answered(step)
+                self.proxy.hold.answered(step)
 
     def _answer(self) -> None:
         with self.lock:
@@ -307,7 +261,7 @@ class Link:
             self.waiting.popleft()
         step.done = True
         if step.shape:
-            self.proxy.gate.answered(step)
+            self.proxy.hold.answered(step)
 
     # -- Redis ----------------------------------------------------------------------------------
     def _redis_up(self) -> None:
@@ -390,17 +344,17 @@ class Link:
 
 
 class Proxy:
-    """Listens for the service's connections and relays them to ``upstream`` through ``gate``."""
+    """Listens for the service's connections and relays them to ``upstream`` through ``hold``."""
 
     def __init__(self, upstream: Upstream, *, listen: tuple[str, int] = ("127.0.0.1", 0),
-                 gate: Gate | None = None) -> None:
+                 hold: Hold | None = None) -> None:
         self.upstream = upstream
-        self.gate: Gate = gate or OpenGate()
+        self.hold: Hold = hold or OpenHold()
         self.seq = itertools.count()
         self.links: set[Link] = set()
         self.problems: list[Problem] = []
-        self.commands = 0  # steps forwarded (gated or control)
-        self.gated = 0
+        self.commands = 0  # steps forwarded (held or control)
+        self.held_steps = 0
         self.connections = 0
         self.lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -451,10 +405,10 @@ class Proxy:
                 self.links.add(link)
             link.start()
 
-    def count(self, *, gated: bool) -> None:
+    def count(self, *, held: bool) -> None:
         with self.lock:
             self.commands += 1
-            self.gated += gated
+            self.held_steps += held
 
     def problem(self, kind: str, what: str, fix: str) -> None:
         with self.lock:
@@ -490,4 +444,4 @@ class Proxy:
         self.close()
 
 
-__all__ = ["Gate", "Link", "OpenGate", "Problem", "Proxy", "Step", "Upstream"]
+__all__ = ["HeldStep", "Hold", "Link", "OpenHold", "Problem", "Proxy", "Upstream"]

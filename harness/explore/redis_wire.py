@@ -1,11 +1,11 @@
-"""Redis's wire protocol (RESP2 and RESP3) for the gating proxy: where commands and replies end.
+"""Redis's wire protocol (RESP2 and RESP3) for the holding proxy: where commands and replies end.
 
 The proxy never rewrites a byte; it only needs to know where one *step* of a connection ends and
 how many replies the step will get:
 
 - a **step** is everything a client wrote in one go: one command, or a pipeline; a transaction is
   one step at its ``EXEC`` (``MULTI`` and the commands it queues do nothing until then, so they
-  pass at once, and ``EXEC`` is gated with the queued commands in its shape); ``EVAL`` /
+  pass at once, and ``EXEC`` is held with the queued commands in its shape); ``EVAL`` /
   ``EVALSHA`` / ``FCALL`` are one command, so one step;
 - its **shape** names it across runs: the command and its keys (``SET idem:…:lock NX``,
   ``MULTI[SET a, SET b]``, ``EVAL 3f2a9c01 lock:…``), never values;
@@ -210,7 +210,7 @@ class RedisFramer:
         """The shape of a step made of ``commands`` (None: control, pass at once) and how many
         replies it gets."""
         shapes: list[str] = []
-        gated = False
+        held = False
         for command in commands:
             name = command.name
             if name == "MULTI":
@@ -219,11 +219,11 @@ class RedisFramer:
                 self.in_multi = False
                 if name == "EXEC":
                     shapes.append(f"MULTI[{', '.join(self.queued)}]")
-                    gated = True
+                    held = True
                 self.queued = []
             elif self.in_multi:
                 self.queued.append(command.shape())
             elif name not in CONTROL:
                 shapes.append(command.shape())
-                gated = True
-        return (" + ".join(shapes) if gated else None), len(commands)
+                held = True
+        return (" + ".join(shapes) if held else None), len(commands)

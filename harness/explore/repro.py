@@ -33,7 +33,7 @@ SCENARIO = "scenario.yaml"
 
 def write_repro(
     outcome: Outcome,
-    report_dir: Path,
+    report_folder: Path,
     *,
     target: str,
     found: dict[str, Any],
@@ -41,7 +41,8 @@ def write_repro(
     replayable: bool = True,
     through: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``outcome``'s repro folder under ``report_dir/repro`` and return it.
+    """Write ``outcome``'s repro folder under ``report_folder/repro`` (the command's
+    timestamped report folder, not the ``--report-dir`` parent) and return it.
 
     ``found`` says how it was found (seed, schedule number, choices, schedules explored);
     ``shrink`` gives the shrinking figures. A ``--stress`` finding is not replayable: its folder
@@ -50,7 +51,7 @@ def write_repro(
     command, profile, settle time), so ``replay`` can set it up again.
     """
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
-    repro = report_dir / "repro"
+    repro = report_folder / "repro"
     repro.mkdir(parents=True, exist_ok=True)
     folder = unique_folder(repro, f"{stamp}-{folder_name(outcome)}")
     folder.mkdir()

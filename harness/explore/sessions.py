@@ -1,9 +1,9 @@
-"""Give each worker its own gated database session on a store, and see who waits on whom.
+"""Give each worker its own held database session on a store, and see who waits on whom.
 
 ``attach(store)`` reroutes the store's connection source without touching its code: on a worker
 thread, :class:`~harness.store.sqlite.SqliteStore` ``connection()`` and
 :class:`~harness.store.postgres.PostgresStore` ``pool.connection()`` answer with that worker's
-gated session; any other thread (the controller running setup and epilogue) gets the store's own.
+held session; any other thread (the controller running setup and epilogue) gets the store's own.
 So the reference store, every mutant and any subclass of them run unchanged, one statement per
 step.
 
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.domain import StoreError, UnsupportedTarget
-from harness.explore.gate import GatedPg, GatedSqlite, Worker, current_worker
+from harness.explore.hold import HeldPg, HeldSqlite, Worker, current_worker
 from harness.store.sqlstore import SqlStore
 
 
@@ -57,7 +57,7 @@ class SqliteSessions(Sessions):
             if worker.conn is None:
                 real = self.own()  # this worker thread's own connection
                 real.execute("PRAGMA busy_timeout = 0")
-                worker.conn = GatedSqlite(real, worker, self.names,
+                worker.conn = HeldSqlite(real, worker, self.names,
                                           commit_steps=self.commit_steps)
             return worker.conn
 
@@ -118,7 +118,7 @@ class PgSessions(Sessions):
         if worker.conn is None:
             real = self._connect(row_factory=self.dict_row, autocommit=False)
             worker.pid = real.info.backend_pid
-            worker.conn = GatedPg(real, worker, self.names, commit_steps=self.commit_steps)
+            worker.conn = HeldPg(real, worker, self.names, commit_steps=self.commit_steps)
 
     def probe(self, running: Sequence[Worker]) -> dict[Worker, set[int]]:
         pids = [w.pid for w in running]
@@ -137,7 +137,7 @@ class PgSessions(Sessions):
 
 
 def attach(store: SqlStore) -> Sessions:
-    """Route ``store``'s connections through gated per-worker sessions."""
+    """Route ``store``'s connections through held per-worker sessions."""
     from harness.store.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):

@@ -1,6 +1,6 @@
 """Explore a service through its storage: schedule its requests' Redis / PostgreSQL steps.
 
-The service is a black box on the far side of HTTP; its storage traffic goes through the gating
+The service is a black box on the far side of HTTP; its storage traffic goes through the holding
 :class:`~harness.explore.proxy.Proxy`, which holds every step until this controller grants it.
 There is no hypervisor, so the controller learns what the service is doing from two signals:
 which HTTP requests are outstanding, and which steps are held at the proxy.
@@ -36,7 +36,7 @@ from typing import Any
 
 from harness.domain.clock import EPOCH, ManualClock
 from harness.domain.errors import ConfigError
-from harness.explore.gate import IDLE, PARKED, Worker
+from harness.explore.hold import IDLE, PARKED, Worker
 from harness.explore.http_session import ControlledSession
 from harness.explore.loop import (
     POLL_S,
@@ -48,7 +48,7 @@ from harness.explore.loop import (
 )
 from harness.explore.ops import Executor
 from harness.explore.plan import Plan, TimerSpec
-from harness.explore.proxy import Link, Proxy, Step
+from harness.explore.proxy import HeldStep, Link, Proxy
 from harness.scenarios.history import History
 from harness.scenarios.targets.base import Target
 
@@ -77,13 +77,13 @@ class ThroughController(ScheduleLoop):
         self.target = target
         self.proxy = proxy
         self.settle_s = settle_ms / 1000
-        self.held: dict[Worker, list[Step]] = {}
-        self.inflight: dict[Worker, list[Step]] = {}
+        self.held: dict[Worker, list[HeldStep]] = {}
+        self.inflight: dict[Worker, list[HeldStep]] = {}
         self.moved: dict[Worker, int] = {}  # when each began to move (for guesses)
         self.waiting: dict[Worker, set[int]] = {}  # blocked in PostgreSQL on these pids
         self.due: dict[Worker, float] = {}  # parked retries: virtual time they are due
         self.links: dict[Worker, Link] = {}  # the connection of each worker's last step
-        self.gating = False
+        self.holding = False
         self.opened = False
         self.tag = ""
         self.ticks = 0
@@ -96,7 +96,7 @@ class ThroughController(ScheduleLoop):
         self.control: Any = None
         if proxy.upstream.kind == "postgres":
             self.control = _control_connection(control_url or proxy.upstream.url)
-        proxy.gate = self
+        proxy.hold = self
 
     @contextmanager
     def following(self, recorded: list[dict[str, Any]] | None) -> Iterator[None]:
@@ -114,12 +114,12 @@ class ThroughController(ScheduleLoop):
         finally:
             self.settle_s = kept
 
-    # -- the proxy's side (Gate) ----------------------------------------------------------------
-    def submit(self, step: Step) -> None:
+    # -- the proxy's side (Hold) ----------------------------------------------------------------
+    def submit(self, step: HeldStep) -> None:
         """Hold ``step`` for the controller (granted in :meth:`_race`), or let it pass: between
         schedules, and a *background* step (no request moves)."""
         with self.cv:
-            if not self.gating or self.opened:
+            if not self.holding or self.opened:
                 step.granted = True
                 return
             moving = self._moving()
@@ -136,7 +136,7 @@ class ThroughController(ScheduleLoop):
             self.held[worker].append(step)
             self.cv.notify_all()
 
-    def _owner(self, step: Step, moving: list[Worker]) -> tuple[Worker, bool]:
+    def _owner(self, step: HeldStep, moving: list[Worker]) -> tuple[Worker, bool]:
         """Whose step it is when several requests move (after an expired settle, or when a
         commit released a statement that waited): the one whose last step used this very
         connection; never one whose connection is inside a transaction (its next statement comes
@@ -148,7 +148,7 @@ class ThroughController(ScheduleLoop):
             moving = same if len(same) == 1 else free or moving
         return min(moving, key=lambda w: self.moved.get(w, 0)), len(moving) > 1
 
-    def answered(self, step: Step) -> None:
+    def answered(self, step: HeldStep) -> None:
         with self.cv:
             for worker, steps in self.inflight.items():
                 if step in steps:
@@ -207,7 +207,7 @@ class ThroughController(ScheduleLoop):
             self.waiting, self.due, self.moved, self.links = {}, {}, {}, {}
             for client, worker in by_client.items():
                 worker.client, worker.events = client, []
-            self.gating, self.opened = True, False
+            self.holding, self.opened = True, False
 
     def _send(self, plan: Plan, by_client: dict[str, Worker], executor: Executor,
               schedule: list[dict[str, Any]], counts: dict[str, int]) -> None:
@@ -226,7 +226,7 @@ class ThroughController(ScheduleLoop):
 
     def _end(self) -> None:
         with self.cv:
-            self.gating = False
+            self.holding = False
 
     def _meta(self, counts: dict[str, int]) -> dict[str, Any]:
         return {"commands": self.proxy.commands - self.before[0],
@@ -240,7 +240,7 @@ class ThroughController(ScheduleLoop):
                 self.held.values())
 
     def _is_step(self, picked: Any) -> bool:
-        return isinstance(picked, Step)
+        return isinstance(picked, HeldStep)
 
     def _grant(self, picked: Any, workers: list[Worker], clock: ManualClock,
                entry: dict[str, Any]) -> Worker:
@@ -275,7 +275,7 @@ class ThroughController(ScheduleLoop):
         return worker in self.waiting
 
     def _options(self, workers: list[Worker], timers: list[TimerSpec]) -> list[
-            tuple[str, Step | TimerSpec | Worker]]:
+            tuple[str, HeldStep | TimerSpec | Worker]]:
         """Held steps (only lock holders while a step waits in PostgreSQL), the soonest plan
         timers, and — when nothing else may run — the soonest parked retries."""
         with self.cv:
@@ -285,7 +285,7 @@ class ThroughController(ScheduleLoop):
                 holding = [s for s in steps if s.link.pid in blockers]
                 steps = holding or [s for s in steps if not any(
                     s.client == w.client for w in self.waiting)]
-            options: list[tuple[str, Step | TimerSpec | Worker]] = [(s.label, s) for s in steps]
+            options: list[tuple[str, HeldStep | TimerSpec | Worker]] = [(s.label, s) for s in steps]
             if timers:
                 soonest = timers[0].at
                 options += [(t.label, t) for t in timers if t.at == soonest]
@@ -331,7 +331,7 @@ class ThroughController(ScheduleLoop):
                 self.cv.wait(timeout=0.005)
         return False
 
-    def _probe(self, candidates: dict[Worker, list[Step]]) -> bool:
+    def _probe(self, candidates: dict[Worker, list[HeldStep]]) -> bool:
         """Ask PostgreSQL who each candidate's statement waits for; True when a statement that
         was waiting no longer does."""
         pids = sorted({s.link.pid for steps in candidates.values() for s in steps
@@ -370,8 +370,7 @@ class ThroughController(ScheduleLoop):
         count = int(self.session.count_side_effects())
         if moment == "start":
             self.baseline = count
-        invoke = history.invoke("observer", "side_effects", {"at": moment})
-        history.complete(invoke, "ok", {"count": count - self.baseline})
+        history.observe_side_effects(moment, count - self.baseline)
 
     def _release(self) -> None:
         self._open()

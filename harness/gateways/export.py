@@ -7,13 +7,19 @@ into the config or to compare with it in CI.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from harness.contracts.workspace import Workspace
+from harness.gateways.portkey_export import certified_targets
+from harness.gateways.portkey_source import PortkeySource
 from harness.gateways.source import GatewaySource
+from harness.providers.config import ProvidersFile
 
 # (provider id, contract id) -> (certified?, the state's name, why)
 Judge = Callable[[str, str], tuple[bool, str]]
@@ -105,3 +111,29 @@ def certified_lists(gateway: GatewaySource, judge: Judge) -> CertifiedLists:
                 kept.append(target)
         out.sections.setdefault(default.section, {})["default_fallbacks"] = kept
     return out
+
+
+def litellm_source(providers: ProvidersFile) -> GatewaySource | None:
+    """The LiteLLM config ``providers`` was read from (None: another source)."""
+    return providers.source if isinstance(providers.source, GatewaySource) else None
+
+
+def portkey_export(ws: Workspace, output: Path | None) -> int:
+    """``export portkey-targets``: print (or write) the certified Portkey config; exit 1 when
+    a target had to be dropped (the gate fails on the same links)."""
+    source = ws.providers.source
+    assert isinstance(source, PortkeySource)  # the portkey: prefix forces its reader
+    eligibility = ws.eligibility()
+
+    def judge(provider: str, contract: str) -> tuple[bool, str]:
+        s = eligibility.standing(provider, contract)
+        return s.eligible, f"{s.state}: {s.why}"
+
+    result = certified_targets(source, judge)
+    if output is not None:
+        output.write_text(result.to_json(), encoding="utf-8")
+    else:
+        sys.stdout.write(result.to_json())
+    for line in result.dropped:
+        print(f"export: dropped {line}", file=sys.stderr)
+    return 1 if result.differs else 0

@@ -7,24 +7,30 @@ from typing import Any
 
 
 def add_gateway_options(parser: argparse.ArgumentParser, *, via: bool = True) -> None:
-    """``--contract-map GROUP=ID`` (repeatable) and ``--via URL``, for a LiteLLM config
-    (``via=False`` for a command that never calls a provider: ``gate``)."""
-    group = parser.add_argument_group("LiteLLM config (--providers litellm:config.yaml)")
+    """``--contract-map GROUP=ID`` (repeatable), ``--via URL`` and ``--header NAME:VALUE``, for
+    a gateway's config (``via=False`` for a command that never calls a provider: ``gate``)."""
+    group = parser.add_argument_group(
+        "gateways (--providers litellm:config.yaml, portkey:config.json)")
     group.add_argument("--contract-map", action="append", default=[], metavar="GROUP=ID",
-                       help="the contract a model group serves (repeatable; or `contracts:` in "
+                       help="the contract a model group (LiteLLM) or a config (Portkey: the "
+                            "file's name) serves (repeatable; or `contracts:` in "
                             "failover-harness.yaml beside the config)")
     if not via:
         return
     group.add_argument("--via", default=None, metavar="URL",
                        help="certify through the running gateway at URL (client → gateway → "
-                            "provider), addressing each deployment by its model group")
+                            "provider), addressing each deployment or target alone")
+    group.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
+                       help="send this header with every request through the gateway "
+                            "(repeatable; replaces a header of the same name)")
 
 
 def gateway_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of :func:`harness.contracts.workspace.open_workspace`."""
-    from harness.gateways.source import parse_contract_map
+    """The keyword arguments of :func:`harness.gateways.sources.open_workspace`."""
+    from harness.gateways.source import parse_contract_map, parse_headers
 
     return {
         "contract_map": parse_contract_map(getattr(args, "contract_map", None) or []) or None,
         "via": getattr(args, "via", None),
+        "headers": parse_headers(getattr(args, "header", None) or []) or None,
     }

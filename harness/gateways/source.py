@@ -18,8 +18,7 @@ and the ``litellm_settings`` that do (``drop_params``…), never how it is reach
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +31,19 @@ from harness.gateways.litellm_config import (
     LiteLLMDeployment,
     read_litellm_config,
 )
+from harness.gateways.litellm_origins import (
+    DEFAULT_KEY_ENV,
+    UPSTREAMS,
+    GatewaySource,
+    Origin,
+    _loc,
+)
+from harness.project import load_project
 from harness.providers.config import ProviderConfig, ProvidersFile, Timeout
 from harness.yamlsrc import YamlSource, load_yaml
 
 PROJECT_FILE = "failover-harness.yaml"
 DEFAULT_VIA_KEY_ENV = "LITELLM_MASTER_KEY"
-UPSTREAMS = {  # LiteLLM provider prefix -> (our wire format, the provider's default api_base)
-    "openai": ("openai-chat", "https://api.openai.com/v1"),
-    "anthropic": ("anthropic-messages", "https://api.anthropic.com"),
-}
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 PROVIDER_DEFAULT_TEMPERATURE = 1.0  # OpenAI's and Anthropic's default when none is sent
 DEFAULT_CONTEXT_WINDOW = 128000
 _ID_BAD = re.compile(r"[^A-Za-z0-9._-]+")
@@ -51,9 +53,7 @@ class Deployment(ProviderConfig):
     """A LiteLLM deployment as a provider: reached directly, or through the gateway (``via``)."""
 
     group: str
-    upstream: dict[str, str]  # kind, base_url, model of the deployment itself
     litellm_params: dict[str, Any]  # what else changes the request (secrets as names only)
-    via: str | None = None
     # Where the key's variable is named (file, line, field) and how to fix a missing one.
     _key_origin: tuple[str | None, int | None, str, str, str] | None = PrivateAttr(default=None)
 
@@ -69,125 +69,43 @@ class Deployment(ProviderConfig):
     def hashed_fields(self) -> dict[str, Any]:
         """The deployment's effective config: upstream, not the channel used to certify it."""
         fields = super().hashed_fields()
-        fields.update(self.upstream)
+        fields.update(self.upstream or {})
         fields["litellm_params"] = self.litellm_params
         return fields
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Why a provider is in a contract's chain: its place in the LiteLLM file."""
-
-    file: str
-    line: int | None
-    field: str
-    group: str  # the fallback group (or the primary group) that brought it in
-
-    def __str__(self) -> str:
-        at = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{at} ({self.field})"
-
-
-@dataclass
-class GatewaySource:
-    """What the LiteLLM file says beyond providers and chains: where each link came from."""
-
-    config: LiteLLMConfig
-    contract_map: dict[str, str]  # group -> contract id
-    map_origin: str  # where the mapping was read (file or --contract-map)
-    via: str | None
-    provider_ids: dict[int, str]  # model_list index -> provider id
-    origins: dict[tuple[str, str], Origin] = field(default_factory=dict)  # (provider, contract)
-
-    def deployments_of(self, group: str) -> list[str]:
-        return [self.provider_ids[d.index] for d in self.config.groups()[group]]
-
-    def missing_contract(self, contract: str, contracts_dir: Path) -> ConfigError:
-        """The error for a mapped contract that has no folder in ``contracts_dir``."""
-        groups = sorted(g for g, c in self.contract_map.items() if c == contract)
-        in_file = self.map_origin != "--contract-map"
-        line = load_yaml(Path(self.map_origin)).line_of(("contracts", groups[0])) if (
-            in_file and groups) else None
-        return ConfigError(
-            f"model group {', '.join(map(repr, groups))} is mapped to contract {contract!r}, "
-            f"which has no folder in {contracts_dir}",
-            file=self.map_origin if in_file else None, line=line,
-            field=f"contracts.{groups[0]}" if in_file and groups else "--contract-map",
-            fix=f"create {contracts_dir / contract / 'contract.yaml'}, correct the mapping, or "
-                "pass --contracts DIR",
-        )
-
-    def locate(self, standings: Sequence[Any]) -> list[Any]:
-        """Standings whose reason starts with the LiteLLM file:line that brought the link in."""
-        out = []
-        for s in standings:
-            origin = self.origins.get((s.provider, s.contract))
-            if origin is None or s.eligible:
-                out.append(s)
-                continue
-            fix = s.fix
-            if str(s.state) == "failed":  # a LiteLLM link has no 'failover: manual'
-                fix = self.ineligible_fix(s.provider, s.contract, s.command)
-            elif origin.field.startswith(("router_settings", "litellm_settings")):
-                fix += (f"; or take {origin.group!r} out of that list — 'failover-harness export "
-                        "litellm-fallbacks' prints the lists that hold only certified fallbacks")
-            out.append(replace(s, why=f"{origin}: {s.why}", fix=fix))
-        return out
-
-    def deployment(self, provider: str) -> LiteLLMDeployment | None:
-        return next((d for d in self.config.deployments
-                     if self.provider_ids.get(d.index) == provider), None)
-
-    def where(self, provider: str, param: str | None = None) -> str:
-        """``config.yaml:5 (model_list[0].litellm_params.api_base)``: where a deployment's
-        ``litellm_params`` (entry ``param``) is written, else the deployment itself."""
-        d = self.deployment(provider)
-        if d is None:
-            return str(self.config.path)
-        line = self.config.source.line_of(_loc(d) + ((param,) if param else ()))
-        field = (f"{d.where}.litellm_params" + (f".{param}" if param else "") if line
-                 else f"{d.where}: model group {d.group!r}")
-        return f"{self.config.path}:{line or d.line} ({field})"
-
-    def ineligible_fix(self, provider: str, contract: str, command: str) -> str:
-        """What to do about an ineligible deployment, in LiteLLM's terms: every link of a
-        LiteLLM config is automatic (there is no 'failover: manual'), so change the deployment,
-        or take it out of the fallback lists, or route its group elsewhere."""
-        origin = self.origins.get((provider, contract))
-        fallback = origin is not None and origin.field.startswith(
-            ("router_settings", "litellm_settings"))
-        change = (f"make the provider meet the contract (deployment {provider!r}: its "
-                  f"litellm_params at {self.where(provider)}), then run: {command}")
-        if fallback:
-            assert origin is not None
-            return (f"{change}; or take {origin.group!r} out of the fallback list at {origin} — "
-                    "'failover-harness export litellm-fallbacks' prints the lists that hold only "
-                    "certified fallbacks")
-        return (f"{change}; or point model group {(origin.group if origin else provider)!r} at a "
-                "deployment that meets it")
-
-
 class GatewayProviders(ProvidersFile):
-    """A ProvidersFile read from a gateway config; ``.gateway`` keeps the LiteLLM details."""
-
-    _gateway: GatewaySource | None = PrivateAttr(default=None)
+    """A ProvidersFile read from a LiteLLM config; ``.gateway`` keeps the LiteLLM details."""
 
     @property
     def gateway(self) -> GatewaySource | None:
-        return self._gateway
+        return self._source if isinstance(self._source, GatewaySource) else None
+
+
+def parse_pairs(items: Iterable[str], sep: str, option: str, shape: str, fix: str,
+                valid: Callable[[str], object] = bool) -> dict[str, str]:
+    """``NAME<sep>VALUE`` command-line items → a dict (ConfigError naming ``option``)."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, found, value = item.partition(sep)
+        if not found or not name.strip() or not value.strip() or not valid(name.strip()):
+            raise ConfigError(f"{option} {name.strip()[:40]!r}… is not {shape}", field=option,
+                              fix=fix)
+        out[name.strip()] = value.strip()
+    return out
 
 
 def parse_contract_map(items: Iterable[str]) -> dict[str, str]:
     """``["triage=ticket_triage", …]`` (``--contract-map``) → ``{"triage": "ticket_triage"}``."""
-    out: dict[str, str] = {}
-    for item in items:
-        group, sep, contract = item.partition("=")
-        if not sep or not group.strip() or not contract.strip():
-            raise ConfigError(f"--contract-map {item!r} is not GROUP=CONTRACT",
-                              field="--contract-map",
-                              fix="write --contract-map my-model-group=my_contract")
-        out[group.strip()] = contract.strip()
-    return out
+    return parse_pairs(items, "=", "--contract-map", "GROUP=CONTRACT",
+                       "write --contract-map my-model-group=my_contract")
+
+
+def parse_headers(items: Iterable[str]) -> dict[str, str]:
+    """``["x-portkey-config: {...}", …]`` (``--header NAME:VALUE``) → a dict."""
+    return parse_pairs(items, ":", "--header", "NAME:VALUE",
+                       "write --header 'x-portkey-config: {\"provider\": ...}'",
+                       valid=re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+").fullmatch)
 
 
 def load_litellm_providers(
@@ -199,7 +117,7 @@ def load_litellm_providers(
 ) -> GatewayProviders:
     """The providers and chains of a LiteLLM config (see the module docstring)."""
     config = read_litellm_config(path, source)
-    project = _project_settings(config.path.parent / PROJECT_FILE)
+    project = project_settings(config.path.parent / PROJECT_FILE)
     mapping = dict(project.get("contracts") or {})
     origin = str(config.path.parent / PROJECT_FILE)
     if contract_map:
@@ -241,7 +159,7 @@ def load_litellm_providers(
         parsed = GatewayProviders.model_validate({"providers": providers, "chains": chains})
     except ValidationError as exc:  # pragma: no cover - the deployments were validated above
         raise ConfigError(str(exc), file=str(config.path)) from None
-    parsed._gateway = gateway
+    parsed.with_source(gateway)
     return parsed
 
 
@@ -250,18 +168,16 @@ def no_contract_map(path: str | Path, contract_map: Mapping[str, str] | None) ->
     if contract_map:
         return False
     config_path = Path(str(path).removeprefix("litellm:"))
-    return not _project_settings(config_path.parent / PROJECT_FILE).get("contracts")
+    return not project_settings(config_path.parent / PROJECT_FILE).get("contracts")
 
 
-def _project_settings(path: Path) -> dict[str, Any]:
+def project_settings(path: Path) -> dict[str, Any]:
     """The gateway settings of the project file (read and checked by :mod:`harness.project`)."""
-    from harness.project import load_project
-
     if not path.exists():
         return {}
     project = load_project(path)
     return {"contracts": project.contracts, "via": project.via,
-            "via_api_key_env": project.via_api_key_env}
+            "via_api_key_env": project.via_api_key_env, "headers": project.headers}
 
 
 def provider_ids(config: LiteLLMConfig) -> dict[int, str]:
@@ -403,10 +319,6 @@ def _key_origin(
             "provider",
             f"export {env}=<your key> before running, or write `api_key: os.environ/<VARIABLE>` "
             "in its litellm_params")
-
-
-def _loc(d: LiteLLMDeployment) -> tuple[str | int, ...]:
-    return ("model_list", d.index, "litellm_params")
 
 
 def _timeout(params: Mapping[str, Any]) -> Timeout:

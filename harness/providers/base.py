@@ -12,6 +12,7 @@ import json
 import re
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -125,6 +126,7 @@ class ProviderClient(ABC):
         api_key: Secret | None,
         base_url: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.cfg = cfg
         self.transport = transport
@@ -135,7 +137,8 @@ class ProviderClient(ABC):
             write=cfg.timeout.read, pool=cfg.timeout.connect,
         )
         self._headers = {"content-type": "application/json", "accept": "application/json",
-                         "user-agent": "failover-harness", **self.auth_headers()}
+                         "user-agent": "failover-harness", **(headers or {}),
+                         **self.auth_headers()}  # extra headers (providers.yaml) never replace auth
         self._http: httpx.AsyncClient | None = None
         self._http_loop: asyncio.AbstractEventLoop | None = None
         self._users = 0

@@ -70,11 +70,11 @@ def client_for(
             assert behaviour is not None
             transport = fake_transport(cfg.kind, behaviour)
         return cls(cfg, api_key=Secret(FAKE_KEY), base_url=FAKE_BASE_URLS[cfg.kind],
-                   transport=transport)
+                   transport=transport, headers=cfg.header_values(env))
     key = secret_from_env(env, cfg.api_key_env) if cfg.api_key_env else None
     if key is None:
         raise cfg.missing_key()
-    return cls(cfg, api_key=key, transport=transport)
+    return cls(cfg, api_key=key, transport=transport, headers=cfg.header_values(env))
 
 
 def clients_for(

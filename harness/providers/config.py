@@ -14,6 +14,7 @@
         timeout: {connect: 5, read: 60}
         tokenizer: tiktoken:cl100k_base   # or hf:/path/to/tokenizer.json
         context_window: 128000
+        headers: {x-team: billing, x-portkey-config: ${PORTKEY_CONFIG}}  # ${VAR}: from the env
     chains:
       invoice-extraction:                 # a contract id
         - {provider: openai-primary, failover: auto}
@@ -28,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import yaml
 from pydantic import (
@@ -46,6 +48,7 @@ from pydantic import (
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
 from harness.providers.behaviours import Behaviour, BehaviourError
+from harness.providers.secrets import secret_from_env
 from harness.validation import explain
 from harness.yamlsrc import compose_checked, line_of, read_config_text
 
@@ -58,6 +61,8 @@ SCHEMA_FILE = Path(__file__).with_name("providers.schema.json")
 HASHED_FIELDS = (
     "kind", "base_url", "model", "temperature", "max_output_tokens", "tokenizer", "context_window"
 )
+HEADER_ENV = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")  # a header value naming a variable
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 _INLINE_KEY_FIELDS = ("api_key", "apikey", "apiKey", "key", "api-key", "token", "secret")
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
@@ -103,6 +108,22 @@ class ProviderConfig(BaseModel):
         "hf:<path/to/tokenizer.json>.",
     )
     context_window: int = Field(ge=1, description="The model's context window in tokens.")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra HTTP headers sent with every request (a gateway's routing header, "
+        "a team tag). A value may name environment variables as ${NAME}: they are read at run "
+        "time and redacted like keys.",
+    )
+    via: str | None = Field(
+        None,
+        description="The gateway the requests travel through (its URL); base_url is then the "
+        "gateway's address and `upstream` names the provider behind it.",
+    )
+    upstream: dict[str, str] | None = Field(
+        None,
+        description="Behind a gateway: the provider that should answer (kind, base_url, model). "
+        "A failover-harness recording fake there lets certify check what the gateway sent.",
+    )
 
     @field_validator("api_key_env")
     @classmethod
@@ -113,6 +134,18 @@ class ProviderConfig(BaseModel):
                 "must be the NAME of an environment variable (like OPENAI_API_KEY: capitals, "
                 "digits, underscores), not the key itself"
             )
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an HTTP header name")
+            if name.lower() in ("authorization", "x-api-key", "api-key"):
+                raise ValueError(
+                    f"header {name!r} carries the key: name its variable with api_key_env "
+                    "instead (the key never goes in this file)")
         return value
 
     @field_validator("base_url")
@@ -152,6 +185,27 @@ class ProviderConfig(BaseModel):
         """The behaviour of a ``fake://`` provider, else None."""
         return Behaviour.parse(self.base_url[len(FAKE_SCHEME):]) if self.is_fake else None
 
+    def header_values(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The headers to send, each ``${NAME}`` replaced by its variable, registered for
+        redaction like a key (ConfigError naming the header when a variable is not set)."""
+        out = {}
+        for name, value in self.headers.items():
+            def read(match: re.Match[str], header: str = name) -> str:
+                secret = secret_from_env(env, match.group(1))
+                if secret is None:
+                    raise ConfigError(
+                        f"environment variable {match.group(1)} is not set (header {header!r} "
+                        f"of provider {self.id!r} names it)",
+                        field=f"providers.{self.id}.headers.{header}",
+                        fix=f"export {match.group(1)}=<value> before running")
+                return secret.reveal()
+            out[name] = HEADER_ENV.sub(read, value)
+        return out
+
+    def header_env(self) -> list[str]:
+        """The environment variables the headers name."""
+        return [m.group(1) for v in self.headers.values() for m in HEADER_ENV.finditer(v)]
+
     def missing_key(self) -> ConfigError:
         """The error when the variable named by ``api_key_env`` is not set, at the file and line
         that ask for it (a source other than providers.yaml names its own: see
@@ -170,7 +224,10 @@ class ProviderConfig(BaseModel):
     def hashed_fields(self) -> dict[str, Any]:
         """The behaviour-relevant fields (:data:`HASHED_FIELDS`) as plain JSON values."""
         data = self.model_dump(mode="json")
-        return {name: data[name] for name in HASHED_FIELDS}
+        fields = {name: data[name] for name in HASHED_FIELDS}
+        if self.headers and not self.via:  # who answers (as written: ${NAME}, not its value)
+            fields["headers"] = dict(sorted(self.headers.items()))
+        return fields
 
     def config_hash(self) -> str:
         """SHA-256 of the RFC 8785 canonical JSON of :meth:`hashed_fields`.
@@ -194,6 +251,31 @@ class ChainLink(BaseModel):
     )
 
 
+class ProviderSource(Protocol):
+    """What a providers source other than providers.yaml (a gateway's config) knows about its
+    providers: where each came from, in that file's terms. ``ProvidersFile.source`` is None for
+    providers.yaml; :mod:`harness.gateways` fills it in for a gateway config."""
+
+    name: str  # "LiteLLM", "Portkey"
+
+    def where(self, provider: str, param: str | None = None) -> str:
+        """``file:line (field)`` of the provider (or of its setting ``param``)."""
+        ...
+
+    def ineligible_fix(self, provider: str, contract: str, command: str) -> str: ...
+
+    def reach_hint(self, provider: str, setting: str) -> str | None:
+        """What to check when no call reached the provider (``setting``: key, model,
+        upstream, address), or None for the generic advice."""
+        ...
+
+    def locate(self, standings: Sequence[Any]) -> list[Any]:
+        """Standings whose reason names the file:line that brought the link in."""
+        ...
+
+    def missing_contract(self, contract: str, searched: Sequence[Path]) -> ConfigError: ...
+
+
 class ProvidersFile(BaseModel):
     """The whole providers.yaml: the providers, and an ordered failover chain per contract."""
 
@@ -202,6 +284,16 @@ class ProvidersFile(BaseModel):
     version: Literal[1] = 1
     providers: dict[str, ProviderConfig] = Field(min_length=1)
     chains: dict[str, list[ChainLink]] = Field(default_factory=dict)
+    _source: ProviderSource | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> ProviderSource | None:
+        """The gateway config it was read from (None: providers.yaml)."""
+        return self._source
+
+    def with_source(self, source: ProviderSource) -> ProvidersFile:
+        self._source = source
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -252,37 +344,17 @@ def write_json_schema(path: Path = SCHEMA_FILE) -> None:
     path.write_text(json.dumps(providers_json_schema(), indent=2, sort_keys=True) + "\n")
 
 
-def load_providers(
-    path: str | Path, *, contract_map: dict[str, str] | None = None, via: str | None = None
-) -> ProvidersFile:
+def load_providers(path: str | Path) -> ProvidersFile:
     """Read and validate providers.yaml; ConfigError with file, line, field and fix otherwise.
 
-    A LiteLLM proxy config (``litellm:config.yaml``, or any file with ``model_list``) is read by
-    :mod:`harness.gateways.source`; ``contract_map`` and ``via`` apply only to it.
+    A gateway's config (LiteLLM, Portkey) is read by :mod:`harness.gateways.sources`, which
+    recognises the file and calls this one for providers.yaml.
     """
-    from harness.gateways.litellm_config import strip_prefix
-
-    path, forced = strip_prefix(path)
+    path = Path(path)
     name = str(path)
-    if forced or contract_map or via or (
-        path.suffix in (".yaml", ".yml") and path.is_file() and _has_model_list(path)
-    ):
-        from harness.gateways.source import load_litellm_providers
-
-        return load_litellm_providers(path, contract_map=contract_map, via=via)
     text = read_config_text(path, missing_fix="create it (see providers.yaml in the repository "
                             "for an example) or pass the right path")
     return parse_providers(text, source=name)
-
-
-def _has_model_list(path: Path) -> bool:
-    """Detection by shape: ``model_list:`` at the top level and no ``providers:``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return bool(re.search(r"^model_list\s*:", text, re.M)) and not re.search(
-        r"^providers\s*:", text, re.M)
 
 
 def parse_providers(text: str, *, source: str = "providers.yaml") -> ProvidersFile:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
+from harness.domain.verdicts import MATRIX_CELL, CheckVerdict, Outcome, ScenarioVerdict
 
 
 # -- pieces shared by several events ------------------------------------------------------------
@@ -236,6 +236,19 @@ class DetectionMatrix:
 
     def caught(self, target: str) -> bool:
         return any(c.target == target and c.verdict == "failed" for c in self.cells)
+
+    def table(self) -> str:
+        """The matrix as a plain-text table: scenarios down, targets across (the one text
+        rendering of it)."""
+        width = max((len(s) for s in self.scenarios), default=0)
+        cols = [max(len(target), 7) for target in self.targets]
+        lines = [" " * width + "  " + "  ".join(
+            t.ljust(w) for t, w in zip(self.targets, cols, strict=True))]
+        for scenario in self.scenarios:
+            cells = [MATRIX_CELL[self.cell(scenario, target) or "not_applicable"].ljust(w)
+                     for target, w in zip(self.targets, cols, strict=True)]
+            lines.append(scenario.ljust(width) + "  " + "  ".join(cells))
+        return "\n".join(line.rstrip() for line in lines)
 
 
 @dataclass(frozen=True)

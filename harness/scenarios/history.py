@@ -86,6 +86,12 @@ class History:
         self.ops.append(op)
         return op
 
+    def observe_side_effects(self, moment: str, count: int) -> None:
+        """The target's side-effect counter read at ``moment`` (start | end), as an observer op:
+        the one way the scenario runner and explore record it (the checkers read it)."""
+        invoke = self.invoke("observer", "side_effects", {"at": moment})
+        self.complete(invoke, "ok", {"count": count})
+
     def lines(self) -> Iterator[str]:
         for op in self.ops:
             yield op.to_line()

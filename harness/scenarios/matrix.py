@@ -10,14 +10,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from harness.domain.verdicts import MATRIX_CELL, RunStatus
+from harness.domain.verdicts import RunStatus
+from harness.scenarios.emit import detection_matrix as matrix_event
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
 from harness.scenarios.targets.stores import StoreTarget
 from harness.store.mutants import MUTANTS
 
 REFERENCE = "reference"
-SHORT = MATRIX_CELL
 
 
 @dataclass
@@ -49,17 +49,8 @@ class Matrix:
         return found
 
     def render(self) -> str:
-        """A plain-text table: scenarios down, stores across."""
-        width = max(len(s) for s in self.scenarios)
-        cols = [max(len(store), 7) for store in self.stores]
-        head = " " * width + "  " + "  ".join(s.ljust(w) for s, w in zip(self.stores, cols,
-                                                                          strict=True))
-        lines = [head]
-        for scenario in self.scenarios:
-            cells = [SHORT[self.status(store, scenario)].ljust(w)
-                     for store, w in zip(self.stores, cols, strict=True)]
-            lines.append(scenario.ljust(width) + "  " + "  ".join(cells))
-        return "\n".join(line.rstrip() for line in lines)
+        """A plain-text table: scenarios down, stores across (its event's table)."""
+        return matrix_event(self).table()
 
 
 def detection_matrix(

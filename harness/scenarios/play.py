@@ -7,8 +7,6 @@ and an expected reply that never came, are kept with the reason and the likely f
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -21,7 +19,6 @@ from harness.scenarios.model import (
     Crash,
     Create,
     Fault,
-    IntentSpec,
     ListAttempts,
     ListRaces,
     Read,
@@ -34,12 +31,12 @@ from harness.scenarios.scheduler import (
     Scheduler,
 )
 from harness.scenarios.targets.base import Reply, Target, TargetSession
-from harness.scenarios.targets.fingerprints import js_stringify
 from harness.scenarios.values import (
     Aliases,
     attempt_value,
     canonical_value,
     error_value,
+    fingerprint_as_compared,
     job_value,
     likely_fix,
     list_value,
@@ -101,8 +98,7 @@ class Play:
                 *self.scenario.checkers, *self.scenario.optional_checkers}:
             return  # a store's counter is read only where a checker judges it
         count = self.session.count_side_effects  # type: ignore[attr-defined]
-        invoke = self.history.invoke("observer", "side_effects", {"at": moment})
-        self.history.complete(invoke, "ok", {"count": count()})
+        self.history.observe_side_effects(moment, count())
 
     @staticmethod
     def _describe(step: Step) -> tuple[str, str]:
@@ -242,25 +238,12 @@ class Play:
         return out
 
     # -- jobs ---------------------------------------------------------------------------------
-    def _fingerprint(self, intent: IntentSpec) -> str:
-        """The intent's fingerprint as the target compares intents: API.md's (canonical JSON of
-        the intent with its defaults filled in), ``json`` (canonical JSON of the body as sent),
-        ``parsed-json`` (JavaScript's JSON.stringify of the parsed body: key order counts) or
-        ``bytes`` (the exact body). ``none`` (the service compares nothing) judges by meaning."""
-        mode = self.target.fingerprint_mode if self.target is not None else "canonical"
-        if mode == "bytes":
-            return hashlib.sha256(intent.text.encode("utf-8")).hexdigest()
-        if mode == "json":
-            return payload_digest(json.loads(intent.text))
-        if mode == "parsed-json":
-            return hashlib.sha256(js_stringify(intent.text).encode("utf-8")).hexdigest()
-        return intent.fingerprint  # canonical, and none: the intent is what it means
-
     def _create(self, step: Step, action: Create) -> None:
         intent = action.intent
         owner = step.actor
         key = f"{self.run_id}-{action.key}"
-        value = {"owner": owner, "key": action.key, "fingerprint": self._fingerprint(intent),
+        value = {"owner": owner, "key": action.key, "fingerprint": fingerprint_as_compared(
+                     intent, self.target.fingerprint_mode if self.target else "canonical"),
                  "max_open_attempts": intent.max_open_attempts, **self._expect(step)}
         # unmarked replays (a profile's replay: unmarked): "created" is not observable
         seen = self.target is None or "created" not in self.target.unmapped("create")
@@ -292,7 +275,8 @@ class Play:
               i: int) -> tuple[dict[str, Any], Callable[[], Reply]]:
         """Copy ``i`` of a mixed group: its invoke value and its request."""
         intent = action.intent_of_copy(i)
-        mine = {**value, "fingerprint": self._fingerprint(intent),
+        mine = {**value, "fingerprint": fingerprint_as_compared(
+                     intent, self.target.fingerprint_mode if self.target else "canonical"),
                 "max_open_attempts": intent.max_open_attempts}
         return mine, partial(self.session.create_job, step.actor, key, intent.text)
 

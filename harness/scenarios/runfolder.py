@@ -38,15 +38,16 @@ def unique_folder(parent: Path, name: str) -> Path:
 
 def write_run(
     result: RunResult,
-    report_dir: Path,
+    report_folder: Path,
     *,
     started: datetime | None = None,
     replay_extra: list[str] | None = None,
 ) -> Path:
-    """Write ``result``'s run folder under ``report_dir/runs`` and return it."""
+    """Write ``result``'s run folder under ``report_folder/runs`` (``report_folder``: the
+    command's timestamped report folder, not the ``--report-dir`` parent) and return it."""
     started = started or datetime.now(UTC)
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
-    runs = report_dir / "runs"
+    runs = report_folder / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     folder = unique_folder(runs, f"{stamp}-{result.scenario.name}")
     folder.mkdir()

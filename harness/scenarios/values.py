@@ -7,6 +7,7 @@ name gets ``?job``, ``?attempt``… in order of appearance. Results are kept as 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -14,7 +15,9 @@ from harness.domain import payload_digest
 from harness.domain.errors import InvalidIntent
 from harness.scenarios.checkers.base import TOKENS_FIX
 from harness.scenarios.history import OpType
+from harness.scenarios.model import IntentSpec
 from harness.scenarios.targets.base import Reply
+from harness.scenarios.targets.fingerprints import js_stringify
 
 
 class Aliases:
@@ -168,3 +171,17 @@ def op_type(reply: Reply) -> OpType:
 
 def canonical_value(value: dict[str, Any]) -> str:
     return json.dumps(value, sort_keys=True, default=str)
+
+
+def fingerprint_as_compared(intent: IntentSpec, mode: str) -> str:
+    """The intent's fingerprint as the target compares intents: API.md's (canonical JSON of the
+    intent with its defaults filled in), ``json`` (canonical JSON of the body as sent),
+    ``parsed-json`` (JavaScript's JSON.stringify of the parsed body: key order counts) or
+    ``bytes`` (the exact body). ``none`` (the service compares nothing) judges by meaning."""
+    if mode == "bytes":
+        return hashlib.sha256(intent.text.encode("utf-8")).hexdigest()
+    if mode == "json":
+        return payload_digest(json.loads(intent.text))
+    if mode == "parsed-json":
+        return hashlib.sha256(js_stringify(intent.text).encode("utf-8")).hexdigest()
+    return intent.fingerprint  # canonical, and none: the intent is what it means

@@ -44,7 +44,7 @@ class PgTx(CursorTx):
 
     def execute(self, name: str, params: Mapping[str, Any]) -> tuple[list[Row], int]:
         cursor = self.conn.execute(self.queries[name], params)
-        if not hasattr(cursor, "pgresult"):  # a stand-in cursor (explore's gated sessions)
+        if not hasattr(cursor, "pgresult"):  # a stand-in cursor (explore's held sessions)
             return self._rows(cursor), cursor.rowcount
         result = cursor.pgresult
         rows = cursor.fetchall() if result is not None and result.status == _TUPLES_OK else []

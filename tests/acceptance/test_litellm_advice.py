@@ -107,7 +107,7 @@ def test_an_unreachable_deployment_without_api_base_names_the_default_endpoint(
     """qa Q3b: the fix said "check the network and api_base at config.yaml:N
     (…litellm_params.api_base)" for a deployment that has no api_base; it names the endpoint
     LiteLLM uses instead. (The fix line itself, without calling any provider.)"""
-    from harness.contracts.workspace import open_workspace
+    from harness.gateways.sources import open_workspace
 
     ws = open_workspace(project / "config.yaml", contract_map={"triage": "ticket_triage"})
     fix = ws.reach_fix("triage", "could not reach 'triage': DNS lookup failed", "CMD")

@@ -13,7 +13,8 @@ import yaml
 
 from harness.cli import main
 from harness.contracts.certifier import CertificationRun, certify, plan
-from harness.contracts.workspace import Workspace, open_workspace
+from harness.contracts.workspace import Workspace
+from harness.gateways.sources import open_workspace
 
 SHIPPED = Path(__file__).resolve().parents[2] / "contracts" / "ticket_triage"
 

@@ -158,6 +158,12 @@ def test_key_reuse_and_bad_requests(start_service: Any, fakes: dict[str, Any],
     other = httpx.post(f"{url}/v1/jobs", headers={"Idempotency-Key": "k1"},
                        json={"input": {"text": "b"}})
     assert (first.status_code, other.status_code) == (201, 409)
+    same = httpx.post(f"{url}/v1/jobs", headers={"Idempotency-Key": "k2"},
+                      json={"input": {"n": 1, "text": "c"}})
+    again = httpx.post(f"{url}/v1/jobs", headers={"Idempotency-Key": "k2"},
+                       content=b'{"input": {"text": "c", "n": 1.0}}')  # the same intent
+    assert (same.status_code, again.status_code) == (201, 200)
+    assert again.headers["Idempotent-Replayed"] == "true"
     assert other.json()["code"] == "idempotency_key_reused"
     assert httpx.post(f"{url}/v1/jobs", json={"input": {}}).json()["code"] == \
         "idempotency_key_missing"

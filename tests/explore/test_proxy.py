@@ -1,5 +1,5 @@
-"""The gating proxy on real servers: a real redis-server and a real PostgreSQL, real clients
-(redis-py, psycopg). Bytes pass unchanged, every step waits at the gate until it is granted,
+"""The holding proxy on real servers: a real redis-server and a real PostgreSQL, real clients
+(redis-py, psycopg). Bytes pass unchanged, every step is held until it is granted,
 PostgreSQL's backend pid is read, TLS and foreign protocols are refused with a problem."""
 
 from __future__ import annotations
@@ -11,27 +11,27 @@ import psycopg
 import pytest
 import redis
 
-from harness.explore.proxy import Link, Proxy, Step, Upstream
+from harness.explore.proxy import HeldStep, Link, Proxy, Upstream
 
 
-class HoldingGate:
+class Holder:
     """Holds every step until the test releases it; records shapes and answers."""
 
     def __init__(self) -> None:
         self.cv = threading.Condition()
-        self.held: list[Step] = []
-        self.answers: list[Step] = []
+        self.held: list[HeldStep] = []
+        self.answers: list[HeldStep] = []
         self.shapes: list[str] = []
         self.hold = True
 
-    def submit(self, step: Step) -> None:
+    def submit(self, step: HeldStep) -> None:
         with self.cv:
             self.shapes.append(step.shape)
             self.held.append(step)
             step.granted = not self.hold
             self.cv.notify_all()
 
-    def grant(self, step: Step) -> None:
+    def grant(self, step: HeldStep) -> None:
         with self.cv:
             step.granted = True
         step.link.wake()
@@ -45,12 +45,12 @@ class HoldingGate:
                     step.granted = True
                     step.link.wake()
 
-    def wait_held(self, n: int) -> list[Step]:
+    def wait_held(self, n: int) -> list[HeldStep]:
         with self.cv:
             assert self.cv.wait_for(lambda: len(self.held) >= n, timeout=10)
             return list(self.held)
 
-    def answered(self, step: Step) -> None:
+    def answered(self, step: HeldStep) -> None:
         with self.cv:
             self.answers.append(step)
             self.cv.notify_all()
@@ -59,19 +59,19 @@ class HoldingGate:
         return None
 
 
-Recording = HoldingGate
+Recording = Holder
 
 
 @pytest.fixture
 def passing() -> Recording:
-    gate = Recording()
-    gate.hold = False
-    return gate
+    holder = Recording()
+    holder.hold = False
+    return holder
 
 
 @pytest.fixture
 def redis_proxy(redis_url: str, passing: Recording) -> Iterator[Proxy]:
-    with Proxy(Upstream.parse(redis_url), gate=passing) as proxy:
+    with Proxy(Upstream.parse(redis_url), hold=passing) as proxy:
         yield proxy
 
 
@@ -105,21 +105,21 @@ def test_redis_answers_through_the_proxy_as_directly(redis_url: str, redis_proxy
     assert f"MULTI[INCRBY {key}:n, INCRBY {key}:n]" in passing.shapes  # a transaction: one step
     assert f"GET {key} + GET {key}:missing" in passing.shapes  # a pipeline: one step
     assert passing.shapes[-1] == "GET \x00\ufffd binary"
-    assert len(passing.answers) == len(passing.shapes)  # every gated step was answered
+    assert len(passing.answers) == len(passing.shapes)  # every held step was answered
 
 
 def test_a_held_command_reaches_redis_only_when_granted(redis_url: str) -> None:
-    gate = Recording()
-    with Proxy(Upstream.parse(redis_url), gate=gate) as proxy:
+    holder = Recording()
+    with Proxy(Upstream.parse(redis_url), hold=holder) as proxy:
         client = redis.Redis.from_url(proxy.url)
         direct = redis.Redis.from_url(redis_url)
         direct.delete("held")
         done = threading.Event()
         writer = threading.Thread(target=lambda: (client.set("held", "yes"), done.set()))
         writer.start()
-        (step,) = [s for s in gate.wait_held(1) if s.shape == "SET held"] or gate.wait_held(2)
+        (step,) = [s for s in holder.wait_held(1) if s.shape == "SET held"] or holder.wait_held(2)
         assert direct.get("held") is None and not done.is_set()  # held at the proxy
-        gate.grant(step)
+        holder.grant(step)
         writer.join(timeout=10)
         assert done.is_set() and direct.get("held") == b"yes"
         client.close()
@@ -129,30 +129,30 @@ def test_a_held_command_reaches_redis_only_when_granted(redis_url: str) -> None:
 @pytest.mark.postgres
 def test_postgres_through_the_proxy_reads_the_backend_pid_and_holds_statements(
         pg_dsn: str) -> None:
-    gate = Recording()
-    with Proxy(Upstream.parse(pg_dsn), gate=gate) as proxy:
+    holder = Recording()
+    with Proxy(Upstream.parse(pg_dsn), hold=holder) as proxy:
         conn = psycopg.connect(proxy.url, autocommit=True)
         result: list[object] = []
         reader = threading.Thread(target=lambda: result.append(
             conn.execute("SELECT pg_backend_pid(), %s::text", ("x'y",)).fetchone()))
         reader.start()
-        (step,) = gate.wait_held(1)
+        (step,) = holder.wait_held(1)
         assert step.shape == "SELECT pg_backend_pid(), $1::text"
         assert not result
-        gate.grant(step)
+        holder.grant(step)
         reader.join(timeout=10)
         (pid, echoed), = result  # type: ignore[misc]
         assert echoed == "x'y" and step.link.pid == pid
-        gate.release()
+        holder.release()
         with conn.transaction():  # BEGIN passes at once; the statement and COMMIT are steps
             conn.execute("SELECT 1")
-        assert gate.shapes[-2:] == ["SELECT ?", "COMMIT"]
+        assert holder.shapes[-2:] == ["SELECT ?", "COMMIT"]
         conn.close()
 
 
 @pytest.mark.postgres
 def test_tls_is_refused_clearly(pg_dsn: str, passing: Recording) -> None:
-    with Proxy(Upstream.parse(pg_dsn), gate=passing) as proxy:
+    with Proxy(Upstream.parse(pg_dsn), hold=passing) as proxy:
         with pytest.raises(psycopg.OperationalError, match="does not support SSL"):
             psycopg.connect(proxy.url, sslmode="require")
         assert [p.kind for p in proxy.problems] == ["tls_refused"]
@@ -162,7 +162,7 @@ def test_tls_is_refused_clearly(pg_dsn: str, passing: Recording) -> None:
 
 
 def test_a_client_of_another_protocol_is_a_problem(redis_url: str, passing: Recording) -> None:
-    with Proxy(Upstream.parse(redis_url), gate=passing) as proxy:
+    with Proxy(Upstream.parse(redis_url), hold=passing) as proxy:
         with pytest.raises(psycopg.OperationalError):
             psycopg.connect(proxy.url.replace("redis://", "postgresql://u@").rsplit("/", 1)[0]
                             + "/db", connect_timeout=5)
@@ -176,7 +176,7 @@ def test_a_storage_server_that_is_down_is_a_problem(passing: Recording) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with Proxy(Upstream.parse(f"redis://127.0.0.1:{port}"), gate=passing) as proxy:
+    with Proxy(Upstream.parse(f"redis://127.0.0.1:{port}"), hold=passing) as proxy:
         with pytest.raises(redis.ConnectionError):
             redis.Redis.from_url(proxy.url).ping()
         assert [p.kind for p in proxy.problems] == ["unreachable"]

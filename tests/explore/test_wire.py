@@ -1,4 +1,4 @@
-"""The protocol readers of the gating proxy: where Redis commands and replies end (RESP2 and
+"""The protocol readers of the holding proxy: where Redis commands and replies end (RESP2 and
 RESP3), how steps are cut and named, and PostgreSQL's messages, statements and startup."""
 
 from __future__ import annotations

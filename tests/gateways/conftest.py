@@ -118,6 +118,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
 
     Groups: ``triage`` (OpenAI fake) falling back to ``triage-fallback`` (Anthropic fake, so
     LiteLLM translates); ``droppy`` (OpenAI fake; the gateway drops ``response_format``);
+    ``hot`` (OpenAI fake; temperature 0.9, above the contract's maximum);
     ``drill-primary`` (timeout 1 s) falling back to ``drill-fallback``, whose fakes the drill
     command itself starts on the reserved ports; ``nowhere``, whose api_base nothing listens on.
     """
@@ -137,6 +138,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         "triage-fallback": FakeServer(RecordingFake("anthropic-messages", answer=answer,
                                                     answers_from=golden)),
         "droppy": FakeServer(RecordingFake("openai-chat", answer=answer, answers_from=golden)),
+        "hot": FakeServer(RecordingFake("openai-chat", answer=answer, answers_from=golden)),
     }
     for server in fakes.values():
         server.start()
@@ -154,6 +156,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                        f"http://127.0.0.1:{ports['drill-fallback']}/v1"),
             deployment("nowhere", "openai/gpt-4o-mini",  # nothing listens there
                        f"http://127.0.0.1:{free_port()}/v1"),
+            deployment("hot", "openai/gpt-4o-mini", f"{fakes['hot'].url}/v1",
+                       temperature=0.9),  # above the contract's max_temperature (0.3)
         ],
         "router_settings": {"fallbacks": [{"triage": ["triage-fallback"]},
                                           {"drill-primary": ["drill-fallback"]}]},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.providers.config import load_providers
+from harness.gateways.sources import load_source
 from tests.docs.test_doc_examples import block
 
 
@@ -13,7 +13,7 @@ def test_the_litellm_example_loads(tmp_path: Path) -> None:
     config.write_text(block("gateways.md", "## A LiteLLM config as the provider source", "yaml"))
     project = block("gateways.md", "**Which contract a group serves**", "yaml")
     (tmp_path / "failover-harness.yaml").write_text(project)
-    providers = load_providers(config)
+    providers, _ = load_source(config)
     assert [link.provider for link in providers.chains["ticket_triage"]] == [
         "triage", "triage-fallback"]
     triage = providers.providers["triage"]

@@ -11,7 +11,7 @@ import yaml
 from harness.domain.errors import ConfigError
 from harness.gateways.litellm_config import read_litellm_config
 from harness.gateways.source import GatewayProviders, load_litellm_providers
-from harness.providers.config import load_providers
+from harness.gateways.sources import load_source
 from harness.providers.fake_server import FakeServer
 from tests.gateways.conftest import KEY_ENV, QUIET, LiteLLMProject, deployment
 
@@ -66,7 +66,7 @@ def test_reads_deployments_and_every_fallback_list(tmp_path: Path) -> None:
 def test_deployments_become_providers_and_fallbacks_chains(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(CONFIG)
-    providers = load_providers(f"litellm:{path}", contract_map={"triage": "ticket_triage"})
+    providers, _ = load_source(f"litellm:{path}", contract_map={"triage": "ticket_triage"})
     assert isinstance(providers, GatewayProviders)
     triage = providers.providers["triage"]
     assert (triage.kind, triage.base_url, triage.model) == (
@@ -88,7 +88,7 @@ def test_detected_by_shape_without_the_prefix(tmp_path: Path) -> None:
     path = tmp_path / "gateway.yaml"
     path.write_text(CONFIG)
     (tmp_path / "failover-harness.yaml").write_text("contracts: {triage-fallback: ticket_triage}\n")
-    providers = load_providers(path)
+    providers, _ = load_source(path)
     assert isinstance(providers, GatewayProviders)
     assert [link.provider for link in providers.chains["ticket_triage"]] == [
         "triage-fallback", "long"]

@@ -71,6 +71,26 @@ def test_a_gateway_that_drops_the_schema_is_named(
     assert "the provider received no response_format" in reason
 
 
+def test_a_temperature_above_the_contract_is_named_at_its_config_line(
+    gateway: Gateway, via_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["certify", "--providers", str(gateway.config), "--via", gateway.url,
+                 "--contract-map", "hot=ticket_triage", "--lock", str(via_env), *QUIET])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    record = json.loads(via_env.read_text())["certifications"][0]
+    assert (record["provider"], record["verdict"]) == ("hot", "ineligible")
+    check = next(c for c in record["checks"] if c["name"] == "gateway")
+    reason = next(e["reason"] for e in check["evidence"] if "temperature" in e["reason"])
+    assert f"the gateway ({gateway.url})" in reason
+    assert "received temperature 0.9" in reason and "at most 0.3" in reason
+    lines = gateway.config.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if "model_name: hot" in line)
+    line = next(n for n, text in enumerate(lines[index:], start=index + 1)
+                if "temperature: 0.9" in text)
+    assert f"config.yaml:{line} (model_list[6].litellm_params.temperature)" in reason
+
+
 def test_a_providers_yaml_whose_base_url_is_the_gateway(
     gateway: Gateway, via_env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

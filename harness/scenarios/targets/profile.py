@@ -59,12 +59,6 @@ from harness.scenarios.targets.transport import ResendingTransport, resending_tr
 __all__ = ["Answer", "Auth", "Fault", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]
 BACKOFF_CAP_S = 0.5
-#: history field → the API.md field a profile operation's ``fields:`` must map for it
-JOB_FIELDS = {"job": "id", "status": "status", "version": "version",
-              "completed_by": "completed_by", "result_sha256": "result",
-              "fingerprint": "fingerprint"}
-ATTEMPT_FIELDS = {"attempt": "id", "job": "job_id", "state": "state",
-                  "read_version": "read_version", "outcome": "outcome"}
 #: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
 #: taken as the key-reuse refusal: the body was accepted once, so the key is what is refused
 REFUSALS = frozenset({400, 409, 412, 422})
@@ -362,17 +356,11 @@ class ProfileTarget(Target):
         return promised
 
     def unmapped(self, op: str) -> frozenset[str]:
-        """The history fields of an ``op`` answer that the profile's operation does not map."""
+        """The history fields of an ``op`` answer the profile promises nothing about (not
+        mapped, or moved by the service's own worker: :meth:`Profile.unmapped`)."""
         name: OperationName = {"create": "create_job", "read": "get_job",
                                "start": "start_attempt"}.get(op, "post_event")  # type: ignore[assignment]
-        operation = self.profile.operations.get(name)
-        ours = JOB_FIELDS if name in ("create_job", "get_job") else ATTEMPT_FIELDS
-        # unmarked replays: whether a create made the job is not observable
-        unseen = {"created"} if name == "create_job" and self.profile.replays_unmarked else set()
-        if operation is not None and not operation.fields:
-            return frozenset(unseen)  # no fields: the service answers API.md's
-        mapped = set(operation.fields) if operation is not None else set()
-        return frozenset({k for k, theirs in ours.items() if theirs not in mapped} | unseen)
+        return self.profile.unmapped(name)
 
     def terms(self) -> dict[str, str]:
         """The profile's own answers, as promises and messages name them."""

@@ -161,6 +161,12 @@ API_MD_OPERATIONS: dict[str, dict[str, Any]] = {
     "list_races": {"method": "GET", "path": "/v1/jobs/{job_id}/races"},
 }
 API_MD_CAPABILITIES = ["jobs", "attempts", "timeouts", "hedge"]
+#: history field → the API.md field a profile operation's ``fields:`` must map for it
+JOB_FIELDS = {"job": "id", "status": "status", "version": "version",
+              "completed_by": "completed_by", "result_sha256": "result",
+              "fingerprint": "fingerprint"}
+ATTEMPT_FIELDS = {"attempt": "id", "job": "job_id", "state": "state",
+                  "read_version": "read_version", "outcome": "outcome"}
 
 
 class Profile(_Strict):
@@ -187,6 +193,8 @@ class Profile(_Strict):
     default_fault: str | None = None
     operations: dict[OperationName, Operation]
     drill: DrillSection | None = None  # the service seen from its providers (docs/drill.md)
+    #: the service moves its jobs on by itself (None: implied by a drill that submits jobs)
+    own_worker: bool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -227,6 +235,29 @@ class Profile(_Strict):
             return True
         return self.replay is not None and self.replay.header == "none" and \
             self.replay.status == self.created_status
+
+    @property
+    def works_own_jobs(self) -> bool:
+        """The service's own worker moves a job on between the harness's steps: ``own_worker``,
+        else implied by a ``drill:`` whose submit kind is ``create_job``."""
+        if self.own_worker is not None:
+            return self.own_worker
+        return self.drill is not None and self.drill.submit.kind == "create_job"
+
+    def unmapped(self, name: OperationName) -> frozenset[str]:
+        """The history fields of operation ``name``'s answer that promise nothing here: those
+        its ``fields:`` do not map, ``created`` with unmarked replays (a creation cannot be told
+        from a replay), and a job's ``status`` and ``version`` with an own worker (they move
+        between steps the harness did not drive)."""
+        operation = self.operations.get(name)
+        jobs = name in ("create_job", "get_job")
+        ours = JOB_FIELDS if jobs else ATTEMPT_FIELDS
+        unseen = {"created"} if name == "create_job" and self.replays_unmarked else set()
+        unseen |= {"status", "version"} if jobs and self.works_own_jobs else set()
+        if operation is not None and not operation.fields:
+            return frozenset(unseen)  # no fields: the service answers API.md's
+        mapped = set(operation.fields) if operation is not None else set()
+        return frozenset({k for k, theirs in ours.items() if theirs not in mapped} | unseen)
 
     @property
     def lease(self) -> float | None:

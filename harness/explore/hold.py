@@ -1,8 +1,8 @@
-"""Gates: every SQL statement a worker's store sends first waits for the controller's permission.
+"""Holds: every SQL statement a worker's store sends first waits for the controller's permission.
 
 One :class:`Worker` per logical client: a thread of its own with a database session of its own,
-reused from schedule to schedule. The store's connection is wrapped (:class:`GatedSqlite`,
-:class:`GatedPg`) so that each ``execute`` parks the worker until the controller grants it that
+reused from schedule to schedule. The store's connection is wrapped (:class:`HeldSqlite`,
+:class:`HeldPg`) so that each ``execute`` parks the worker until the controller grants it that
 step. Between two statements the worker runs freely (Python only, no database). All state lives
 under one lock: each worker waits on a condition of its own and the controller on another, so
 a grant wakes exactly one thread and a worker's news wakes only the controller. Nothing sleeps.
@@ -13,6 +13,9 @@ the lock in a step, and ``SQLITE_BUSY`` — immediate, with ``busy_timeout = 0``
 to retry as a new step); ``COMMIT``/``ROLLBACK`` run right after the last one, in the same step
 — unless ``commit_steps`` is on: then a write transaction's COMMIT is a step of its own, so other
 clients can run (and wait on its locks) while it is open after its last statement.
+
+The holding proxy's side is here too: a service's storage step (:class:`HeldStep`) waits at the
+proxy until the controller's :class:`Hold` grants it (:class:`OpenHold` lets every step pass).
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from harness.explore.proxy import Link  # the proxy imports this module
 
 RUNNING, PARKED, IDLE = "running", "parked", "idle"
 
@@ -51,7 +58,7 @@ class Worker:
         self.holds_write = False  # SQLite: a write transaction is open on this session
         self.queue: deque[Callable[[], None]] = deque()
         self.events: list[Any] = []  # Invoked / Completed, written by the controller
-        self.conn: Any = None  # the gated session, opened on first use
+        self.conn: Any = None  # the held session, opened on first use
         self.pid: int | None = None  # PostgreSQL backend pid
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._main, name=f"explore-{index}", daemon=True)
@@ -147,7 +154,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class GatedSqlite:
+class HeldSqlite:
     """A worker's sqlite3 connection: each statement waits for its turn; BUSY parks and retries."""
 
     def __init__(self, real: sqlite3.Connection, worker: Worker, names: Mapping[str, str],
@@ -205,7 +212,7 @@ class GatedSqlite:
         return getattr(self._real, name)
 
 
-class GatedPg:
+class HeldPg:
     """A worker's psycopg connection: each statement waits for its turn. A statement that then
     waits on a lock inside PostgreSQL is seen by the controller through ``pg_blocking_pids``."""
 
@@ -234,3 +241,50 @@ class GatedPg:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
+
+
+# -- the holding proxy's side: a service's storage steps ------------------------------------
+@dataclass(eq=False)
+class HeldStep:
+    """One step of one connection, held until granted."""
+
+    link: Link
+    shape: str
+    raw: bytes
+    answers: int  # replies (Redis) or ReadyForQuery messages (PostgreSQL) it gets
+    seq: int
+    client: str | None = None  # set by the controller: whose request sent it
+    label: str = ""
+    guessed: bool = False  # attributed while more than one request was moving
+    granted: bool = False
+    offered: bool = False  # handed to the hold
+    done: bool = False  # its answer came back
+    left: int = 0  # answers still to come
+
+
+class Hold(Protocol):
+    """The controller's side of the proxy. None of these may block: they run on the link's
+    thread, which also carries the server's answers."""
+
+    def submit(self, step: HeldStep) -> None:
+        """``step`` wants to go to the server: set ``step.granted`` now to let it pass, or
+        later (from any thread) followed by ``step.link.wake()``."""
+
+    def answered(self, step: HeldStep) -> None:
+        """``step``'s answer is complete."""
+
+    def gone(self, link: Link) -> None:
+        """``link`` closed: forget its held steps."""
+
+
+class OpenHold:
+    """Every step passes at once (the proxy's overhead alone, or between schedules)."""
+
+    def submit(self, step: HeldStep) -> None:
+        step.granted = True
+
+    def answered(self, step: HeldStep) -> None:
+        return None
+
+    def gone(self, link: Link) -> None:
+        return None

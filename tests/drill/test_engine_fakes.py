@@ -1,0 +1,96 @@
+"""The drill's provider fakes on a loopback socket: each intent's tag gets its own script, every
+answer names the call it came from, a hung call the drill gives up on is released (billed), and
+the engine's watcher hears of every arrival and end."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from harness.providers.fake_server import FakeServer
+from harness.providers.recording import SIGNATURE, RecordingFake, signature
+
+A, B = "drill-aaaaaaaaaaaa", "drill-bbbbbbbbbbbb"
+AUTH = {"Authorization": "Bearer not-a-secret"}
+
+
+def _body(tag: str) -> dict[str, object]:
+    return {"model": "m", "messages": [{"role": "user", "content": f"summarise {tag}"}]}
+
+
+def test_engine_fake_scripts_each_tag_and_signs_each_answer() -> None:
+    fake = RecordingFake("openai-chat", name="gpt", signed=True)
+    fake.script_tag(A, "status:529")
+    with FakeServer(fake) as server, \
+            httpx.Client(base_url=f"{server.url}/v1", headers=AUTH) as client:
+        refused = client.post("/chat/completions", json=_body(A))
+        answered = client.post("/chat/completions", json=_body(B))  # unscripted: answers
+    assert refused.status_code == 529
+    text = answered.json()["choices"][0]["message"]["content"]
+    assert text == signature("gpt", 2, B)
+    match = SIGNATURE.search(text)
+    assert match is not None and (match.group(1), match.group(2)) == ("gpt", "2")
+    records = {r.tag: r for r in fake.received()}
+    assert (records[A].outcome, records[A].billed) == ("refused", False)
+    assert (records[B].outcome, records[B].billed) == ("answered", True)
+
+
+def test_engine_fake_streams_a_signed_answer_on_the_anthropic_wire() -> None:
+    fake = RecordingFake("anthropic-messages", name="claude", signed=True)
+    body = {"model": "m", "max_tokens": 8, "stream": True,
+            "messages": [{"role": "user", "content": f"t {A}"}]}
+    headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
+    with FakeServer(fake) as server, httpx.Client(base_url=server.url) as client:
+        text = client.post("/v1/messages", json=body, headers=headers).text
+    pieces = [line for line in text.splitlines() if '"text_delta"' in line]
+    assert len(pieces) == 3 and "message_stop" in text
+    assert fake.received()[0].stream and fake.received()[0].outcome == "answered"
+
+
+def test_engine_fake_releases_a_hung_call_the_caller_never_left() -> None:
+    fake = RecordingFake("openai-chat", name="gpt", signed=True)
+    fake.script_tag(A, "hang")
+    changes: list[str | None] = []
+    fake.on_change = changes.append
+    errors: list[BaseException] = []
+    with FakeServer(fake) as server, httpx.Client(base_url=f"{server.url}/v1",
+                                                    timeout=30, headers=AUTH) as client:
+        def call() -> None:
+            try:
+                client.post("/chat/completions", json=_body(A))
+            except httpx.HTTPError as exc:  # the release resets the connection
+                errors.append(exc)
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert fake.wait_arrival(A, 10)
+        assert fake.open_calls(A) == 1
+        fake.release(A)
+        assert fake.wait_settled_tag(A, 10)
+        caller.join(timeout=10)
+    [record] = fake.received()
+    assert (record.outcome, record.billed) == ("released", True)
+    assert errors and changes == [A, A]  # arrived, ended
+
+
+def test_engine_fake_keeps_concurrent_intents_apart() -> None:
+    fake = RecordingFake("openai-chat", name="gpt", signed=True)
+    tags = [f"drill-{i:012x}" for i in range(16)]
+    for i, tag in enumerate(tags):
+        fake.script_tag(tag, "status:500" if i % 2 else "conformant")
+    with FakeServer(fake) as server, \
+            httpx.Client(base_url=f"{server.url}/v1", headers=AUTH) as client, \
+            ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda t: client.post("/chat/completions",
+                                                    json=_body(t)).status_code, tags))
+    assert codes == [500 if i % 2 else 200 for i in range(16)]
+    by_tag = {r.tag: r.outcome for r in fake.received()}
+    assert by_tag == {t: "refused" if i % 2 else "answered" for i, t in enumerate(tags)}
+
+
+def test_engine_fake_refuses_an_unknown_script() -> None:
+    fake = RecordingFake("openai-chat")
+    with pytest.raises(ValueError, match="unknown behaviour"):
+        fake.script_tag(A, "explode")
