@@ -112,17 +112,22 @@ NEEDS = re.compile(r"^needs (?P<needs>[a-z_, ]+?)(?: \(.*\))?, which (?P<who>.+)
 
 
 def not_applicable_lines(runs: list[ScenarioRun]) -> Iterator[str]:
-    """The scenarios a target cannot run, as one line when they all lack declared capabilities."""
-    if not runs:
-        return
-    matches = [NEEDS.match(r.reason) for r in runs]
-    whos = {m.group("who") for m in matches if m}
-    if not all(matches) or len(whos) != 1:
-        yield from (f"N/A       {r.scenario}: {r.reason}" for r in runs)
-        return
-    needs = dict.fromkeys(n.strip() for m in matches if m for n in m.group("needs").split(","))
-    yield (f"N/A       {len(runs)} scenarios need {', '.join(needs)} (not in "
-           f"{whos.pop()}; --verbose names them)")
+    """The scenarios a target cannot run: those lacking capabilities the profile does not
+    declare as one line (per profile), any other reason as its own line."""
+    grouped: dict[str, list[tuple[ScenarioRun, re.Match[str]]]] = {}
+    for run in runs:
+        match = NEEDS.match(run.reason)
+        if match is None:
+            yield f"N/A       {run.scenario}: {run.reason}"
+        else:
+            grouped.setdefault(match.group("who"), []).append((run, match))
+    for who, found in grouped.items():
+        if len(found) == 1:
+            yield f"N/A       {found[0][0].scenario}: {found[0][0].reason}"
+            continue
+        needs = dict.fromkeys(n.strip() for _, m in found for n in m.group("needs").split(","))
+        yield (f"N/A       {len(found)} scenarios need {', '.join(needs)} (not in {who}; "
+               "--verbose names them)")
 
 
 def series_lines(ts: TrialSeries) -> Iterator[str]:

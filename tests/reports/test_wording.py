@@ -113,3 +113,21 @@ def test_a_reproduced_replay_says_reproduced_first_and_the_difference_as_a_note(
     assert lines[0].startswith("reproduced: violated again")
     assert "DIVERGED" not in out.getvalue()
     assert lines[1].startswith("  note: the history differs from the recorded run (op #1")
+
+
+def test_scenarios_a_profile_cannot_run_are_one_line_and_other_reasons_their_own() -> None:
+    from harness.reports.live import not_applicable_lines
+    from harness.reports.model import ScenarioRun
+
+    def na(name: str, reason: str) -> ScenarioRun:
+        return ScenarioRun(name, "http://x", "not_applicable", "skip", reason=reason)
+
+    lines = list(not_applicable_lines([
+        na("a", "needs attempts, which profile 'p' does not declare"),
+        na("b", "needs attempts, hedge, which profile 'p' does not declare"),
+        na("c", "needs replicas (give two URLs or more), which profile 'p' does not declare"),
+        na("d", "needs two owners: give --tokens-file with a bearer token per owner")]))
+    assert lines == [
+        "N/A       d: needs two owners: give --tokens-file with a bearer token per owner",
+        "N/A       3 scenarios need attempts, hedge, replicas (not in profile 'p'; --verbose "
+        "names them)"]
