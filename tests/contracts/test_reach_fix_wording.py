@@ -32,6 +32,7 @@ def test_a_keyless_provider_s_fix_names_no_none_variable(tmp_path: Path) -> None
     shutil.copytree(ROOT / "contracts", tmp_path / "contracts")
     (tmp_path / "providers.yaml").write_text(PROVIDERS, "utf-8")
     ws = open_workspace(tmp_path / "providers.yaml")
-    fix = ws.reach_fix("keyless", "could not reach 'keyless': the key was refused (HTTP 401)", "CMD")
+    reason = "could not reach 'keyless': the key was refused (HTTP 401)"
+    fix = ws.reach_fix("keyless", reason, "CMD")
     assert "$None" not in fix, fix
     assert "none is configured: set api_key_env" in fix and fix.endswith("run: CMD")
