@@ -42,12 +42,14 @@ def test_an_own_worker_leaves_status_and_version_unjudged(tmp_path: Path, extra:
     for op in ("create", "read"):
         assert {"status", "version"} <= target.unmapped(op)
         assert "job" not in target.unmapped(op)  # the ids are still judged
+    assert any("works its jobs itself" in w and "turned off" in w for w in target.warnings)
 
 
 @pytest.mark.parametrize("extra", ["", "own_worker: false\n"])
 def test_without_an_own_worker_status_and_version_are_judged(tmp_path: Path, extra: str) -> None:
     target = _target(tmp_path, extra)
     assert not {"status", "version"} & (target.unmapped("create") | target.unmapped("read"))
+    assert not target.warnings
     shipped = ProfileTarget("http://127.0.0.1:9", ROOT / "examples" / "jobs.profile.yaml",
                             env={})
     assert "status" not in shipped.unmapped("create") | shipped.unmapped("read")

@@ -371,6 +371,13 @@ def profile_warnings(profile: Profile) -> list[str]:
                    "creation, so 'created' is never an observation; turned off: "
                    + "; ".join(UNMARKED_OFF) + ". The same job is judged by job ids, the "
                    "side-effect counter and the job count")
+    if profile.works_own_jobs:
+        how = "own_worker: true" if profile.own_worker else "a drill that submits jobs"
+        out.append(f"profile {profile.name!r}: {how} — the service works its jobs itself, so a "
+                   "job's status and version move between the harness's steps; turned off: "
+                   "scripted status: and version: expectations on creates and reads. One job "
+                   "per intent, the job ids and the key-reused refusal are still judged (write "
+                   "own_worker: false if the service only moves a job when asked)")
     if profile.fingerprint == "none":
         out.append(f"profile {profile.name!r}: fingerprint: none — the service never compares "
                    "bodies, so another body under a used key is answered with the first job: "
