@@ -45,6 +45,8 @@ ELSEWHERE = {
     "service (tests/explore)",
     "failover-harness scenarios run scenarios/detection --trials 20": "the gap example "
     "service (tests/detection)",
+    "failover-harness drill --target http://127.0.0.1:8900": "the drill's example services "
+    "and fakes (tests/drill/test_examples_drills.py)",
     "failover-harness serve": "a server (tests/service)",
     "failover-harness check": "the Quick start (tests/cli/test_readme_and_check.py)",
 }
