@@ -29,19 +29,37 @@ from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
 from harness.reports.session import abandon_unfinished
 
-# name -> module; keep sorted. Each module: HELP, configure(parser), run(args) -> int.
-COMMANDS: dict[str, str] = {
-    "certify": "harness.commands.certify",
-    "check": "harness.commands.check",
-    "drill": "harness.commands.drill",
-    "explore": "harness.commands.explore",
-    "export": "harness.commands.export",
-    "fake-provider": "harness.commands.fake_provider",
-    "gate": "harness.commands.gate",
-    "replay": "harness.commands.replay",
-    "scenarios": "harness.commands.scenarios",
-    "serve": "harness.commands.serve",
+# name -> (module, its one-line HELP); keep sorted. Only the chosen command's module is
+# imported (``--help`` lists them all from this table, fast); each module has the same ``HELP``
+# (tests/cli/test_help.py), ``configure(parser)`` and ``run(args) -> int``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "certify": ("harness.commands.certify",
+                "Certify fallback providers against their contracts and write the lock file"),
+    "check": ("harness.commands.check",
+              "Run the main job: scenarios on your service (or the reference store and its "
+              "mutants), then certify and gate the providers"),
+    "drill": ("harness.commands.drill",
+              "Drill a running service's or gateway's failover from the provider side: hangs, "
+              "late answers, 5xx, 429/529, resets, cut streams and double clicks"),
+    "explore": ("harness.commands.explore",
+                "Find, shrink and replay races in your service (through its Redis or PostgreSQL) "
+                "or in a store, one step at a time"),
+    "export": ("harness.commands.export",
+               "Print a LiteLLM config's fallback lists, keeping only certified fallbacks"),
+    "fake-provider": ("harness.commands.fake_provider",
+                      "Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen "
+                      "behaviour"),
+    "gate": ("harness.commands.gate",
+             "Check that every auto failover link is certified at its current config (for CI)"),
+    "replay": ("harness.commands.replay",
+               "Replay a run folder or a repro folder and check that the history is reproduced "
+               "exactly"),
+    "scenarios": ("harness.commands.scenarios",
+                  "Run, list or cross-check scenario files against a store or a service"),
+    "serve": ("harness.commands.serve",
+              "Run the reference HTTP service (API v1) over the reference store"),
 }
+_ALL = "*"
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -64,7 +82,9 @@ def _print_error(message: str, fix: str | None = None) -> None:
         print(f"  fix: {clean(fix)}", file=sys.stderr)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = _ALL) -> argparse.ArgumentParser:
+    """The parser; every command's module is imported and configured, or ``only`` that one
+    (``None``: none, the top-level ``--help``; the others are listed from :data:`COMMANDS`)."""
     parser = _Parser(
         prog="failover-harness",
         description="Prove one intent stays one job, and certify fallbacks before failover.",
@@ -75,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, module_name in COMMANDS.items():
+    for name, (module_name, help_line) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_line)
+        if only not in (_ALL, name):
+            continue
         module = importlib.import_module(module_name)
-        command = sub.add_parser(name, help=module.HELP)
         describe(command, module.HELP, getattr(module, "EXAMPLES", ()),
                  getattr(module, "EXITS", None))
         module.configure(command)
@@ -87,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     install_log_redaction()  # no registered secret reaches a log line, whatever logs it
-    parser = build_parser()
+    words = list(argv) if argv is not None else sys.argv[1:]
+    parser = build_parser(_chosen(words))
     args = parser.parse_args(argv)
     args._argv = list(argv) if argv is not None else sys.argv[1:]  # for the reports' header
     if not getattr(args, "_run", None):
@@ -95,6 +118,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     with _terminate_as_interrupt():
         return _run(args)
+
+
+def _chosen(words: Sequence[str]) -> str | None:
+    """The command the words run (the first word that is not an option), if any."""
+    for word in words:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None  # a typo: argparse names the choices
+    return None
 
 
 class Terminated(KeyboardInterrupt):

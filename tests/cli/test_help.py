@@ -4,11 +4,14 @@ that parses; options that do nothing there are gone."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import shlex
+import subprocess
+import sys
 
 import pytest
 
-from harness.cli import build_parser
+from harness.cli import COMMANDS, build_parser
 
 
 def every_parser() -> list[tuple[str, argparse.ArgumentParser]]:
@@ -50,3 +53,19 @@ def test_gate_offers_no_option_that_calls_a_provider() -> None:
 def test_export_offers_no_option_that_calls_a_provider() -> None:
     export = dict(every_parser())["failover-harness export"]
     assert "--via" not in export.format_help()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_table_gives_each_command_its_own_help_line(name: str) -> None:
+    module_name, help_line = COMMANDS[name]
+    assert help_line == importlib.import_module(module_name).HELP
+
+
+def test_the_top_level_help_imports_no_command_and_one_command_only_its_own() -> None:
+    probe = ("import sys; from harness.cli import build_parser; build_parser({}); "
+             "print(sorted(m for m in sys.modules if m.startswith('harness.commands.')"
+             " and not m.startswith('harness.commands._')))")
+    for only, expected in ((None, []), ("'gate'", ["harness.commands.gate"])):
+        out = subprocess.run([sys.executable, "-c", probe.format(only)], check=True,
+                             capture_output=True, text=True, timeout=120).stdout
+        assert out.strip() == str(expected), (only, out)
