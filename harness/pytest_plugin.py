@@ -21,6 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.domain.errors import HarnessError
+from harness.providers.fake import FakeProvider
+from harness.scenarios.loader import load_scenario
+from harness.scenarios.render import render_run
+from harness.scenarios.runfolder import replay_command, write_run
+from harness.scenarios.runner import run_scenario
+from harness.scenarios.targets import open_target
+from harness.store import open_store
+
 if TYPE_CHECKING:
     from harness.scenarios.runner import RunResult
 
@@ -64,7 +73,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     url = config.getoption("--harness-target", default=None)
     if not url:
         return
-    from harness.domain.errors import HarnessError
 
     try:
         target = _open_target(config, url)
@@ -91,8 +99,6 @@ class ScenarioFile(pytest.File):
     """One scenario file: one test item."""
 
     def collect(self) -> Iterator[ScenarioItem]:
-        from harness.scenarios.loader import load_scenario
-
         scenario = load_scenario(self.path)
         item = ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
         item.add_marker("harness_scenario")
@@ -109,15 +115,10 @@ class ScenarioItem(pytest.Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
-        from harness.scenarios.render import render_run
-        from harness.scenarios.runfolder import replay_command, write_run
-
         config = self.config
         target_url = config.getoption("--harness-target")
         target = _open_target(config, target_url)
         try:
-            from harness.scenarios.runner import run_scenario
-
             result = run_scenario(self.scenario, target, seed=config.getoption("--harness-seed"))
         finally:
             target.close()
@@ -138,8 +139,6 @@ class ScenarioItem(pytest.Item):
 
 
 def _open_target(config: pytest.Config, url: str | None) -> Any:
-    from harness.scenarios.targets import open_target
-
     return open_target(url, tokens_file=config.getoption("--harness-tokens-file"),
                        profile=config.getoption("--harness-target-profile"))
 
@@ -147,7 +146,6 @@ def _open_target(config: pytest.Config, url: str | None) -> Any:
 @pytest.fixture
 def harness_store(tmp_path: Path) -> Iterator[Any]:
     """A fresh reference store on a temporary SQLite file (closed after the test)."""
-    from harness.store import open_store
 
     store = open_store(f"sqlite:///{tmp_path / 'harness-store.db'}")
     yield store
@@ -159,8 +157,7 @@ def fake_provider() -> Iterator[Callable[..., Any]]:
     """``fake_provider(kind="openai-chat", behaviour="conformant", answer=None)`` starts a fake
     LLM provider on a loopback port and returns its server (``.url``, ``.app.deliveries``);
     every server started is stopped after the test."""
-    from harness.providers.fake import FakeProvider
-    from harness.providers.fake_server import FakeServer
+    from harness.providers.fake_server import FakeServer  # optional extra: serve
 
     servers: list[Any] = []
 
@@ -185,9 +182,6 @@ def scenario_runner(request: pytest.FixtureRequest) -> Callable[..., RunResult]:
                else request.config.getoption("--harness-target") or "sqlite")
 
     def run(scenario: Any, target: str | None = None, seed: int | None = None) -> RunResult:
-        from harness.scenarios.loader import load_scenario
-        from harness.scenarios.runner import run_scenario
-
         if isinstance(scenario, str | Path):
             scenario = load_scenario(Path(scenario))
         opened = _open_target(request.config, target or default)

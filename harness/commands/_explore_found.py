@@ -9,7 +9,16 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as Bar
+
 from harness.console import counted
+from harness.explore.emit import explore_result
+from harness.explore.replay import replay_repro
+from harness.explore.repro import read_repro, write_repro
+from harness.explore.shrink import shrink
+from harness.scenarios.runfolder import replay_command
 
 if TYPE_CHECKING:
     from harness.explore.search import Found, Progress, Settings
@@ -23,10 +32,6 @@ class Ticker:
     the final counters are always printed."""
 
     def __init__(self, say: Any, total: int | None = None) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as Bar
-
         self.say = say
         self.last = time.perf_counter()
         self.progress: Progress | None = None
@@ -56,8 +61,6 @@ class Ticker:
 
 
 def report_clean(session: ReportSession, found: Found, settings: Settings, target: str) -> None:
-    from harness.explore.emit import explore_result
-
     progress = found.progress
     if found.exhausted:
         note = (f"no violation: every interleaving of the smallest plan was explored "
@@ -72,12 +75,6 @@ def report_clean(session: ReportSession, found: Found, settings: Settings, targe
 def report_violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
                target: str, args: argparse.Namespace, *,
                through: dict[str, Any] | None = None) -> None:
-    from harness.explore.emit import explore_result
-    from harness.explore.replay import replay_repro
-    from harness.explore.repro import read_repro, write_repro
-    from harness.explore.shrink import shrink
-    from harness.scenarios.runfolder import replay_command
-
     outcome = found.outcome
     assert outcome is not None
     original = outcome.steps

@@ -16,14 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 from harness.commands._explore_found import Ticker, report_clean, report_violation
 from harness.domain.errors import ConfigError
+from harness.explore.choices import PrefixChoices
+from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
+from harness.explore.pct import bound
+from harness.explore.plan import SmallestDraw
+from harness.explore.proxy import Proxy, Upstream
+from harness.explore.replay import replay_repro
+from harness.explore.search import search
+from harness.explore.service import ServiceProcess, check_storage, parse_listen, wait_healthy
+from harness.explore.through import ThroughController
+from harness.scenarios.history import pairs
+from harness.scenarios.targets import open_target
+from harness.scenarios.targets.base import redact
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
-    from harness.explore.proxy import Proxy
     from harness.explore.replay import Replayed
     from harness.explore.repro import Repro
     from harness.explore.search import Build, Found, Settings
-    from harness.explore.through import ThroughController
     from harness.reports.session import ReportSession
 
 DEFAULT_SETTLE_MS = 100.0
@@ -35,11 +45,6 @@ def serving(*, target_text: str | None, profile: str | None, tokens_file: str | 
             settle_ms: float, log: Path,
             say: Any = print) -> Iterator[tuple[ThroughController, Proxy, str]]:
     """Proxy up, service up and healthy, controller ready; everything stopped on the way out."""
-    from harness.explore.proxy import Proxy, Upstream
-    from harness.explore.service import ServiceProcess, check_storage, parse_listen, wait_healthy
-    from harness.explore.through import ThroughController
-    from harness.scenarios.targets import open_target
-    from harness.scenarios.targets.base import redact
 
     if not target_text or not target_text.strip().startswith(("http://", "https://")):
         raise ConfigError(f"{redact(target_text or '')!r} is not your service's base URL",
@@ -78,10 +83,6 @@ def _problems(proxy: Proxy, kinds: tuple[str, ...] = ("unreachable", "not_protoc
 def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload: str,
             say: Any = print) -> Outcome:
     """One schedule of the smallest plan: storage commands must reach the proxy."""
-    from harness.explore.choices import PrefixChoices
-    from harness.explore.plan import SmallestDraw
-    from harness.scenarios.history import pairs
-    from harness.scenarios.targets.base import redact
 
     plan = build("double-click" if workload == "all" else workload, SmallestDraw(), 2)
     outcome = controller.run(plan, PrefixChoices())
@@ -107,7 +108,6 @@ def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload:
 
 def through_info(args: argparse.Namespace, settle_ms: float) -> dict[str, Any]:
     """What ``replay`` needs to set the proxy and the service up again (no passwords)."""
-    from harness.scenarios.targets.base import redact
 
     return {"storage": redact(args.through), "listen": args.listen,
             "service_cmd": redact(args.service_cmd) if args.service_cmd else None,
@@ -117,8 +117,6 @@ def through_info(args: argparse.Namespace, settle_ms: float) -> dict[str, Any]:
 
 
 def pct_line(found: Found, settings: Settings) -> str:
-    from harness.explore.pct import bound
-
     p = bound(found.pct_clients, found.pct_steps, settings.depth)
     miss = (1 - p) ** max(1, found.progress.schedules)
     d = settings.depth
@@ -133,9 +131,6 @@ def pct_line(found: Found, settings: Settings) -> str:
 
 
 def run_through(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
-    from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
-    from harness.explore.search import search
-
     settle = args.settle_ms if args.settle_ms is not None else DEFAULT_SETTLE_MS
     limit = (f"{settings.budget} schedules" if settings.budget is not None
              else f"{settings.time_limit:g} s")
@@ -179,7 +174,6 @@ def replay_through(args: argparse.Namespace, repro: Repro,
                    session: ReportSession) -> tuple[Replayed, str]:
     """Set the proxy and the service up as the repro says (options override), and replay;
     the replay and the target."""
-    from harness.explore.replay import replay_repro
 
     through = repro.through or {}
     storage = args.through or str(through.get("storage"))

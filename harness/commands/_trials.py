@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.reports.redaction import without_credentials
+from harness.providers.secrets import register_secret
+from harness.reports.redaction import register_target_secrets, without_credentials
 from harness.reports.session import ReportSession
 from harness.scenarios.emit import first_unknown_runs, scenario_run, trial_series
 from harness.scenarios.model import Scenario
 from harness.scenarios.runfolder import replay_command, write_run
+from harness.scenarios.runner import run_scenario
 from harness.scenarios.targets.base import Target
 from harness.scenarios.trials import TrialSet, run_trials
 
@@ -37,8 +39,6 @@ class RunOptions:
 
 def target_secrets(target: Target, text: str | None) -> None:
     """Register the secrets a target holds (tokens, a DSN password) so no report shows them."""
-    from harness.providers.secrets import register_secret
-    from harness.reports.redaction import register_target_secrets
 
     register_target_secrets(text)
     for token in (getattr(target, "tokens", None) or {}).values():
@@ -74,7 +74,6 @@ def run_one(session: ReportSession, scenario: Scenario, target: Target,
             options: RunOptions) -> None:
     """Run ``scenario`` once and emit its scenario run (with a run folder unless not
     applicable)."""
-    from harness.scenarios.runner import run_scenario
 
     result = run_scenario(scenario, target, seed=options.seed)
     replay = None

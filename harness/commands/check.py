@@ -30,9 +30,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from harness.commands._drill_check import open_check_drill
-from harness.commands._report import add_report_options
+from harness.commands._report import add_report_options, open_session
+from harness.commands._trials import RunOptions, public_target, run_one, run_series, target_secrets
+from harness.commands.scenarios import _load as load_scenarios
+from harness.commands.scenarios import shipped_scenarios
+from harness.console import console
+from harness.contracts.certifier import certify, plan
+from harness.contracts.emit import certification, gate_verdict
+from harness.contracts.standing import certify_command
+from harness.domain.errors import ConfigError
 from harness.gateways.options import add_gateway_options, gateway_options
+from harness.gateways.sources import open_workspace, source_file
+from harness.project import MAX_TRIALS, find_project, load_project
+from harness.reports.redaction import register_target_secrets
+from harness.scenarios.emit import detection_matrix, scenario_run
+from harness.scenarios.matrix import REFERENCE
+from harness.scenarios.matrix import detection_matrix as run_matrix
+from harness.scenarios.runfolder import replay_command, write_run
+from harness.scenarios.targets import TARGET_HELP, open_target
+from harness.store.mutants import MUTANTS
 
 HELP = ("Run the main job: scenarios on your service (or the reference store and its mutants), "
         "then certify and gate the providers")
@@ -46,8 +65,6 @@ DEFAULT_PROVIDERS = Path("providers.yaml")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from harness.scenarios.targets import TARGET_HELP
-
     service = parser.add_argument_group("your service")
     service.add_argument("--target", default=None, metavar="URL",
                          help=f"run the scenarios against this target instead of the reference "
@@ -97,9 +114,6 @@ class Settings:
 
 
 def settings(args: argparse.Namespace) -> Settings:
-    from harness.domain.errors import ConfigError
-    from harness.project import MAX_TRIALS, find_project, load_project
-
     providers = args.providers or DEFAULT_PROVIDERS
     project = load_project(find_project(args.project, providers))
     if args.report_dir is None and project.report_dir is not None:
@@ -133,14 +147,9 @@ def _str(path: Path | None) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-
     s = settings(args)
     workspace = _open_workspace(args, s)  # bad config fails here, before any work
     if s.target:
-        from harness.commands._trials import target_secrets
-        from harness.scenarios.targets import open_target
-
         scenarios, suites = _suites(s, with_detection=True)
         target = open_target(s.target, tokens_file=s.tokens_file, profile=s.target_profile)
         drill = None
@@ -161,8 +170,6 @@ def run(args: argparse.Namespace) -> int:
             if drill is not None:
                 drill.close()
     else:
-        from harness.reports.redaction import register_target_secrets
-
         register_target_secrets(args.db)
         scenarios, suites = _suites(s, with_detection=False)
         session = open_session(args, "check", targets=[args.db or "sqlite (embedded)"])
@@ -177,8 +184,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _load(paths: tuple[Path, ...] | list[Path]) -> list[Any]:
-    from harness.commands.scenarios import _load as load_scenarios
-
     return load_scenarios(list(paths))
 
 
@@ -190,7 +195,6 @@ def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
     a local one named like a shipped one taking its place (``init`` copies the shipped ones:
     the user may have edited them). Only explicit paths (``--scenarios``, or the project file's
     ``scenarios:``) replace the shipped suites."""
-    from harness.commands.scenarios import shipped_scenarios
 
     if s.scenarios:
         scenarios = _load(s.scenarios)
@@ -217,8 +221,6 @@ def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
 
 
 def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
-    from harness.gateways.sources import open_workspace, source_file
-
     optional = args.no_certify or (s.target and not s.providers_explicit)
     if optional and not source_file(s.providers).exists():
         return None
@@ -240,10 +242,6 @@ class _NoProgress:
 
 
 def _progress(label: str, total: int) -> Any:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from harness.console import console
-
     err = console(stderr=True)
     if not err.is_terminal:
         return _NoProgress(), 0
@@ -261,7 +259,6 @@ def in_detection_suite(scenario: Any) -> bool:
 def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> None:
     """Every scenario on the user's service; the detection suite as trial series, at its
     default trials (each scenario's ``arrival.trials``, else 1), or ``--trials``."""
-    from harness.commands._trials import RunOptions, run_one, run_series
 
     extra: list[str] = []
     if s.tokens_file:
@@ -278,13 +275,6 @@ def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> 
 
 def _self_check(session: Any, args: argparse.Namespace, s: Settings,
                 scenarios: list[Any]) -> None:
-    from harness.commands._trials import public_target
-    from harness.scenarios.emit import detection_matrix, scenario_run
-    from harness.scenarios.matrix import REFERENCE
-    from harness.scenarios.matrix import detection_matrix as run_matrix
-    from harness.scenarios.runfolder import replay_command, write_run
-    from harness.store.mutants import MUTANTS
-
     progress, task = _progress("scenarios × stores", len(scenarios) * (1 + len(MUTANTS)))
     with progress:
         matrix = run_matrix(scenarios, args.db, seed=s.seed,
@@ -301,16 +291,11 @@ def _self_check(session: Any, args: argparse.Namespace, s: Settings,
 
 
 def _certification(session: Any, args: argparse.Namespace, s: Settings, workspace: Any) -> None:
-    from harness.contracts.emit import certification, gate_verdict
-    from harness.contracts.standing import certify_command
-
     failover: dict[tuple[str, str], str] = {}
     for contract, chain in workspace.providers.chains.items():
         for link in chain:
             failover[(link.provider, contract)] = link.failover
     if not args.no_certify:
-        from harness.contracts.certifier import certify, plan
-
         targets = plan(workspace.providers, workspace.contracts,
                        providers_path=str(s.providers))
         failover.update({(t.provider.id, t.contract.id): t.failover for t in targets})

@@ -8,16 +8,26 @@ diverged from the recording), 2 bad input.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import secrets
 from typing import TYPE_CHECKING
 
 from harness.commands._explore_found import Ticker, report_clean, report_violation
-from harness.commands._report import add_report_options
+from harness.commands._explore_through import replay_through, run_through
+from harness.commands._report import add_report_options, open_session
 from harness.domain.errors import ConfigError, MissingExtra
+from harness.explore.controller import Controller
+from harness.explore.emit import explore_result
+from harness.explore.replay import replay_repro
+from harness.explore.repro import read_repro, write_repro
+from harness.explore.search import Settings, search
+from harness.explore.stress import stress
+from harness.explore.target import explore_store
+from harness.reports import ReplayComparison
+from harness.scenarios.targets import open_target
 
 if TYPE_CHECKING:
     from harness.explore.replay import Replayed
-    from harness.explore.search import Settings
     from harness.reports.session import ReportSession
 
 HELP = ("Find, shrink and replay races in your service (through its Redis or PostgreSQL) "
@@ -110,8 +120,6 @@ def add_through_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace, seed: int) -> Settings:
-    from harness.explore.search import Settings
-
     if not 2 <= args.clients <= 16:
         raise ConfigError(f"{args.clients} is out of range", field="--clients",
                           fix="use 2 to 16 clients")
@@ -154,7 +162,6 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
 def _need_hypothesis() -> None:
     """``--choices hypothesis`` is the one explore path that needs the ``explore`` extra (the
     seeded, PCT and exhaustive searches and the shrinker run without it): say so up front."""
-    import importlib.util
 
     if importlib.util.find_spec("hypothesis") is None:
         raise MissingExtra("explore", module="hypothesis",
@@ -163,21 +170,14 @@ def _need_hypothesis() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     settings = _settings(args, seed)
     session = open_session(args, "explore")
     session.say(f"explore: seed {seed}")
     if args.through:
-        from harness.commands._explore_through import run_through
-
         return run_through(args, settings, session)
     if args.stress:
         return _stress(args, settings, session)
-    from harness.explore.controller import Controller
-    from harness.explore.search import search
-    from harness.explore.target import explore_store
 
     limit = (f"{settings.budget} schedules" if settings.budget is not None
              else f"{settings.time_limit:g} s")
@@ -197,11 +197,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
-    from harness.explore.emit import explore_result
-    from harness.explore.repro import write_repro
-    from harness.explore.stress import stress
-    from harness.scenarios.targets import open_target
-
     target = open_target(args.target, tokens_file=args.tokens_file)
     session.add_target(target.description)
     limit = (f"{settings.budget} rounds" if settings.budget is not None
@@ -233,16 +228,9 @@ def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession
 
 def run_replay(args: argparse.Namespace) -> int:
     """``failover-harness replay <explore repro>``: the same events and history, or where not."""
-    from harness.commands._report import open_session
-    from harness.explore.controller import Controller
-    from harness.explore.replay import replay_repro
-    from harness.explore.repro import read_repro
-    from harness.explore.target import explore_store
 
     repro = read_repro(args.path)
     if repro.through is not None or getattr(args, "through", None):
-        from harness.commands._explore_through import replay_through
-
         session = open_session(args, "replay")
         replayed, target = replay_through(args, repro, session)
         return _replayed(session, args, replayed, target)
@@ -262,9 +250,6 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def _replayed(session: ReportSession, args: argparse.Namespace, replayed: Replayed,
               target: str) -> int:
-    from harness.explore.emit import explore_result
-    from harness.reports import ReplayComparison
-
     outcome = replayed.outcome
     settings = argparse.Namespace(workload=outcome.plan.workload, seed=0, choices="replay")
     session.emit(explore_result(outcome, target=target, settings=settings, mode="replay"))

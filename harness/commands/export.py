@@ -16,7 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.domain.errors import ConfigError
+from harness.gateways.export import certified_lists, litellm_source, portkey_export
 from harness.gateways.options import add_gateway_options, gateway_options
+from harness.gateways.sources import open_workspace
 
 HELP = "Print a LiteLLM config's fallback lists, keeping only certified fallbacks"
 EXITS = {
@@ -48,10 +51,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.domain.errors import ConfigError
-    from harness.gateways.export import certified_lists, litellm_source, portkey_export
-    from harness.gateways.sources import open_workspace
-
     portkey = args.what == "portkey-targets"
     prefix = "portkey:" if portkey else "litellm:"
     path = args.providers or Path("config.json" if portkey else "config.yaml")

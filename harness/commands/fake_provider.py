@@ -16,7 +16,12 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from harness.contracts.fakes import golden_answer
+from harness.contracts.loader import load_contract
 from harness.domain.errors import ConfigError
+from harness.providers.behaviours import ALL_BEHAVIOURS, Behaviour, BehaviourError
+from harness.providers.fake_answers import load_answers
+from harness.providers.recording import RecordingFake
 
 HELP = ("Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen "
         "behaviour")
@@ -32,8 +37,6 @@ KINDS = ("openai-chat", "anthropic-messages")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from harness.providers.behaviours import ALL_BEHAVIOURS
-
     parser.add_argument("--kind", required=True, choices=KINDS, help="the wire format to speak")
     parser.add_argument("--port", type=int, default=0,
                         help="TCP port on the loopback interface (0: any free port; printed)")
@@ -56,10 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.providers.behaviours import Behaviour, BehaviourError
-    from harness.providers.fake_answers import load_answers
-    from harness.providers.fake_server import bind_socket, uvicorn_server
-    from harness.providers.recording import RecordingFake
+    from harness.providers.fake_server import bind_socket, uvicorn_server  # optional extra: serve
 
     try:
         behaviour = Behaviour.parse(args.behaviour)
@@ -72,9 +72,6 @@ def run(args: argparse.Namespace) -> int:
     answer = load_answers(args.answers) if args.answers else None
     answers_from = None
     if args.answers_from:
-        from harness.contracts.fakes import golden_answer
-        from harness.contracts.loader import load_contract
-
         contract = load_contract(Path(args.answers_from))
         answer = golden_answer(contract)
         answers_from = f"golden {contract.id}"

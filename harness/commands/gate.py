@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands._report import add_report_options
+from harness.commands._report import add_report_options, open_session
+from harness.contracts.emit import gate_verdict
 from harness.gateways.options import add_gateway_options, gateway_options
+from harness.gateways.sources import open_workspace
 
 HELP = "Check that every auto failover link is certified at its current config (for CI)"
 EXITS = {
@@ -38,10 +40,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-    from harness.contracts.emit import gate_verdict  # lazily: keep `--help` fast
-    from harness.gateways.sources import open_workspace
-
     ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
     session = open_session(args, "gate")
     session.emit(gate_verdict(ws.gate(), lock_file=str(ws.lock.path),

@@ -13,9 +13,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands._report import add_report_options
+from harness.commands._report import add_report_options, open_session
+from harness.commands._trials import public_target, target_secrets
+from harness.commands.explore import add_through_options, run_replay
 from harness.commands.scenarios import add_target_options, target_extra
 from harness.domain.errors import ConfigError
+from harness.explore.repro import is_explore_repro
+from harness.reports import ReplayComparison
+from harness.scenarios.emit import scenario_run
+from harness.scenarios.replay import recorded_target, replay_until, reproduction
+from harness.scenarios.runfolder import read_run, replay_command, write_run
+from harness.scenarios.targets import open_target
 
 HELP = ("Replay a run folder or a repro folder and check that the history is reproduced "
         "exactly")
@@ -35,7 +43,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a run folder (reports/<time>/runs/…) or an explore repro folder "
                         "(reports/<time>/repro/…), or a scenario .yaml file")
     add_target_options(parser)
-    from harness.commands.explore import add_through_options
 
     add_through_options(parser)  # an explore repro of a service explored through its storage
     parser.add_argument("--until-violated", type=int, default=1, metavar="N",
@@ -49,23 +56,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-    from harness.commands._trials import public_target, target_secrets
-    from harness.reports import ReplayComparison
-    from harness.scenarios.emit import scenario_run
-    from harness.scenarios.replay import recorded_target, replay_until, reproduction
-    from harness.scenarios.runfolder import replay_command, write_run
-    from harness.scenarios.targets import open_target
-
     path: Path = args.path
     if not path.exists():
         raise ConfigError("no such run folder or scenario file", file=str(path),
                           fix="pass a run folder (reports/<time>/runs/…) or a scenario .yaml "
                           "file")
-    from harness.explore.repro import is_explore_repro
 
     if is_explore_repro(path):  # a repro folder written by `failover-harness explore`
-        from harness.commands.explore import run_replay
 
         return run_replay(args)
     if args.until_violated < 1:
@@ -119,7 +116,6 @@ def _refuse_another_target(path: Path) -> None:
     another target (the reference SQLite store would say PASS): exit 2 naming the target."""
     if not path.is_dir():
         return  # a scenario file: the default target is the user's choice
-    from harness.scenarios.runfolder import read_run
 
     recorded = str(read_run(path).results.get("target", "") or "")
     if not recorded or recorded == "sqlite":

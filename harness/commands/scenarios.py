@@ -12,9 +12,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import harness
 from harness.commands._help import describe
-from harness.commands._report import add_report_options
+from harness.commands._report import add_report_options, open_session
+from harness.commands._trials import RunOptions, run_all, target_secrets
 from harness.domain.errors import ConfigError
+from harness.providers.secrets import redact_dsn
+from harness.scenarios.emit import detection_matrix as matrix_event
+from harness.scenarios.loader import load_scenario, scenario_files
+from harness.scenarios.matrix import detection_matrix
+from harness.scenarios.model import ARRIVAL_PATTERNS
+from harness.scenarios.targets import TARGET_HELP, open_target
 
 if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
     from harness.scenarios.model import Scenario
@@ -38,7 +46,6 @@ def default_scenarios() -> Path:
 
 def shipped_scenarios() -> Path:
     """The scenarios shipped with the harness (whatever the working directory holds)."""
-    import harness
 
     package = Path(harness.__file__).resolve().parent
     shipped = package / "shipped" / "scenarios"
@@ -46,8 +53,6 @@ def shipped_scenarios() -> Path:
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
-    from harness.scenarios.targets import TARGET_HELP
-
     parser.add_argument("--target", default=None, help=f"what to attack: {TARGET_HELP}")
     parser.add_argument(
         "--tokens-file", default=None, metavar="FILE",
@@ -125,8 +130,6 @@ def _positive(text: str) -> int:
 
 
 def _patterns(text: str) -> tuple[str, ...]:
-    from harness.scenarios.model import ARRIVAL_PATTERNS
-
     chosen = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
     wrong = [p for p in chosen if p not in ARRIVAL_PATTERNS]
     if wrong or not chosen:
@@ -137,8 +140,6 @@ def _patterns(text: str) -> tuple[str, ...]:
 
 
 def _load(paths: list[Path]) -> list[Scenario]:
-    from harness.scenarios.loader import load_scenario, scenario_files
-
     files = scenario_files(paths or [default_scenarios()])
     scenarios = [load_scenario(f) for f in files]
     seen: dict[str, str] = {}
@@ -164,10 +165,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-    from harness.commands._trials import RunOptions, run_all, target_secrets
-    from harness.scenarios.targets import open_target
-
     scenarios = _load(args.paths)
     target = open_target(args.target, tokens_file=args.tokens_file, profile=args.target_profile)
     try:
@@ -195,11 +192,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    from harness.commands._report import open_session
-    from harness.providers.secrets import redact_dsn
-    from harness.scenarios.emit import detection_matrix as matrix_event
-    from harness.scenarios.matrix import detection_matrix
-
     scenarios = _load(args.paths)
     matrix = detection_matrix(scenarios, args.db, seed=args.seed)
     session = open_session(args, "scenarios matrix", targets=[redact_dsn(args.db or "sqlite")])

@@ -9,12 +9,19 @@ uvicorn starts N processes; each builds its app from the environment set here
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
 from harness.domain.errors import ConfigError, StoreError
+from harness.providers.secrets import redacting_config
+from harness.service import app as service
+from harness.service.auth import load_tokens
 from harness.service.lifeline import mark_parent
+from harness.store import open_store
+from harness.store.postgres import _safe
 
 HELP = "Run the reference HTTP service (API v1) over the reference store"
 EXITS = {0: "stopped cleanly (Ctrl-C)"}
@@ -70,10 +77,9 @@ def _probe_postgres(url: str) -> None:
     if not url.startswith(("postgresql://", "postgres://")):
         return
     try:
-        import psycopg
+        import psycopg  # optional extra: postgres
     except ImportError:
         return  # open_store says which extra to install
-    from harness.store.postgres import _safe
 
     try:
         psycopg.connect(url, connect_timeout=5).close()
@@ -84,8 +90,6 @@ def _probe_postgres(url: str) -> None:
 def _check_port_free(host: str, port: int) -> None:
     """Exit 2 before uvicorn starts when the address is taken (uvicorn would log it and exit
     with a code that means something else). Bound as uvicorn binds it (SO_REUSEADDR)."""
-    import errno
-    import socket
 
     if port == 0:
         return
@@ -107,9 +111,8 @@ def _check_port_free(host: str, port: int) -> None:
 
 def log_config(level: str) -> dict[str, Any]:
     """uvicorn's logging setup, plus our ``harness`` logger on the same handler."""
-    from uvicorn.config import LOGGING_CONFIG
+    from uvicorn.config import LOGGING_CONFIG  # optional extra: serve
 
-    from harness.providers.secrets import redacting_config
 
     config = redacting_config(LOGGING_CONFIG)  # every handler redacts registered secrets
     config["loggers"]["harness"] = {
@@ -119,11 +122,8 @@ def log_config(level: str) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
+    import uvicorn  # optional extra: serve
 
-    from harness.service import app as service
-    from harness.service.auth import load_tokens
-    from harness.store import open_store
 
     _check(args)
     tokens = load_tokens(args.tokens_file, os.environ)

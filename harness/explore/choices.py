@@ -98,7 +98,7 @@ class HypothesisChoices:
         self.data = data
 
     def choose(self, enabled: Sequence[str]) -> int:
-        from hypothesis import strategies as st
+        from hypothesis import strategies as st  # optional extra: explore
 
         return int(self.data.draw(st.integers(0, len(enabled) - 1)))
 
@@ -110,12 +110,12 @@ class HypothesisDraw:
         self.data = data
 
     def integer(self, lo: int, hi: int) -> int:
-        from hypothesis import strategies as st
+        from hypothesis import strategies as st  # optional extra: explore
 
         return int(self.data.draw(st.integers(lo, hi)))
 
     def boolean(self) -> bool:
-        from hypothesis import strategies as st
+        from hypothesis import strategies as st  # optional extra: explore
 
         return bool(self.data.draw(st.booleans()))
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from harness.domain import Intent
 from harness.domain.errors import ConfigError, HarnessError
+from harness.scenarios.checkers import CHECKERS
 
 OP_KINDS = ("create", "read", "attempts", "races", "start",
             "dispatched", "timed_out", "succeeded", "failed", "cancelled", "fault")
@@ -41,9 +42,7 @@ def _intent(text: str) -> Intent:
 
 class Draw(Protocol):
     """Where a workload's decisions come from (seeded random, Hypothesis, the smallest)."""
-
     def integer(self, lo: int, hi: int) -> int: ...
-
     def boolean(self) -> bool: ...
 
 
@@ -169,7 +168,6 @@ class Plan:
     @classmethod
     def from_json(cls, data: Any, where: str = "plan") -> Plan:
         """Read a plan back; a damaged one is a :class:`ConfigError` naming the field."""
-        from harness.scenarios.checkers import CHECKERS
 
         if not isinstance(data, dict):
             raise ConfigError("the plan is not a mapping", field=where,

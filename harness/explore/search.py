@@ -159,9 +159,9 @@ class _Violated(Exception):
 
 def _hypothesis(controller: Runner, settings: Settings, progress: Progress,
                 tick: Callable[[Progress], None], build: Build) -> Found:
-    from hypothesis import HealthCheck, Phase, Verbosity, given, seed
-    from hypothesis import settings as hypothesis_settings
-    from hypothesis import strategies as st
+    from hypothesis import HealthCheck, Phase, Verbosity, given, seed  # optional extra: explore
+    from hypothesis import settings as hypothesis_settings  # optional extra: explore
+    from hypothesis import strategies as st  # optional extra: explore
 
     first_failure: list[int] = []
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from harness.domain import StoreError, UnsupportedTarget
 from harness.explore.hold import HeldPg, HeldSqlite, Worker, current_worker
+from harness.store.postgres import PostgresStore, _safe
+from harness.store.sqlite import SqliteStore
 from harness.store.sqlstore import SqlStore
 
 
@@ -93,8 +95,8 @@ class PgSessions(Sessions):
     kind = "postgres"
 
     def __init__(self, store: Any) -> None:
-        import psycopg
-        from psycopg.rows import dict_row
+        import psycopg  # optional extra: postgres
+        from psycopg.rows import dict_row  # optional extra: postgres
 
         self.psycopg, self.dict_row = psycopg, dict_row
         self.store = store
@@ -107,8 +109,6 @@ class PgSessions(Sessions):
         try:
             conn = self.psycopg.connect(self.store.dsn, **options)
         except self.psycopg.Error as exc:
-            from harness.store.postgres import _safe
-
             raise StoreError(f"explore cannot open a session: {_safe(exc, self.store.dsn)}") \
                 from None
         self.opened.append(conn)
@@ -138,15 +138,10 @@ class PgSessions(Sessions):
 
 def attach(store: SqlStore) -> Sessions:
     """Route ``store``'s connections through held per-worker sessions."""
-    from harness.store.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
         return SqliteSessions(store)
-    try:
-        from harness.store.postgres import PostgresStore
-    except ImportError:  # pragma: no cover - without the postgres extra
-        PostgresStore = None  # type: ignore[assignment, misc]
-    if PostgresStore is not None and isinstance(store, PostgresStore):
+    if isinstance(store, PostgresStore):
         return PgSessions(store)
     raise UnsupportedTarget(
         f"explore interleaves the SQL statements of stores built on SqliteStore or "

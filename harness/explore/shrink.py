@@ -131,7 +131,7 @@ def shrink(
 def _hypothesis_installed() -> bool:
     """Whether the ``[explore]`` extra's Hypothesis can be imported."""
     try:
-        import hypothesis  # noqa: F401
+        import hypothesis  # noqa: F401  # optional extra: explore
     except ImportError:
         return False
     return True
@@ -194,8 +194,8 @@ def _fewer_preemptions(controller: Runner, best: Outcome, keep: str) -> tuple[Ou
 
 def _interleaving(controller: Runner, plan: Plan, keep: str,
                   examples: int) -> tuple[Outcome | None, int, str]:
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import strategies as st
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings  # optional extra: explore
+    from hypothesis import strategies as st  # optional extra: explore
 
     runs = 0
 
@@ -219,7 +219,7 @@ def _interleaving(controller: Runner, plan: Plan, keep: str,
     except _Reproduced as reproduced:
         return reproduced.outcome, runs, ""
     except Exception as exc:  # Flaky, or anything Hypothesis raises instead: keep pass one
-        from hypothesis.errors import Flaky
+        from hypothesis.errors import Flaky  # optional extra: explore
 
         why = ("the same decisions did not always break the promise (the service's timing "
                "varies between runs)" if isinstance(exc, Flaky)

@@ -51,6 +51,7 @@ from harness.explore.plan import Plan, TimerSpec
 from harness.explore.proxy import HeldStep, Link, Proxy
 from harness.scenarios.history import History
 from harness.scenarios.targets.base import Target
+from harness.store.postgres import _safe
 
 DEFAULT_SETTLE_MS = 100.0
 REPLAY_SETTLE_S = 3.0  # a replay of a fully settled recording waits this long for each settle
@@ -419,15 +420,13 @@ class ThroughController(ScheduleLoop):
 def _control_connection(url: str) -> Any:
     """A direct connection to PostgreSQL (not through the proxy) for ``pg_blocking_pids``."""
     try:
-        import psycopg
+        import psycopg  # optional extra: postgres
     except ImportError:  # pragma: no cover - without the postgres extra
         raise ConfigError("exploring through PostgreSQL needs psycopg", field="--through",
                           fix="pip install 'failover-harness[postgres]'") from None
     try:
         return psycopg.connect(url, autocommit=True)
     except psycopg.Error as exc:
-        from harness.store.postgres import _safe
-
         raise ConfigError(f"cannot reach PostgreSQL at the --through URL: {_safe(exc, url)}",
                           field="--through", fix="start it, or fix the URL (user, database, "
                           "password)") from None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from harness.gateways.source import parse_contract_map, parse_headers
+
 
 def add_gateway_options(parser: argparse.ArgumentParser, *, via: bool = True) -> None:
     """``--contract-map GROUP=ID`` (repeatable), ``--via URL`` and ``--header NAME:VALUE``, for
@@ -27,7 +29,6 @@ def add_gateway_options(parser: argparse.ArgumentParser, *, via: bool = True) ->
 
 def gateway_options(args: argparse.Namespace) -> dict[str, Any]:
     """The keyword arguments of :func:`harness.gateways.sources.open_workspace`."""
-    from harness.gateways.source import parse_contract_map, parse_headers
 
     return {
         "contract_map": parse_contract_map(getattr(args, "contract_map", None) or []) or None,

@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import IO
 
 from harness import __version__
+from harness.reports.html import render_html
+from harness.reports.junit import render_junit
+from harness.reports.markdown import render_markdown
 from harness.reports.model import EXIT_CODES, Event, Results, run_verdict
 from harness.reports.redaction import clean, scrub
 
@@ -191,9 +194,6 @@ def render_json(results: Results) -> str:
 
 def write_renderings(results: Results, folder: Path) -> None:
     """The four renderings of ``results`` into ``folder`` (each file replaced atomically)."""
-    from harness.reports.html import render_html
-    from harness.reports.junit import render_junit
-    from harness.reports.markdown import render_markdown
 
     folder.mkdir(parents=True, exist_ok=True)
     _write_atomically(folder / "results.json", render_json(results))
@@ -244,8 +244,6 @@ class JunitFile(Handler):
         self.path = path
 
     def finish(self, results: Results) -> None:
-        from harness.reports.junit import render_junit
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomically(self.path, render_junit(results))
 

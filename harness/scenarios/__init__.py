@@ -10,7 +10,8 @@
                           Target session (store, mutant, HTTP, profile)
 
 Modules: ``model`` (the scenario as data), ``loader`` (YAML + JSON Schema → model, errors with
-file/line/fix), ``scheduler`` (discrete events on a virtual clock; the choice seam),
+file/line/fix; ``schema`` explains a schema error, ``builder`` checks the cross-references),
+``scheduler`` (discrete events on a virtual clock; the choice seam),
 ``targets`` (what is attacked), ``runner`` (steps → ops), ``history`` (invoke → ok | fail |
 info), ``checkers`` (pure verdicts), ``runfolder`` / ``replay`` (reproduce a run), ``matrix``
 (every scenario × reference and mutants), ``render`` (terminal text), ``arrivals`` (burst,
@@ -59,7 +60,7 @@ _EXPORTS = {
     "run_scenario": "runner",
     "run_trials": "trials",
     "scenario_files": "loader",
-    "scenario_schema": "loader",
+    "scenario_schema": "schema",
     "write_run": "runfolder",
 }
 

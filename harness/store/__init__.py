@@ -7,6 +7,8 @@ from typing import Any
 from harness.domain import UnsupportedTarget
 from harness.domain.redaction import redact_dsn
 from harness.store.base import Store, apply_event
+from harness.store.postgres import PostgresStore
+from harness.store.sqlite import SqliteStore, sqlite_path_from_url
 from harness.store.sqlstore import SqlStore, random_ids
 
 SUPPORTED_SCHEMES = ("sqlite:///", "postgresql://", "postgres://")
@@ -19,12 +21,8 @@ def open_store(url: str, **options: Any) -> SqlStore:
     ``pool_size`` (PostgreSQL).
     """
     if url.startswith("sqlite:"):
-        from harness.store.sqlite import SqliteStore, sqlite_path_from_url
-
         return SqliteStore(sqlite_path_from_url(url), **options)
     if url.startswith(("postgresql://", "postgres://")):
-        from harness.store.postgres import PostgresStore
-
         return PostgresStore(url, **options)
     raise UnsupportedTarget(
         f"unsupported store URL {redact_dsn(url)!r}; use sqlite:///path/to/file.db or "

@@ -43,7 +43,9 @@ from harness.domain import (
 from harness.domain.errors import AttemptInFlight
 from harness.domain.redaction import redact_dsn
 from harness.domain.states import JOB_FINAL_STATUSES
+from harness.store.postgres import PostgresStore, to_pyformat
 from harness.store.queries import load_queries
+from harness.store.sqlite import SqliteStore, sqlite_path_from_url
 from harness.store.sqlstore import Row, SqlStore, Tx
 
 
@@ -58,8 +60,6 @@ def _sql(store: SqlStore, name: str, old: str, new: str) -> str:
         raise RuntimeError(f"mutant SQL: {old!r} not found in query {name!r}")
     text = text.replace(old, new)
     if store.backend == "postgres":
-        from harness.store.postgres import to_pyformat
-
         text = to_pyformat(text)
     return text
 
@@ -260,13 +260,9 @@ def mutant_class(name: str, base: type[SqlStore]) -> type[SqlStore]:
 def open_mutant(name: str, url: str, **options: Any) -> SqlStore:
     """Open mutant ``name`` on the database at ``url`` (``sqlite:///…`` or ``postgresql://…``)."""
     if url.startswith("sqlite:"):
-        from harness.store.sqlite import SqliteStore, sqlite_path_from_url
-
         cls = mutant_class(name, SqliteStore)
         return cls(sqlite_path_from_url(url), **options)  # type: ignore[call-arg, arg-type]
     if url.startswith(("postgresql://", "postgres://")):
-        from harness.store.postgres import PostgresStore
-
         cls = mutant_class(name, PostgresStore)
         return cls(url, **options)  # type: ignore[call-arg, arg-type]
     raise UnsupportedTarget(

@@ -19,7 +19,7 @@ from harness.domain import (
 )
 from harness.domain.errors import MissingExtra
 from harness.domain.redaction import redact_about, register_dsn
-from harness.store.queries import migrations
+from harness.store.queries import ATTEMPT_COLUMNS, _strip_comments, migrations
 from harness.store.sqlstore import CursorTx, IdFactory, Row, SqlStore, Tx, random_ids
 
 try:  # the `postgres` extra
@@ -191,8 +191,6 @@ class PostgresStore(SqlStore):
 
 
 def _claim_sql() -> str:
-    from harness.store.queries import ATTEMPT_COLUMNS, _strip_comments
-
     qualified = ", ".join(f"attempts.{c.strip()}" for c in ATTEMPT_COLUMNS.split(","))
     text = resources.files("harness.store").joinpath("sql/postgres/claim.sql").read_text("utf-8")
     return _strip_comments(text).format(qualified_attempt_columns=qualified)

@@ -11,8 +11,9 @@ from jsonschema import Draft202012Validator
 from harness.cli import main
 from harness.domain.errors import ConfigError
 from harness.scenarios.checkers import CHECKERS
-from harness.scenarios.loader import load_scenario, scenario_schema
+from harness.scenarios.loader import load_scenario
 from harness.scenarios.model import Scenario
+from harness.scenarios.schema import scenario_schema
 from tests.scenarios.conftest import SEED_FOUR
 
 EXPECTED = {

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from harness.domain.errors import UnsupportedTarget
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
+from harness.scenarios.targets.http import HttpTarget
+from harness.scenarios.targets.profile import ProfileTarget
 from harness.scenarios.targets.stores import StoreTarget
 
 TARGET_HELP = (
@@ -61,10 +63,7 @@ def open_target(
         return StoreTarget(database or None, mutant=name)
     if text.startswith(("http://", "https://")):
         if profile is not None:
-            from harness.scenarios.targets.profile import ProfileTarget
-
             return ProfileTarget(text, profile, tokens_file=tokens_file, env=env)
-        from harness.scenarios.targets.http import HttpTarget
 
         return HttpTarget(text, tokens_file=tokens_file, env=env, race_digest=race_digest)
     raise UnsupportedTarget(f"unsupported target {redact(text)!r}; use one of: {TARGET_HELP}")

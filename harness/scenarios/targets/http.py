@@ -25,6 +25,7 @@ from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError, UnsupportedTarget
 from harness.scenarios.model import CAPABILITIES, Scenario
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
+from harness.scenarios.targets.preflight import check_owners
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 from harness.service.auth import ENV_TOKENS, load_tokens
 from harness.service.client import HarnessClient, TransportFailure
@@ -191,7 +192,6 @@ class HttpTarget(Target):
 
     def preflight(self) -> None:
         """Every replica answers ``/healthz``; every owner's token is accepted."""
-        from harness.scenarios.targets.preflight import check_owners
 
         session = HttpSession(self)
         try:

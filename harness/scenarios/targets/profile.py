@@ -37,6 +37,7 @@ from harness.scenarios.model import Scenario
 from harness.scenarios.targets import faults
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.http import owner_tokens, split_urls
+from harness.scenarios.targets.preflight import check_owners, everything_404, wrong_base_url
 from harness.scenarios.targets.profile_model import (
     Answer,
     Auth,
@@ -410,11 +411,6 @@ class ProfileTarget(Target):
 
     def preflight(self) -> None:
         """The service answers, and accepts every owner's token (a read of a missing job)."""
-        from harness.scenarios.targets.preflight import (
-            check_owners,
-            everything_404,
-            wrong_base_url,
-        )
 
         session = ProfileSession(self)
         try:

@@ -36,7 +36,6 @@ class CounterError(ConfigError):
 
 class Counter(Protocol):
     """Reads the number of side effects so far."""
-
     def count(self) -> int: ...
 
 
@@ -107,7 +106,7 @@ class SqlSideEffects:
                 with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as db:
                     row = db.execute(self.query).fetchone()
             else:
-                import psycopg
+                import psycopg  # optional extra: postgres
 
                 with psycopg.connect(self.url, connect_timeout=10) as db:
                     db.read_only = True  # a counter only reads: BEGIN READ ONLY
