@@ -1,9 +1,10 @@
 """The ``failover-harness`` entry point: parse, run one command, turn errors into exit codes.
 
-Commands live in :mod:`harness.commands`, one module each, imported only when used so that
-``failover-harness --help`` stays fast. A command module exposes ``HELP`` (one imperative
-sentence), ``configure(parser)`` and ``run(args) -> int``, and may set ``EXAMPLES`` and
-``EXITS`` for its ``--help`` (:mod:`harness.commands._help`).
+Commands live in :mod:`harness.commands`, one module each. :data:`COMMANDS` names each one's
+module and one-line help, and only the chosen command's module is imported, so that
+``failover-harness --help`` stays fast and a command imports what it needs at its top. A command
+module exposes ``HELP`` (one imperative sentence), ``configure(parser)`` and ``run(args) -> int``,
+and may set ``EXAMPLES`` and ``EXITS`` for its ``--help`` (:mod:`harness.commands._help`).
 
 Exit codes: 0 every promise holds, 1 a violation or an ineligible provider, 2 bad input or
 configuration, 3 no violation but some verdict unknown (missing, stale, indeterminate).

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import harness
 from harness.commands._help import describe
@@ -21,11 +20,8 @@ from harness.providers.secrets import redact_dsn
 from harness.scenarios.emit import detection_matrix as matrix_event
 from harness.scenarios.loader import load_scenario, scenario_files
 from harness.scenarios.matrix import detection_matrix
-from harness.scenarios.model import ARRIVAL_PATTERNS
+from harness.scenarios.model import ARRIVAL_PATTERNS, Scenario
 from harness.scenarios.targets import TARGET_HELP, open_target
-
-if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
-    from harness.scenarios.model import Scenario
 
 HELP = "Run, list or cross-check scenario files against a store or a service"
 EXAMPLES = (
