@@ -1,20 +1,18 @@
-"""The result model's generic event (``Case``), and — until every branch imports them from
-their rooms — the engines' events re-exported: scenario runs, trial series, the detection matrix
-and replay comparisons from :mod:`harness.scenarios.events`, explore results from
-:mod:`harness.explore.events`. The run and the event union are in :mod:`harness.reports.model`.
+"""Re-exports, until every branch imports them from their rooms: the engines' events (scenario
+runs, trial series, the detection matrix and replay comparisons from
+:mod:`harness.scenarios.events`, explore results from :mod:`harness.explore.events`) and the
+generic ``Case`` from :mod:`harness.reports.model`. Delete when nothing imports this module.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from harness.domain.verdicts import CheckVerdict as CheckVerdict
-from harness.domain.verdicts import Outcome
+from harness.domain.verdicts import Outcome as Outcome
 from harness.domain.verdicts import ScenarioVerdict as ScenarioVerdict
 from harness.domain.verdicts import Verdict as Verdict
 from harness.explore.events import ExploreResult as ExploreResult
 from harness.explore.events import ScheduleStep as ScheduleStep
+from harness.reports.model import Case as Case
 from harness.scenarios.events import Check as Check
 from harness.scenarios.events import DetectionMatrix as DetectionMatrix
 from harness.scenarios.events import FirstFailure as FirstFailure
@@ -33,18 +31,3 @@ from harness.scenarios.events import Unknown as Unknown
 from harness.scenarios.events import UnknownCount as UnknownCount
 from harness.scenarios.events import UnrunStep as UnrunStep
 from harness.scenarios.events import Violation as Violation
-
-
-@dataclass(frozen=True)
-class Case:
-    """A generic judged case, for commands without an event type of their own: one JUnit
-    testcase, one row in the summaries."""
-
-    TYPE: ClassVar[str] = "case"
-    suite: str
-    name: str
-    outcome: Outcome
-    message: str = ""
-    details: tuple[str, ...] = ()
-    command: str = ""
-    wall_s: float = 0.0

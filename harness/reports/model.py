@@ -15,7 +15,7 @@ The run's verdict and exit code are the worst outcome (:func:`run_verdict`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.contracts.events import (
     CertCheck,
@@ -30,7 +30,6 @@ from harness.contracts.events import (
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict, Verdict
 from harness.drill.events import DrillRun
 from harness.explore.events import ExploreResult, ScheduleStep
-from harness.reports.events import Case
 from harness.scenarios.events import (
     Check,
     DetectionMatrix,
@@ -96,6 +95,22 @@ __all__ = [
     "event_json",
     "run_verdict",
 ]
+
+
+@dataclass(frozen=True)
+class Case:
+    """A generic judged case, for commands without an event type of their own: one JUnit
+    testcase, one row in the summaries."""
+
+    TYPE: ClassVar[str] = "case"
+    suite: str
+    name: str
+    outcome: Outcome
+    message: str = ""
+    details: tuple[str, ...] = ()
+    command: str = ""
+    wall_s: float = 0.0
+
 
 SCHEMA = "failover-harness/results@2"
 EXIT_CODES: dict[str, int] = {"pass": 0, "fail": 1, "unknown": 3}
