@@ -131,17 +131,10 @@ def standing(
             command=command,
         )
     if record.contract_hash != contract_hash:
-        version = (
-            f" (version {record.contract_version} → {contract_version})"
-            if record.contract_version != contract_version
-            else " (same version, different content)"
-        )
-        files = _changed_files(record.contract_parts, contract_parts or {})
-        if files:
-            version = f"{version[:-1]}: {files})"
         return Standing(
             provider, contract, State.STALE,
-            f"the contract changed since the certification{version}",
+            "the contract changed since the certification"
+            + _contract_change(record, contract_version, contract_parts or {}),
             f"re-certify against the new contract: {command}",
             command=command,
         )
@@ -174,6 +167,19 @@ def standing(
         command=command,
         provenance=record.provenance,
     )
+
+
+def _contract_change(
+    record: CertificationRecord, contract_version: str, contract_parts: Mapping[str, str]
+) -> str:
+    """`` (version 1 → 2: golden/x.yaml changed)``: what changed since ``record``."""
+    version = (
+        f" (version {record.contract_version} → {contract_version})"
+        if record.contract_version != contract_version
+        else " (same version, different content)"
+    )
+    files = _changed_files(record.contract_parts, contract_parts)
+    return f"{version[:-1]}: {files})" if files else version
 
 
 def _changed_files(old: Mapping[str, str], new: Mapping[str, str], limit: int = 4) -> str:

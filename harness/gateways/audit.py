@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from harness.contracts.certifier import PostAudit, Target
+from harness.contracts.certifier import PostAudit
+from harness.contracts.judgement import Pairing
 from harness.contracts.model import Contract
 from harness.contracts.records import CertificationRecord, CheckResult, Evidence, Redactor
 from harness.contracts.render import render_golden
@@ -56,14 +57,14 @@ def gateway_audit(where: Where | None = None) -> PostAudit:
     """The post-audit for a certification through a gateway; ``where`` names config lines."""
 
     async def audit(records: list[CertificationRecord],
-                    targets: list[Target]) -> list[CertificationRecord]:
+                    targets: list[Pairing]) -> list[CertificationRecord]:
         return await audit_through_gateway(records, targets, where)
 
     return audit
 
 
 async def audit_through_gateway(
-    records: Sequence[CertificationRecord], targets: Sequence[Target], where: Where | None = None,
+    records: Sequence[CertificationRecord], targets: Sequence[Pairing], where: Where | None = None,
 ) -> list[CertificationRecord]:
     """``records`` with a ``gateway`` check added where the provider side could be observed."""
     through = [t for t in targets if t.provider.via and t.provider.upstream]
@@ -99,7 +100,7 @@ async def audit_through_gateway(
     return out
 
 
-def _judge(record: CertificationRecord, target: Target, bodies: list[dict[str, Any]], root: str,
+def _judge(record: CertificationRecord, target: Pairing, bodies: list[dict[str, Any]], root: str,
            got: Mapping[str, int], expected: Mapping[str, int], sent: Sent) -> CertificationRecord:
     gateway = str(target.provider.via)
     upstream = (target.provider.upstream or {}).get("base_url", root)
