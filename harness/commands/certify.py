@@ -26,9 +26,9 @@ from harness.contracts.certifier import (
 )
 from harness.contracts.emit import certification
 from harness.contracts.exchange import Mode
-from harness.contracts.judgement import Pairing, harness_fix, has_harness_error
+from harness.contracts.judgement import Pairing
 from harness.contracts.records import CertificationRecord
-from harness.contracts.standing import certify_command
+from harness.contracts.standing import certify_command, has_harness_error
 from harness.gateways.options import add_gateway_options, gateway_options
 from harness.gateways.sources import audits_for, open_workspace
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers),
                                   adaptive=args.adaptive)
-        fix = harness_fix(command) if has_harness_error(record) else ws.fix_for(record, command)
+        fix = ws.fix_for(record, command)
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
                 f"{result.sequential_s:.2f} s); lock file {ws.lock.path}"

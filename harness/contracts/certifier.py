@@ -24,12 +24,12 @@ from harness.contracts.judgement import (
     Judging,
     Pairing,
     harness_error,
-    has_harness_error,
     judge,
     reference,
 )
 from harness.contracts.model import Contract, Golden
 from harness.contracts.records import CertificationRecord, Redactor
+from harness.contracts.standing import has_harness_error
 from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import load_tokenizer
 from harness.domain.clock import Clock, SystemClock

@@ -39,13 +39,12 @@ from harness.contracts.records import (
     Sampling,
     Verdict,
 )
+from harness.contracts.standing import HARNESS_ERROR
 from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import Tokenizer
 from harness.providers.config import ProviderConfig
 
 NOT_SENT = "not sent (the provider could not be reached)"
-#: the reason of a sampled check that a harness error left without a judgement
-HARNESS_ERROR = "harness error, not the provider's"
 SAMPLED_CHECKS = ("schema", "round_trip")
 ALL_CHECKS = ("schema", "tokenization", "round_trip")  # in the order of a record
 _CLASSIFIED = re.compile(r" \[(failed|unknown): [^\]]*\].*$")  # ProviderCallError's trailer
@@ -55,12 +54,6 @@ def harness_error(what: str, exc: BaseException) -> str:
     """``harness error while processing this answer (KeyError: 'x')``: one line, shortened."""
     return (f"harness error while {what} ({type(exc).__name__}: "
             f"{clean(exc, limit=200, one_line=True)})")
-
-
-def harness_fix(command: str) -> str:
-    """The fix of a record a harness error left undecided: it is our bug, not the provider's."""
-    return ("this is a bug in failover-harness, not the provider's: report it (with the report "
-            f"folder's results.json); the lock file keeps its record. Then run: {command}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +127,6 @@ def judge(
         provenance=FAKE_PROVENANCE if fake else "", unreached=unreached,
         contract_parts=dict(contract.parts),
     )
-
-
-def has_harness_error(record: CertificationRecord) -> bool:
-    """Did a harness error leave this record undecided (so it is not the provider's)?"""
-    return any(c.decision == "undecided" and c.summary.startswith(HARNESS_ERROR)
-               for c in record.checks)
 
 
 def _verdict(checks: tuple[CheckResult, ...]) -> Verdict:

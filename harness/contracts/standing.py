@@ -15,6 +15,10 @@ from typing import Any
 
 from harness.contracts.records import CertificationRecord
 
+#: the reason of a sampled check that a harness error (an exception in our own checking code)
+#: left without a judgement: not the provider's (contracts/judgement.py)
+HARNESS_ERROR = "harness error, not the provider's"
+
 #: the providers.yaml way out of an ineligible auto link (not for a gateway config)
 MANUAL_ADVICE = " (or set this link to 'failover: manual' in the providers file)"
 
@@ -55,6 +59,8 @@ class Standing:
 def undecided_fix(record: CertificationRecord, command: str) -> str:
     """What decides an undecided record: more samples (``--adaptive``; once --adaptive spent
     the contract's budget, a larger budget or a provider that passes more reliably)."""
+    if has_harness_error(record):
+        return harness_fix(command)
     if record.unreached:
         return f"make the provider reachable (network, base_url, API key), then run: {command}"
     adaptive = command if "--adaptive" in command.split() else f"{command} --adaptive"
@@ -71,6 +77,18 @@ def undecided_fix(record: CertificationRecord, command: str) -> str:
             "raise certification.budget in the contract"
             + (f" (about {more} more samples would decide at the observed rate)" if more else "")
             + f", then run: {adaptive}")
+
+
+def has_harness_error(record: CertificationRecord) -> bool:
+    """Did a harness error leave this record undecided (so it is not the provider's)?"""
+    return any(c.decision == "undecided" and c.summary.startswith(HARNESS_ERROR)
+               for c in record.checks)
+
+
+def harness_fix(command: str) -> str:
+    """The fix of a record a harness error left undecided: it is our bug, not the provider's."""
+    return ("this is a bug in failover-harness, not the provider's: report it (with the report "
+            f"folder's results.json); certify keeps the lock file's record. Then run: {command}")
 
 
 def certify_command(

@@ -10,6 +10,7 @@ import pytest
 
 import harness.contracts.exchange as exchange
 import harness.contracts.judgement as judgement
+import harness.contracts.standing as standing
 from tests.contracts.conftest import Project, provider
 
 
@@ -61,12 +62,12 @@ def test_a_harness_error_is_no_failed_sample(
     monkeypatch.setattr(exchange, "_describe", boom)
     run = project.certify()
     (record,) = run.records
-    assert record.verdict == "undecided" and judgement.has_harness_error(record)
+    assert record.verdict == "undecided" and standing.has_harness_error(record)
     sampled = {c.name: c for c in record.checks if c.name in judgement.SAMPLED_CHECKS}
     assert set(sampled) == {"schema", "round_trip"}
     for check in sampled.values():
         assert check.decision == "undecided"
-        assert check.summary.startswith(judgement.HARNESS_ERROR)
+        assert check.summary.startswith(standing.HARNESS_ERROR)
         assert "OurBug" in check.summary
     assert not any(t.samples for t in record.inputs.values())  # nothing judged as failed
     assert run.exit_code == 3
@@ -89,6 +90,6 @@ def test_a_harness_error_on_one_provider_leaves_the_others_judged(
     project.write_providers(providers)
     records = {r.provider: r for r in project.certify().records}
     assert records["primary"].verdict == "undecided"
-    assert judgement.has_harness_error(records["primary"])
+    assert standing.has_harness_error(records["primary"])
     assert records["proser"].verdict == "ineligible"
-    assert not judgement.has_harness_error(records["proser"])
+    assert not standing.has_harness_error(records["proser"])
