@@ -28,7 +28,7 @@ from harness.contracts.emit import certification
 from harness.contracts.exchange import Mode
 from harness.contracts.judgement import Pairing
 from harness.contracts.records import CertificationRecord
-from harness.contracts.standing import certify_command, has_harness_error
+from harness.contracts.standing import certify_command
 from harness.gateways.options import add_gateway_options, gateway_options
 from harness.gateways.sources import audits_for, open_workspace
 
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     # A record no call reached is no evidence: it never replaces an earlier one in the lock
     # (written only where the lock has none, so the gate says why the pair is undecided).
     # Merged into the lock as it is now, under a file lock: a concurrent run keeps its records.
-    # A record a harness error left undecided is our bug, not evidence: never written.
-    evidence = ws.lock.commit([r for r in result.records if not has_harness_error(r)])
+    # A record a harness error left undecided (our bug, not evidence) is never written.
+    evidence = ws.lock.commit(result.records)
     failover = {(t.provider.id, t.contract.id): t.failover for t in pairings}
     how = "replayed from cassettes" if args.replay else mode
     rule = "adaptive, mixture SPRT" if args.adaptive else "fixed, Clopper–Pearson"

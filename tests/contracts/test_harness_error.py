@@ -11,6 +11,7 @@ import pytest
 import harness.contracts.exchange as exchange
 import harness.contracts.judgement as judgement
 import harness.contracts.standing as standing
+from harness.contracts.lockfile import read_lock
 from tests.contracts.conftest import Project, provider
 
 
@@ -93,3 +94,18 @@ def test_a_harness_error_on_one_provider_leaves_the_others_judged(
     assert standing.has_harness_error(records["primary"])
     assert records["proser"].verdict == "ineligible"
     assert not standing.has_harness_error(records["proser"])
+
+
+def test_the_lock_never_takes_a_record_a_harness_error_left_undecided(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule sits in the lock (``merge_evidence``), so every command that certifies (certify
+    and check) keeps it: not written where the lock had a record, nor where it had none."""
+    project.write_providers({"primary": provider(), "second": provider()})
+    (good, _) = project.certify().records
+    monkeypatch.setattr(exchange, "_describe", boom)
+    broken = {r.provider: r for r in project.certify().records}
+    lock = read_lock(project.lock_path)
+    lock.merge([good])
+    assert lock.merge_evidence([broken["primary"], broken["second"]]) == 0
+    assert lock.records == {good.key: good}
