@@ -45,6 +45,8 @@ class DrillProfile:
     name: str
     section: DrillSection
     source: YamlSource | None = None
+    #: headers every request to the target carries besides the profile's (``--header``)
+    extra_headers: Mapping[str, str] | None = None
 
     @property
     def path(self) -> str:
@@ -74,8 +76,12 @@ class DrillProfile:
     def headers(self, env: Mapping[str, str], which: str = "submit") -> dict[str, str]:
         """A request's headers with ``${VAR}`` filled in (values are secrets: never print)."""
         part: Any = self.section.submit if which == "submit" else self.section.observe
-        return {k: interpolate(v, env, src=self.source, loc=("drill", which, "headers", k))
-                for k, v in (part.headers if part is not None else {}).items()}
+        out = {k: interpolate(v, env, src=self.source, loc=("drill", which, "headers", k))
+               for k, v in (part.headers if part is not None else {}).items()}
+        for k, v in (self.extra_headers or {}).items():  # replaces a header of the same name
+            out = {n: w for n, w in out.items() if n.lower() != k.lower()}
+            out[k] = interpolate(v, env, src=None, loc=("--header", k))
+        return out
 
 
 def _port(profile: DrillProfile, p: DrillProvider, env: Mapping[str, str],
