@@ -20,7 +20,6 @@ from pathlib import Path
 
 from harness.commands._report import open_session
 from harness.domain.errors import ConfigError
-from harness.domain.redaction import register_secret
 from harness.drill.engine import drilling
 from harness.drill.judge import Certifier, IntentVerdict
 from harness.drill.profile import DrillProfile, load_drill, profile_from
@@ -189,8 +188,6 @@ def run_target(args: argparse.Namespace) -> int:
     else:
         profile, certify = gateway_profile(args)
     headers = parse_headers(getattr(args, "header", None) or [])
-    for value in headers.values():
-        register_secret(value)
     profile = replace(profile, extra_headers=headers or None)
     ports = check_args(args, profile)
     certify = certify or certifier(args, profile)

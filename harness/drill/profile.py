@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.domain.errors import ConfigError
+from harness.domain.redaction import register_secret
 from harness.scenarios.targets.profile_drill import (
     ENV_REF,
     LOOPBACK_HOSTS,
@@ -81,6 +82,7 @@ class DrillProfile:
         for k, v in (self.extra_headers or {}).items():  # replaces a header of the same name
             out = {n: w for n, w in out.items() if n.lower() != k.lower()}
             out[k] = interpolate(v, env, src=None, loc=("--header", k))
+            register_secret(out[k])  # a value given on the command line is never shown
         return out
 
 
