@@ -17,6 +17,7 @@ import pytest
 from harness.cli import main
 from tests.drill.conftest import ROOT
 from tests.drill.test_gateway_drills import Ports, drill_gateway, portkey_config, rates
+from tests.gateways.conftest import copy_contract
 from tests.gateways.portkey_gateway import PortkeyGateway
 
 pytestmark = pytest.mark.slow
@@ -85,3 +86,27 @@ def test_header_option_reaches_the_gateway(portkey: PortkeyGateway, tmp_path: Pa
     assert rates(runs["control"])["completed"] == (3, 0, 0), out
     assert "x-portkey-config: '${PORTKEY_CONFIG}'" in runs["control"]["command"] or \
         "'x-portkey-config: ${PORTKEY_CONFIG}'" in runs["control"]["command"], runs["control"]
+
+
+def test_portkey_fallback_judged_against_the_lock(portkey: PortkeyGateway, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The config serves a contract (``--contract-map route=ID``): the fallback that answered
+    is judged against the lock; an empty lock certifies nothing, so reaching it is a
+    violation naming the target."""
+    copy_contract(tmp_path)
+    ports = Ports()
+    config = tmp_path / "route.json"
+    config.write_text(portkey_config(ports), encoding="utf-8")
+    code = main(["drill", "--gateway", portkey.url, "--config", f"portkey:{config}",
+                 "--contract-map", "route=ticket_triage", "--contracts",
+                 str(tmp_path / "contracts"), "--lock", str(tmp_path / "empty.lock.json"),
+                 "--drills", "overload-429", "--report-dir", str(tmp_path / "r"), "--json"])
+    runs = {e["drill"]: e for e in json.loads(capsys.readouterr().out)["events"]
+            if e["type"] == "drill_run"}
+    assert code == 1
+    fallback = rates(runs["overload-429"])["fallback_certified"]
+    assert fallback == (0, 1, 0), runs["overload-429"]
+    (intent,) = runs["overload-429"]["intents"]
+    finding = next(f for f in intent["findings"] if f["promise"] == "fallback_certified")
+    assert finding["message"].startswith("openai-2: missing"), finding
+    assert "--contract-map route=ticket_triage" in runs["overload-429"]["command"]
