@@ -153,7 +153,9 @@ def portkey_drill_section(source: PortkeySource) -> dict[str, Any]:
 def _section(headers: dict[str, str], model: dict[str, str], providers: list[dict[str, Any]],
              timeout: float) -> dict[str, Any]:
     return {
-        "submit": {"kind": "chat", "path": "/chat/completions", "headers": headers,
+        # the client sends a key, as a careful client would: do the gateway's retries keep it?
+        "submit": {"kind": "chat", "path": "/chat/completions",
+                   "headers": {**headers, "Idempotency-Key": "{key}"},
                    "body": {**model, "max_tokens": 16, "messages": [
                        {"role": "user", "content": PROMPT}]}},
         "providers": providers,
