@@ -99,10 +99,19 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
         "stream_complete": first.stream_complete if first else None,
         "answered_by": v.answered_by, "winner": v.winner, "provider_calls": len(ev.calls),
         "calls": calls, "outcomes": outcomes, "billed_completions": sum(c.billed for c in ev.calls),
-        "retries": v.retries[0], "retries_with_idempotency_key": v.retries[1],
+        "late_primary_answer": _late(ev), "retries": v.retries[0],
+        "retries_with_idempotency_key": v.retries[1], "note": ev.note or None,
         "findings": {f.promise: {"verdict": f.verdict, "message": f.message}
                      for f in v.findings},
     }
+
+
+def _late(ev: IntentEvidence) -> str | None:
+    """A scripted late primary's answer: "delivered and billed", "billed, not delivered"."""
+    late = [c for c in ev.calls if c.role == "primary" and c.behaviour.startswith("slow:")]
+    if any(c.outcome == "answered" for c in late):
+        return "delivered and billed"
+    return "billed, not delivered" if any(c.billed for c in late) else None
 
 
 def _call_line(ev: IntentEvidence, i: int) -> str:

@@ -77,7 +77,8 @@ def test_every_drill_through_the_real_gateway(
         assert request["answered_by"] == "drill-fallback (the gateway's answer header)", request
         assert request["findings"]["fallback_certified"]["verdict"] == "held"
     (late,) = report["drills"]["late"]
-    assert set(late["outcomes"]["drill-primary"]) == {"late"}  # billed, not delivered
+    assert set(late["outcomes"]["drill-primary"]) == {"late"}
+    assert late["late_primary_answer"] == "billed, not delivered"
     assert set(report["drills"]["hang"][0]["outcomes"]["drill-primary"]) == {"abandoned"}
     assert set(report["drills"]["reset"][0]["outcomes"]["drill-primary"]) == {"reset"}
     for name in ("overload-429", "overload-529"):  # refused: nothing generated, nothing billed
