@@ -44,6 +44,8 @@ EXAMPLES = (
     ("drill the model group 'triage' of a LiteLLM proxy running config.yaml",
      "failover-harness drill --gateway http://127.0.0.1:4000 --config config.yaml "
      "--model triage"),
+    ("drill a Portkey gateway running the config route.json",
+     "failover-harness drill --gateway http://127.0.0.1:8787/v1 --config portkey:route.json"),
 )
 
 

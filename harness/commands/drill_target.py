@@ -81,10 +81,11 @@ def gateway_profile(args: argparse.Namespace) -> tuple[DrillProfile, Certifier |
         source = portkey_source(path, contract_map)
         profile = profile_from(f"portkey {path.name}", portkey_drill_section(source), str(path))
         return profile, _certifier(Path(f"{PORTKEY_PREFIX}{path}"), args, source.contract)
+    config = read_litellm_config(args.config)  # a missing or unreadable file: its own error
     if args.model is None:
         raise ConfigError(f"{args.config} is a LiteLLM config: say which model group to drill",
-                          field="--model", fix="--model GROUP (a model_name of the config)")
-    config = read_litellm_config(args.config)
+                          field="--model", fix=f"--model GROUP (one of: "
+                          f"{', '.join(sorted(config.groups()))})")
     section = litellm_drill_section(config, args.model, provider_ids(config),
                                     api_key_env=args.api_key_env)
     profile = profile_from(f"litellm {args.model}", section, str(args.config))

@@ -125,6 +125,8 @@ def test_a_drill_refuses_a_config_it_cannot_stand_in_for(
     assert main(args) == 2
     assert "timeout: 1" in capsys.readouterr().err
     assert main([*args[:-1], "nope"]) == 2
+    assert main(args[:-2]) == 2  # no --model: which groups there are
+    assert "--model GROUP (one of: g)" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main([*args, "--drills", "hang,explode"])
     assert exited.value.code == 2
