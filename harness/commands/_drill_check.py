@@ -16,20 +16,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
 from harness.drill.judge import PROMISES
 from harness.drill.profile import DrillProfile, load_drill
 from harness.drill.summary import drill_events
-from harness.reports.events import (
-    Check,
-    CheckVerdict,
-    Outcome,
-    ScenarioRun,
-    ScenarioVerdict,
-    Unknown,
-    Violation,
-)
+from harness.scenarios.events import Check, ScenarioRun, Unknown, Violation
 from harness.yamlsrc import load_yaml
 
 CHECK_TRIALS = 3

@@ -22,7 +22,13 @@ import httpx
 
 from harness.domain.errors import ConfigError
 from harness.drill.drills import DRILLS, Drill, late_ms, primary_behaviour
-from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
+from harness.drill.evidence import (
+    IDEMPOTENCY_HEADERS,
+    Call,
+    IntentEvidence,
+    Observation,
+    Submission,
+)
 from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
 from harness.drill.profile import DrillProfile, Upstream
 from harness.drill.watch import classify, fill, listed, read_chat
@@ -320,7 +326,8 @@ class Engine:
             for r in item.fake.received():
                 if r.tag == tag:
                     out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
-                                    r.ended_at, r.outcome, r.behaviour, r.status, r.stream))
+                                    r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
+                                    any(h in r.headers for h in IDEMPOTENCY_HEADERS)))
         return sorted(out, key=lambda c: c.at)
 
 

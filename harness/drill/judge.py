@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from harness.drill.drills import Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
@@ -57,6 +58,13 @@ class IntentVerdict:
     evidence: IntentEvidence
     findings: list[Finding] = field(default_factory=list)
     winner: str | None = None  # the call whose answer the intent ended with ("gpt#3")
+    answered_by: str | None = None  # the provider whose answer the client got, and who says so
+
+    @property
+    def retries(self) -> tuple[int, int]:
+        """(provider calls after the first, how many of them carried an idempotency key)."""
+        later = sorted(self.evidence.calls, key=lambda c: c.at)[1:]
+        return len(later), sum(c.keyed for c in later)
 
     @property
     def verdict(self) -> str:
@@ -96,6 +104,7 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
     chat = setup.section.submit.kind == "chat"
     winner, winner_finding = _winner(ev, setup, chat)
     out.winner = winner.ident if winner else None
+    out.answered_by = answered_by(ev, setup, winner)
     out.findings += [
         _one_job(ev, chat),
         _timeout(ev, drill, chat),
@@ -126,6 +135,22 @@ def _precondition(ev: IntentEvidence, drill: Drill, setup: Setup) -> Finding | N
                        f"failure ({drill.description}) never happened",
                        "check which provider the profile marks role: primary")
     return None
+
+
+def answered_by(ev: IntentEvidence, setup: Setup, winner: Call | None) -> str | None:
+    """Which provider answered the client: the gateway's answer header naming a fake's URL
+    (LiteLLM's ``x-litellm-model-api-base``), else the signature in the answer."""
+    base = next((s.answered_base for s in ev.submissions if s.answered_base), None)
+    if base:
+        where = urlsplit(base)
+        named = next((name for name, _kind, url in setup.fakes
+                      if (urlsplit(url).hostname, urlsplit(url).port)
+                      == (where.hostname, where.port)), None)
+        said = f"{named or base} (the gateway's answer header)"
+        if winner is not None and named != winner.provider:
+            said += f"; the answer is signed by {winner.provider}"
+        return said
+    return f"{winner.provider} (its signed answer)" if winner is not None else None
 
 
 def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
@@ -248,6 +273,10 @@ def _billed(ev: IntentEvidence, setup: Setup) -> Finding:
     billed = [c for c in ev.calls if c.billed]
     timeline = ", ".join(f"{c.ident} {c.outcome}" + ("" if c.billed else " (not billed)")
                          for c in sorted(ev.calls, key=lambda c: c.at))
+    later = sorted(ev.calls, key=lambda c: c.at)[1:]
+    if later:
+        timeline += (f"; {sum(c.keyed for c in later)} of {len(later)} retries carried an "
+                     "idempotency key")
     if len(billed) > bound:
         return Finding("billed_within_bound", "broken", f"{len(billed)} billed calls for one "
                        f"intent (declared at most {bound}): {timeline}")
