@@ -177,8 +177,10 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
         return Finding("timeout_not_failure", "held", "no error reached the client")
     failed = next((o for o in ev.observations if o.status == "failed"), None)
     if failed is not None:
+        shown = (repr(failed.raw_status) if failed.raw_status == "failed" else
+                 f"{failed.raw_status!r} (failed)")  # its own word, and what it means
         return Finding("timeout_not_failure", "broken", f"the job was reported "
-                       f"{failed.raw_status!r} (failed) at {failed.at - ev.started_at:.3f} s "
+                       f"{shown} at {failed.at - ev.started_at:.3f} s "
                        f"while the primary was merely {_silent(drill)}")
     if not ev.observations:
         return Finding("timeout_not_failure", "unknown", "the job was never observed",
