@@ -4,7 +4,8 @@ below."""
 
 from __future__ import annotations
 
-from harness.reports.digest import Problem, problems
+from harness.console import counted
+from harness.reports.digest import Problem
 from harness.reports.digest import commands as command_list
 from harness.reports.model import (
     Case,
@@ -19,6 +20,7 @@ from harness.reports.model import (
     TrialSeries,
 )
 from harness.reports.redaction import scrub
+from harness.reports.summary import ToActOn, to_act_on
 
 ICON = {
     "pass": "✅", "passed": "✅", "eligible": "✅", "valid": "✅",
@@ -91,13 +93,44 @@ def _item(p: Problem) -> str:
     return f"**{p.where}**: {p.what}{detail}{fix}"
 
 
+def _act_on(act: ToActOn) -> list[str]:
+    """Each broken promise once (where, how often, one replay for the promises a run shows),
+    then the other failures, then the unknowns with their fix."""
+    items, shown = [], 0
+    for command, group in act.by_replay():
+        for b in group:
+            if shown < MAX_PROBLEMS:
+                places = ", ".join(p.words for p in b.places)
+                items.append(f"- {ICON['fail']} **{b.name}**: {_esc(b.promise)} — broke in "
+                             f"{_esc(places)}")
+            shown += 1
+        if command and shown <= MAX_PROBLEMS:
+            items.append(f"  - replay: `{command}`")
+    if shown > MAX_PROBLEMS:
+        items.append(f"- … and {counted(shown - MAX_PROBLEMS, 'more broken promise')} "
+                     "(index.html has them all)")
+    title = f"What broke: {counted(len(act.broken), 'promise')}" if act.broken else ""
+    lines = [f"### {title}", "", *items, ""] if items else []
+    others = _listed("What else broke" if act.broken else "What broke", ICON["fail"],
+                     [_item(p) for p in act.others])
+    return lines + others + _listed("Unknown", ICON["unknown"], [_item(p) for p in act.unknowns])
+
+
+def _verdict(r: Results, act: ToActOn) -> str:
+    parts = [f"{counted(len(act.broken), 'promise')} broken"] if act.broken else []
+    parts += [counted(len(act.others), "other failure")] if act.others else []
+    parts += [f"{len(act.unknowns)} unknown"] if act.unknowns else []
+    return (f"**Verdict:** {ICON[r.verdict]} {r.verdict.upper()} (exit {r.exit_code}) — "
+            + ", ".join(parts))
+
+
 def _listed(title: str, icon: str, items: list[str]) -> list[str]:
     if not items:
         return []
     shown = [f"- {icon} {_esc(i)}" for i in items[:MAX_PROBLEMS]]
     if len(items) > MAX_PROBLEMS:
-        shown.append(f"- … and {len(items) - MAX_PROBLEMS} more problems (index.html has them "
-                     "all)")
+        shown.append(f"- … and {counted(len(items) - MAX_PROBLEMS, 'more problem')} (index.html "
+                     "has them all)")
     return [f"### {title}", "", *shown, ""]
 
 
@@ -142,18 +175,19 @@ def render_markdown(results: Results) -> str:
              f"exit code {r.exit_code}{targets} · {r.started_at} · harness {r.harness_version}",
              ""]
     lines += _headline(r)
-    found = problems(r)
-    lines += _listed("What broke", ICON["fail"], [_item(p) for p in found if p.kind == "fail"])
-    lines += _listed("Unknown", ICON["unknown"], [_item(p) for p in found if p.kind == "unknown"])
-    commands = command_list(found)
+    act = to_act_on(r)
+    lines += _act_on(act)
+    commands = command_list(act.others + act.unknowns)
     if commands:
         shown = commands[:MAX_PROBLEMS]
         lines += ["### Reproduce", "", "```sh", *shown, "```", ""]
-        if any("/runs/" in c or "/repro/" in c for c in shown):
-            lines += ["(Run folders are named as this run saw them; in a downloaded copy of the "
-                      "report folder they are its `runs/` and `repro/`.)", ""]
         if len(commands) > len(shown):
             lines += [f"… and {len(commands) - len(shown)} more commands in results.json", ""]
+    if any("/runs/" in c or "/repro/" in c for c in commands + [b.replay for b in act.broken]):
+        lines += ["(Run folders are named as this run saw them; in a downloaded copy of the "
+                  "report folder they are its `runs/` and `repro/`.)", ""]
+    if act:
+        lines += [_verdict(r, act), ""]
     lines += _drift(r)
     lines += _listed("Certified, but fake providers", ICON["skip"],
                      [fake for g in r.of(GateVerdict) for fake in g.fakes])
