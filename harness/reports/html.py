@@ -9,7 +9,7 @@ from functools import cache
 
 import jinja2
 
-from harness.console import counted
+from harness.domain.words import counted
 from harness.reports.charts import histogram_svg
 from harness.reports.model import (
     Case,

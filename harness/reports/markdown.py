@@ -4,7 +4,7 @@ below."""
 
 from __future__ import annotations
 
-from harness.console import counted
+from harness.domain.words import counted
 from harness.reports.digest import Problem
 from harness.reports.digest import commands as command_list
 from harness.reports.model import (
@@ -51,14 +51,15 @@ def _headline(r: Results) -> list[str]:
                      + (" (reference flagged!)" if m.caught(m.reference) else ""))
     for e in r.of(ExploreResult):
         parts.append(f"**Explore** {e.workload}: {ICON[e.verdict]} {e.verdict} after "
-                     f"{e.schedules_tried} schedules")
+                     f"{counted(e.schedules_tried, 'schedule')}")
     certs = r.of(Certification)
     if certs:
         eligible = [c for c in certs if c.verdict == "eligible"]
         parts.append(f"**Certification:** {len(eligible)} of {len(certs)} eligible"
                      + _fakes(sum(1 for c in eligible if c.provenance), len(eligible)))
     for g in r.of(GateVerdict):
-        parts.append(f"**Gate:** {ICON[g.verdict]} {g.verdict} ({g.links_checked} auto links)"
+        parts.append(f"**Gate:** {ICON[g.verdict]} {g.verdict} "
+                     f"({counted(g.links_checked, 'auto link')})"
                      + _fakes(len(g.fakes), g.links_checked - len(g.problems)))
     for p in r.of(ReplayComparison):
         same = ("identical" if p.identical else "diverged" if p.identical is False
@@ -154,7 +155,7 @@ def _all_verdicts(r: Results) -> list[str]:
                         f"{checks} |")
         elif isinstance(e, DrillRun):
             detail = "; ".join(f"{p.title}: {p.text}" for p in e.promises if p.broken) or (
-                e.unknowns[0].reason if e.unknowns else f"{e.trials} intent(s)")
+                e.unknowns[0].reason if e.unknowns else counted(e.trials, "intent"))
             rows.append(f"| drill {e.drill} | `{_esc(e.target)}` | {ICON[e.outcome]} "
                         f"{e.verdict} | {_esc(_short(detail))} |")
         elif isinstance(e, Case):

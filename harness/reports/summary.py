@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from harness.console import counted
+from harness.domain.words import counted
 from harness.reports.digest import Problem, problems
 from harness.reports.model import Results, ScenarioRun, TrialSeries
 
