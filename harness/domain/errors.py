@@ -46,8 +46,10 @@ Outside the hierarchy, deliberately (the same test holds this list complete):
                                               transport failure, and it becomes evidence
     BehaviourError      providers.behaviours  a ValueError, so pydantic reports it as an
                                               invalid field of providers.yaml
-    ProfileValueError   scenarios.targets.    a ValueError, so pydantic reports it as an
-                        profile_errors        invalid field of a target profile (its fix kept)
+    ValueFix            validation            a ValueError, so pydantic reports it as an
+                                              invalid field of any config file (its fix kept)
+    Terminated          cli                   a KeyboardInterrupt: SIGTERM unwinds exactly
+                                              like Ctrl-C (cancel, wait, close; exit 143)
     BusinessRejection   contracts.model       a contract's business rule refusing an
                                               output: a verdict, not a failure
     WireError           providers.fake_wire   a fake provider's refusal, answered as that
