@@ -88,6 +88,9 @@ def brief_lines(event: Event) -> Iterator[str]:
         if event.source == "drill":  # judged by the drill (docs/drill.md), not played
             yield f"{label:<9} {event.scenario}: {event.reason}"
             return
+        if not event.ops and event.verdict == "unknown":  # why: in the summary, with its fix
+            yield f"{label:<9} {event.scenario}  (nothing ran: the summary says why)"
+            return
         yield (f"{label:<9} {event.scenario}  ({counted(event.ops, 'op')}, {event.virtual_s:g} s "
                f"virtual in {event.wall_s * 1000:.0f} ms)")
         return

@@ -165,3 +165,12 @@ def test_the_report_lists_each_broken_promise_once_then_unknowns_then_the_verdic
     assert text.index("### What broke: 2 promises") < text.index("### Unknown") < text.index(
         "**Verdict:** ❌ FAIL (exit 1) — 2 promises broken, 3 other failures, 2 unknown")
     assert text.count("**one_job_per_intent**") == 1 and "double_click (1 of 1 run)" in text
+
+
+def test_a_scenario_where_nothing_ran_says_so_not_zero_ops() -> None:
+    from harness.reports.live import brief_lines
+    from harness.reports.model import ScenarioRun
+
+    run = ScenarioRun("same_key_two_owners", "http://127.0.0.1:8802", "unknown", "unknown")
+    assert list(brief_lines(run)) == [
+        "UNKNOWN   same_key_two_owners  (nothing ran: the summary says why)"]
