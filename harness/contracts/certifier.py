@@ -46,6 +46,7 @@ from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import Tokenizer, load_tokenizer
 from harness.domain.clock import Clock, SystemClock
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.providers.config import ProviderConfig, ProvidersFile
 from harness.store import open_store
 
@@ -492,7 +493,7 @@ def _not_reached(
         else:
             out.append(replace(
                 check, figures={**check.figures, "unreached": lost},
-                summary=f"{check.summary}; {lost} call(s) that could not reach the provider "
-                "are not counted",
+                summary=f"{check.summary}; {counted(lost, 'call')} that could not reach the "
+                f"provider {'is' if lost == 1 else 'are'} not counted",
             ))
     return tuple(out)
