@@ -9,7 +9,7 @@ import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
-from harness.console import counted
+from harness.domain.words import counted
 
 if TYPE_CHECKING:
     from harness.explore.search import Found, Progress, Settings

@@ -32,6 +32,7 @@ from typing import Any
 
 from harness.commands._drill_check import open_check_drill
 from harness.commands._report import add_report_options
+from harness.domain.words import counted
 from harness.gateways.options import add_gateway_options, gateway_options
 
 HELP = ("Run the main job: scenarios on your service (or the reference store and its mutants), "
@@ -149,8 +150,8 @@ def run(args: argparse.Namespace) -> int:
             target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
             drill = open_check_drill(s.target, s.target_profile, os.environ)  # docs/drill.md
             session = open_session(args, "check", targets=[target.description])
-            session.say(f"check: {len(scenarios)} scenario(s) against {target.description}; "
-                        f"suites: {suites}")
+            session.say(f"check: {counted(len(scenarios), 'scenario')} against "
+                        f"{target.description}; suites: {suites}")
             for warning in getattr(target, "warnings", ()):  # a profile's, said at load
                 session.note(warning)
             if drill is not None:  # the providers: timeouts, late results judged by the drill
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         register_target_secrets(args.db)
         scenarios, suites = _suites(s, with_detection=False)
         session = open_session(args, "check", targets=[args.db or "sqlite (embedded)"])
-        session.say(f"check: {len(scenarios)} scenario(s) on the reference store and its "
+        session.say(f"check: {counted(len(scenarios), 'scenario')} on the reference store and its "
                     f"mutants; suites: {suites}")
         _self_check(session, args, s, scenarios)
     if workspace is None:

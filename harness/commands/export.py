@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.domain.words import counted
 from harness.gateways.options import add_gateway_options, gateway_options
 
 HELP = "Print a LiteLLM config's fallback lists, keeping only certified fallbacks"
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     if lists.differs:
-        print(f"export: {len(lists.dropped)} fallback(s) dropped: the config's lists differ from "
-              "the certified lists (gate fails on them)", file=sys.stderr)
+        print(f"export: {counted(len(lists.dropped), 'fallback')} dropped: the config's lists "
+              "differ from the certified lists (gate fails on them)", file=sys.stderr)
         return 1
     return 0

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 
 HELP = ("Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen "
         "behaviour")
@@ -107,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
     if args.log is not None:
         args.log.write_text("".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n"
                                     for r in received), encoding="utf-8")
-    print(f"fake-provider stopped after {app.deliveries.total} deliveries ({len(received)} "
-          "request(s) received" + (f", logged to {args.log})" if args.log else ")"),
+    print(f"fake-provider stopped after {counted(app.deliveries.total, 'delivery', 'deliveries')} "
+          f"({counted(len(received), 'request')} received"
+          + (f", logged to {args.log})" if args.log else ")"),
           file=sys.stderr)
     return 0
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from harness.commands._help import describe
 from harness.commands._report import add_report_options
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 
 if TYPE_CHECKING:  # the engine is imported only when a subcommand runs
     from harness.scenarios.model import Scenario
@@ -174,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         target_secrets(target, args.target)
         target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
         session = open_session(args, "scenarios run", targets=[target.description])
-        session.say(f"target {target.description}; {len(scenarios)} scenario(s)")
+        session.say(f"target {target.description}; {counted(len(scenarios), 'scenario')}")
         for warning in getattr(target, "warnings", ()):  # a profile's, said at load
             session.note(warning)
         options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,

@@ -233,7 +233,8 @@ def tokenization_check(
         f"{wording} (max {fit}{'' if exact else ' with the margin'} + {max_output_tokens} "
         f"≤ {context_window})"
         if passed
-        else f"{len(evidence)} problem(s): {evidence[0].reason} (tokenizer: {wording})"
+        else f"{len(evidence)} problem{'' if len(evidence) == 1 else 's'}: "
+        f"{evidence[0].reason} (tokenizer: {wording})"
     )
     return CheckResult.build("tokenization", passed, summary, figures, evidence)
 

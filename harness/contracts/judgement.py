@@ -42,6 +42,7 @@ from harness.contracts.records import (
 from harness.contracts.standing import HARNESS_ERROR
 from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import Tokenizer
+from harness.domain.words import counted
 from harness.providers.config import ProviderConfig
 
 NOT_SENT = "not sent (the provider could not be reached)"
@@ -234,8 +235,8 @@ def _not_reached(
         else:
             out.append(replace(
                 check, figures={**check.figures, "unreached": lost},
-                summary=f"{check.summary}; {lost} call(s) that could not reach the provider "
-                "are not counted",
+                summary=f"{check.summary}; {counted(lost, 'call')} that could not reach the "
+                f"provider {'is' if lost == 1 else 'are'} not counted",
             ))
     return tuple(out)
 

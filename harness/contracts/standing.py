@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from harness.contracts.records import CertificationRecord
+from harness.domain.words import counted
 
 #: the reason of a sampled check that a harness error (an exception in our own checking code)
 #: left without a judgement: not the provider's (contracts/judgement.py)
@@ -206,7 +207,7 @@ def _changed_files(old: Mapping[str, str], new: Mapping[str, str], limit: int = 
         return ""
     what = [f"{name} {'added' if name not in old else 'removed' if name not in new else 'changed'}"
             for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
-    more = f", and {len(what) - limit} more file(s)" if len(what) > limit else ""
+    more = f", and {counted(len(what) - limit, 'more file')}" if len(what) > limit else ""
     return ", ".join(what[:limit]) + more
 
 

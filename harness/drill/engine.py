@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.drill.drills import DRILLS, Drill, late_ms, primary_behaviour
 from harness.drill.evidence import (
     IDEMPOTENCY_HEADERS,
@@ -261,8 +262,8 @@ class Engine:
         if open_calls:
             patience = self.section.timeouts.provider_s * 2 + 0.3
             if now - done_at > patience:
-                self._release(ev, f"{open_calls} call(s) still open {patience:.2f} s after "
-                              "the job completed: the service never let go of them")
+                self._release(ev, f"{counted(open_calls, 'call')} still open {patience:.2f} s "
+                              "after the job completed: the service never let go of them")
                 return False  # look once more after the release
             return False
         ended = [c.ended_at for c in self._calls(ev.tag) if c.ended_at is not None]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from harness.domain.words import counted
 from harness.drill.drills import Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
@@ -163,7 +164,7 @@ def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
     if len(ids) > 1:
         return Finding("one_job", "broken", f"{len(ev.submissions)} submits of one intent made "
                        f"{len(ids)} jobs: {', '.join(ids)}")
-    return Finding("one_job", "held", f"{len(ev.submissions)} submit(s), one job {ids[0]}")
+    return Finding("one_job", "held", f"{counted(len(ev.submissions), 'submit')}, one job {ids[0]}")
 
 
 def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
@@ -218,7 +219,7 @@ def _hedge(ev: IntentEvidence, setup: Setup) -> Finding:
             return Finding("within_hedge", "broken", f"hedge {c.ident} started "
                            f"{c.at - since:.3f} s after the intent was submitted, while "
                            f"{first.ident} ran (declared after_s {after:g})")
-    return Finding("within_hedge", "held", f"{len(calls)} call(s): "
+    return Finding("within_hedge", "held", f"{counted(len(calls), 'call')}: "
                    + ", ".join(f"{c.ident} {c.outcome}" for c in calls))
 
 
@@ -262,7 +263,7 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
                                "reached the service after the winner and no race was recorded")
     note = f"; late answer of {late[0].ident} discarded" if late else ""
     return winner, Finding("one_winner", "held", f"{winner.ident}'s answer, unchanged over "
-                           f"{len(results)} observation(s){note}")
+                           f"{counted(len(results), 'observation')}{note}")
 
 
 def _short(text: str | None, limit: int = 80) -> str:

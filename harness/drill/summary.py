@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness.domain.words import of
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
@@ -59,11 +60,11 @@ def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
             example = f.message
     judged = counts["held"] + counts["broken"] + counts["unknown"]
     if counts["broken"]:
-        text = f"broken in {counts['broken']} of {judged} intents"
+        text = f"broken in {of(counts['broken'], judged, 'intent')}"
     elif counts["unknown"]:
-        text = f"unknown in {counts['unknown']} of {judged} intents"
+        text = f"unknown in {of(counts['unknown'], judged, 'intent')}"
     elif judged:
-        text = f"held in {judged} of {judged} intents"
+        text = f"held in {of(judged, judged, 'intent')}"
     else:
         text = "not judged here"
     return PromiseRate(promise, PROMISES[promise], counts["held"], counts["broken"],
