@@ -159,7 +159,3 @@ def echo(
     """``print(*values)`` with every value :func:`clean`-ed (for plain-print commands)."""
     print(*(clean(v) for v in values), sep=sep, end=end, file=file or sys.stdout, flush=flush)
 
-
-def counted(n: int, word: str, plural: str | None = None) -> str:
-    """``1 violation``, ``2 violations``: a count with its noun agreeing."""
-    return f"{n} {word if n == 1 else plural or word + 's'}"

@@ -16,20 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
+from harness.domain.words import counted, of
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
 from harness.drill.judge import PROMISES
 from harness.drill.profile import DrillProfile, load_drill
 from harness.drill.summary import drill_events
-from harness.reports.events import (
-    Check,
-    CheckVerdict,
-    Outcome,
-    ScenarioRun,
-    ScenarioVerdict,
-    Unknown,
-    Violation,
-)
+from harness.scenarios.events import Check, ScenarioRun, Unknown, Violation
 from harness.yamlsrc import load_yaml
 
 CHECK_TRIALS = 3
@@ -96,10 +90,11 @@ class CheckDrill:
         unknown += [f for v in verdicts for f in v.findings
                     if f.verdict == "unknown" and f.promise == "completed" and not v.evidence.calls]
         what = " and ".join(PROMISES[p] for p in promises)
-        rate = (f"{len(broken)} of {len(verdicts)} intents broke it" if broken
-                else f"held in {len(held)} finding(s) over {len(verdicts)} intents")
-        reason = (f"judged by the drill ({', '.join(drills)}, {self.trials} trial(s) each): "
-                  f"{rate}")
+        rate = (f"{of(len(broken), len(verdicts), 'intent')} broke it" if broken
+                else f"held in {counted(len(held), 'finding')} over "
+                     f"{counted(len(verdicts), 'intent')}")
+        reason = (f"judged by the drill ({', '.join(drills)}, {counted(self.trials, 'trial')} "
+                  f"each): {rate}")
         verdict: ScenarioVerdict = "passed"
         outcome: Outcome = "pass"
         check: CheckVerdict = "valid"

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as Bar
 
-from harness.console import counted
+from harness.domain.words import counted
 from harness.explore.emit import explore_result
 from harness.explore.replay import replay_repro
 from harness.explore.repro import read_repro, write_repro

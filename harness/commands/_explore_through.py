@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.commands._explore_found import Ticker, report_clean, report_violation
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.explore.choices import PrefixChoices
 from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
 from harness.explore.pct import bound
@@ -100,7 +101,8 @@ def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload:
             "--service-cmd '… {proxy}' (or read $HARNESS_PROXY_URL), or configure it yourself "
             "and pass --listen HOST:PORT to keep the proxy at that address")
     if outcome.meta["settles_expired"]:
-        say(f"note: in the first schedule {outcome.meta['settles_expired']} settle(s) expired: "
+        say(f"note: in the first schedule {counted(outcome.meta['settles_expired'], 'settle')} "
+            "expired: "
             "a request did something for longer than --settle-ms without touching its "
             "storage (such choices are recorded as nondeterministic); raise --settle-ms")
     return outcome

@@ -42,6 +42,7 @@ from harness.contracts.certifier import certify, plan
 from harness.contracts.emit import certification, gate_verdict
 from harness.contracts.standing import certify_command
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.gateways.options import add_gateway_options, gateway_options
 from harness.gateways.sources import open_workspace, source_file
 from harness.project import MAX_TRIALS, find_project, load_project
@@ -158,8 +159,8 @@ def run(args: argparse.Namespace) -> int:
             target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
             drill = open_check_drill(s.target, s.target_profile, os.environ)  # docs/drill.md
             session = open_session(args, "check", targets=[target.description])
-            session.say(f"check: {len(scenarios)} scenario(s) against {target.description}; "
-                        f"suites: {suites}")
+            session.say(f"check: {counted(len(scenarios), 'scenario')} against "
+                        f"{target.description}; suites: {suites}")
             for warning in getattr(target, "warnings", ()):  # a profile's, said at load
                 session.note(warning)
             if drill is not None:  # the providers: timeouts, late results judged by the drill
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         register_target_secrets(args.db)
         scenarios, suites = _suites(s, with_detection=False)
         session = open_session(args, "check", targets=[args.db or "sqlite (embedded)"])
-        session.say(f"check: {len(scenarios)} scenario(s) on the reference store and its "
+        session.say(f"check: {counted(len(scenarios), 'scenario')} on the reference store and its "
                     f"mutants; suites: {suites}")
         _self_check(session, args, s, scenarios)
     if workspace is None:

@@ -10,9 +10,12 @@ fakes), 2 for a profile, variable or port problem (nothing is written), 0 otherw
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from harness.commands._report import open_session
@@ -20,11 +23,24 @@ from harness.domain.errors import ConfigError
 from harness.drill.engine import drilling
 from harness.drill.judge import Certifier, IntentVerdict
 from harness.drill.profile import DrillProfile, load_drill, profile_from
-from harness.drill.summary import drill_events
-from harness.gateways.drill_section import litellm_drill_section
+from harness.drill.summary import drill_events, intent_json
+from harness.gateways.drill_section import litellm_drill_section, portkey_drill_section
 from harness.gateways.litellm_config import read_litellm_config
-from harness.gateways.source import provider_ids
+from harness.gateways.options import gateway_options
+from harness.gateways.portkey_config import PORTKEY_PREFIX, looks_like_portkey
+from harness.gateways.portkey_source import PortkeySource, load_portkey_providers
+from harness.gateways.source import (
+    PROJECT_FILE,
+    load_litellm_providers,
+    no_contract_map,
+    parse_headers,
+    project_settings,
+    provider_ids,
+)
 from harness.gateways.sources import open_workspace
+
+NO_CONTRACT = "(none)"  # a Portkey config mapped to no contract: its fallbacks are not judged
+ENV_ONLY = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\}\s*)+")
 
 
 def parse_ports(items: list[str]) -> dict[str, int]:
@@ -54,13 +70,68 @@ def check_args(args: argparse.Namespace, profile: DrillProfile) -> dict[str, int
     return ports
 
 
-def litellm_profile(args: argparse.Namespace) -> DrillProfile:
-    """``--target GATEWAY --config litellm.yaml --model GROUP``: the LiteLLM config fills in the
-    drill profile (the gateway's deployments are the providers, on their api_base ports)."""
-    config = read_litellm_config(args.config)
+def gateway_profile(args: argparse.Namespace) -> tuple[DrillProfile, Certifier | None]:
+    """``--target GATEWAY --config FILE``: the gateway's config fills in the drill profile (its
+    upstreams are the providers, on their loopback ports), and the lock judges its fallbacks
+    when the config serves a contract. LiteLLM: ``--model GROUP`` names the group; Portkey
+    (``portkey:config.json``, or by shape): the config travels in ``x-portkey-config``."""
+    contract_map = gateway_options(args)["contract_map"]
+    if is_portkey(args.config):
+        path = Path(str(args.config).removeprefix(PORTKEY_PREFIX))
+        source = portkey_source(path, contract_map)
+        profile = profile_from(f"portkey {path.name}", portkey_drill_section(source), str(path))
+        return profile, _certifier(Path(f"{PORTKEY_PREFIX}{path}"), args, source.contract)
+    config = read_litellm_config(args.config)  # a missing or unreadable file: its own error
+    if args.model is None:
+        raise ConfigError(f"{args.config} is a LiteLLM config: say which model group to drill",
+                          field="--model", fix=f"--model GROUP (one of: "
+                          f"{', '.join(sorted(config.groups()))})")
     section = litellm_drill_section(config, args.model, provider_ids(config),
                                     api_key_env=args.api_key_env)
-    return profile_from(f"litellm {args.model}", section, str(args.config))
+    profile = profile_from(f"litellm {args.model}", section, str(args.config))
+    if no_contract_map(args.config, contract_map):
+        return profile, None
+    gateway = load_litellm_providers(args.config, contract_map=contract_map).gateway
+    contract = gateway.contract_map.get(args.model) if gateway else None
+    return profile, _certifier(Path(f"litellm:{args.config}"), args, contract)
+
+
+def is_portkey(config: Path) -> bool:
+    """``portkey:config.json``, or a JSON file shaped like a Portkey config."""
+    if str(config).startswith(PORTKEY_PREFIX):
+        return True
+    if config.suffix.lower() != ".json" or not config.is_file():
+        return False
+    try:
+        return looks_like_portkey(json.loads(config.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return False
+
+
+def portkey_source(path: Path, contract_map: dict[str, str] | None) -> PortkeySource:
+    """The Portkey config's targets, with its contract when one is mapped (else none: the
+    fallback that answers is then not judged against the lock)."""
+    project = project_settings(path.parent / PROJECT_FILE)
+    if path.stem not in (contract_map or project.get("contracts") or {}):
+        contract_map = {path.stem: NO_CONTRACT}
+    source = load_portkey_providers(path, contract_map=contract_map).portkey
+    assert source is not None
+    return source
+
+
+def _certifier(source: Path, args: argparse.Namespace, contract: str | None
+               ) -> Certifier | None:
+    if contract is None or contract == NO_CONTRACT:
+        return None
+    eligibility = open_workspace(source, args.contracts, args.lock,
+                                 contract_map=gateway_options(args)["contract_map"]
+                                 ).eligibility()
+
+    def judge(provider: str) -> tuple[bool, str]:
+        s = eligibility.standing(provider, contract)
+        return s.eligible, f"{s.state}: {s.why}"
+
+    return judge
 
 
 def certifier(args: argparse.Namespace, profile: DrillProfile) -> Certifier | None:
@@ -79,14 +150,26 @@ def certifier(args: argparse.Namespace, profile: DrillProfile) -> Certifier | No
 
 
 def command(args: argparse.Namespace, drill: str) -> str:
+    """The command that drills ``drill`` again (header values shown only as their ${VAR})."""
     parts = ["failover-harness", "drill", "--target", args.target]
     if args.target_profile is not None:
         parts += ["--target-profile", str(args.target_profile)]
     else:
-        parts += ["--config", str(args.config), "--model", args.model]
+        parts += ["--config", str(args.config)] + (["--model", args.model] if args.model
+                                                   else [])
     parts += ["--drills", drill, "--trials", str(args.trials)]
     for item in args.port:
         parts += ["--port", item]
+    for item in getattr(args, "header", None) or []:
+        name, _, value = item.partition(":")
+        shown = value.strip() if ENV_ONLY.fullmatch(value.strip()) else "<redacted>"
+        parts += ["--header", f"{name.strip()}: {shown}"]
+    for item in getattr(args, "contract_map", None) or []:
+        parts += ["--contract-map", item]
+    for flag, value in (("--providers", args.providers), ("--contracts", args.contracts),
+                        ("--lock", args.lock)):
+        if value is not None:
+            parts += [flag, str(value)]
     return shlex.join(parts)
 
 
@@ -99,9 +182,14 @@ def progress(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
     return one
 
 
-def run_target(args: argparse.Namespace, certify: Certifier | None = None) -> int:
-    profile = (load_drill(args.target_profile) if args.target_profile is not None
-               else litellm_profile(args))
+def run_target(args: argparse.Namespace) -> int:
+    certify: Certifier | None = None
+    if args.target_profile is not None:
+        profile = load_drill(args.target_profile)
+    else:
+        profile, certify = gateway_profile(args)
+    headers = parse_headers(getattr(args, "header", None) or [])
+    profile = replace(profile, extra_headers=headers or None)
     ports = check_args(args, profile)
     certify = certify or certifier(args, profile)
     with drilling(profile, target=args.target, env=os.environ, ports=ports,
@@ -114,8 +202,15 @@ def run_target(args: argparse.Namespace, certify: Certifier | None = None) -> in
                              on_intent=progress(session.say) if args.verbose else None)
     for event in drill_events(results, lambda name: command(args, name)):
         session.emit(event)
+    details = session.folder / "drill.json"
+    details.write_text(json.dumps({
+        "target": args.target, "profile": profile.name, "trials": args.trials,
+        "drills": {name: [intent_json(v) for v in verdicts]
+                   for name, verdicts in results.verdicts.items()}}, indent=2) + "\n",
+        encoding="utf-8")
     session.say(f"{sum(len(v) for v in results.verdicts.values())} intents, {results.calls} "
-                f"provider calls in {results.wall_s:.2f} s (concurrency {args.concurrency})")
+                f"provider calls in {results.wall_s:.2f} s (concurrency {args.concurrency}); "
+                f"every intent's counts in {details}")
     return session.finish()
 
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.gateways.export import certified_lists, litellm_source, portkey_export
 from harness.gateways.options import add_gateway_options, gateway_options
 from harness.gateways.sources import open_workspace
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     if lists.differs:
-        print(f"export: {len(lists.dropped)} fallback(s) dropped: the config's lists differ from "
-              "the certified lists (gate fails on them)", file=sys.stderr)
+        print(f"export: {counted(len(lists.dropped), 'fallback')} dropped: the config's lists "
+              "differ from the certified lists (gate fails on them)", file=sys.stderr)
         return 1
     return 0

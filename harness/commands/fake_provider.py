@@ -19,6 +19,7 @@ from types import FrameType
 from harness.contracts.fakes import golden_answer
 from harness.contracts.loader import load_contract
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.providers.behaviours import ALL_BEHAVIOURS, Behaviour, BehaviourError
 from harness.providers.fake_answers import load_answers
 from harness.providers.recording import RecordingFake
@@ -104,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
     if args.log is not None:
         args.log.write_text("".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n"
                                     for r in received), encoding="utf-8")
-    print(f"fake-provider stopped after {app.deliveries.total} deliveries ({len(received)} "
-          "request(s) received" + (f", logged to {args.log})" if args.log else ")"),
+    print(f"fake-provider stopped after {counted(app.deliveries.total, 'delivery', 'deliveries')} "
+          f"({counted(len(received), 'request')} received"
+          + (f", logged to {args.log})" if args.log else ")"),
           file=sys.stderr)
     return 0
 

@@ -16,6 +16,7 @@ from harness.commands._help import describe
 from harness.commands._report import add_report_options, open_session
 from harness.commands._trials import RunOptions, run_all, target_secrets
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.providers.secrets import redact_dsn
 from harness.scenarios.emit import detection_matrix as matrix_event
 from harness.scenarios.loader import load_scenario, scenario_files
@@ -167,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
         target_secrets(target, args.target)
         target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
         session = open_session(args, "scenarios run", targets=[target.description])
-        session.say(f"target {target.description}; {len(scenarios)} scenario(s)")
+        session.say(f"target {target.description}; {counted(len(scenarios), 'scenario')}")
         for warning in getattr(target, "warnings", ()):  # a profile's, said at load
             session.note(warning)
         options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,

@@ -1,4 +1,4 @@
-"""The contract verifier: certify that a provider meets a contract, and gate failover on it.
+r"""The contract verifier: certify that a provider meets a contract, and gate failover on it.
 
 ::
 
@@ -10,8 +10,10 @@ Modules: ``loader`` / ``model`` / ``jsonpos`` (contracts, errors at their lines)
 and ``tokenizers`` (prompts), ``outputs`` (judging one answer), ``checks`` (schema,
 tokenization, round trip), ``stats`` (three-state verdicts: Clopper–Pearson bounds, the mixture
 SPRT of ``--adaptive``), ``exchange`` and ``cassettes`` (calls through the production client
-and failover runner, recorded or replayed), ``certifier`` (orchestration), ``records`` /
-``drift`` / ``lockfile`` (the lock file, per-input evidence, what changed), ``standing`` /
+and failover runner, recorded or replayed), ``certifier`` (orchestration: a ``Certification``
+of the planned ``Pairing`` objects), ``judgement`` (the checks and verdict of one pairing),
+``records`` / ``drift`` / ``lockfile`` (the lock file, per-input evidence, what changed),
+``standing`` /
 ``eligibility`` / ``workspace`` (the gate).
 """
 
@@ -32,9 +34,9 @@ _EXPORTS = {
     "LockFileEligibility": "eligibility",
     "RateVerdict": "stats",
     "Sampling": "records",
+    "Pairing": "judgement",
     "Standing": "standing",
     "State": "standing",
-    "Target": "certifier",
     "TokenizerUnavailable": "tokenizers",
     "Workspace": "workspace",
     "certify": "certifier",
@@ -57,11 +59,11 @@ __all__ = [
     "InputTally",
     "LockFile",
     "LockFileEligibility",
+    "Pairing",
     "RateVerdict",
     "Sampling",
     "Standing",
     "State",
-    "Target",
     "TokenizerUnavailable",
     "Workspace",
     "certify",

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import tiktoken.model
+
 from harness.contracts.model import BusinessRejection, Contract, Golden
 from harness.contracts.outputs import Judgement, differences, judge
 from harness.contracts.records import CheckResult, Evidence, Redactor
@@ -47,6 +49,9 @@ class Sample:
     # Why the call cannot have reached a model (DNS, connect, TLS, a refused key, no such
     # endpoint), else "": such a sample is no evidence about the contract and is not judged.
     unreached: str = ""
+    # An exception in our own code while processing the answer ("harness error while …"), else
+    # "": not the provider's failure, so the sample is not judged (see contracts/judgement.py).
+    harness_error: str = ""
 
     def judge(self, contract: Contract) -> Judgement:
         if self.error is not None:
@@ -140,8 +145,6 @@ def tokenizer_fidelity(kind: str, model: str, spec: str) -> tuple[bool, str]:
     if kind == "anthropic-messages":
         return False, f"{name}, an approximation (Anthropic's tokenizer is not public)"
     if kind == "openai-chat" and scheme == "tiktoken":
-        import tiktoken.model
-
         try:
             own = tiktoken.model.encoding_name_for_model(model)
         except KeyError:
@@ -218,7 +221,31 @@ def tokenization_check(
                 golden.id, f"{how} + max_output_tokens {max_output_tokens} > "
                 f"context_window {context_window}",
             ))
-    figures = {
+    figures = _tokenization_figures(
+        contract, tokenizer, exact=exact, wording=wording, margin=margin, counted=counted,
+        prompt_tokens=prompt_tokens, max_output_tokens=max_output_tokens,
+        context_window=context_window,
+    )
+    passed = not evidence
+    fit = math.ceil(max(prompt_tokens, default=0) * margin)
+    summary = (
+        f"{len(contract.goldens)} inputs render, round-trip losslessly and fit through "
+        f"{wording} (max {fit}{'' if exact else ' with the margin'} + {max_output_tokens} "
+        f"≤ {context_window})"
+        if passed
+        else f"{len(evidence)} problem{'' if len(evidence) == 1 else 's'}: "
+        f"{evidence[0].reason} (tokenizer: {wording})"
+    )
+    return CheckResult.build("tokenization", passed, summary, figures, evidence)
+
+
+def _tokenization_figures(
+    contract: Contract, tokenizer: Tokenizer, *, exact: bool, wording: str, margin: float,
+    counted: Mapping[str, int], prompt_tokens: list[int], max_output_tokens: int,
+    context_window: int,
+) -> dict[str, Any]:
+    """The tokenization check's figures: the tokenizer, how exact, and the prompt sizes."""
+    return {
         "tokenizer": tokenizer.spec,
         "tokenizer_exact": exact,
         "tokenizer_note": wording,
@@ -232,16 +259,6 @@ def tokenization_check(
         "max_output_tokens": max_output_tokens,
         "context_window": context_window,
     }
-    passed = not evidence
-    fit = math.ceil(max(prompt_tokens, default=0) * margin)
-    summary = (
-        f"{len(contract.goldens)} inputs render, round-trip losslessly and fit through "
-        f"{wording} (max {fit}{'' if exact else ' with the margin'} + {max_output_tokens} "
-        f"≤ {context_window})"
-        if passed
-        else f"{len(evidence)} problem(s): {evidence[0].reason} (tokenizer: {wording})"
-    )
-    return CheckResult.build("tokenization", passed, summary, figures, evidence)
 
 
 def _inspect(

@@ -21,6 +21,7 @@ from typing import Any
 from harness.console import clean
 from harness.contracts.records import MAX_INPUT_FAILURES, CertificationRecord, InputTally
 from harness.domain.clock import rfc3339
+from harness.domain.words import counted
 
 ALL = "all"  # the tally of samples that passed every statistical check
 LABEL_CHARS = 100
@@ -207,5 +208,5 @@ def drift_lines(record: CertificationRecord, *, limit: int = 10) -> list[str]:
     items = drift_items(record)
     lines = [i["text"] for i in items[: limit + 1]]
     if len(items) > limit + 1:
-        lines.append(f"… and {len(items) - limit - 1} more input(s)")
+        lines.append(f"… and {counted(len(items) - limit - 1, 'more input')}")
     return lines

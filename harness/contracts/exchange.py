@@ -37,6 +37,7 @@ from harness.contracts.model import Contract, Golden
 from harness.contracts.render import render_golden
 from harness.domain.entities import Intent
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.failover import FailoverResult, FailoverRunner, RunStatus
 from harness.providers.base import ProviderClient, ProviderReply, ProviderRequest
 from harness.providers.classify import ProviderCallError, unreached
@@ -310,6 +311,6 @@ def _check_cassette(
     missing = sorted(key for key in wanted if not cassette.holds(key))
     if missing:
         raise ConfigError(
-            f"the cassette lacks {len(missing)} exchange(s), e.g. {missing[0]!r}",
+            f"the cassette lacks {counted(len(missing), 'exchange')}, e.g. {missing[0]!r}",
             file=str(cassette.path), field="exchanges", fix=fix,
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import __version__
 from harness.contracts.records import CertificationRecord
+from harness.contracts.standing import has_harness_error
 from harness.domain.errors import ConfigError
 
 LOCK_VERSION = 2  # 2: three-state verdicts with bounds, rule, k, per-input tallies, drift
@@ -43,8 +44,10 @@ class LockFile:
 
     def merge_evidence(self, records: Iterable[CertificationRecord]) -> int:
         """:meth:`merge`, except that a record no call reached (``unreached``: no evidence)
-        never replaces an earlier one. Returns how many records were merged."""
-        kept = [r for r in records if not (r.unreached and r.key in self.records)]
+        never replaces an earlier one, and one a harness error left undecided (our bug, not
+        the provider's) is never written. Returns how many records were merged."""
+        kept = [r for r in records if not has_harness_error(r)
+                and not (r.unreached and r.key in self.records)]
         self.merge(kept)
         return len(kept)
 

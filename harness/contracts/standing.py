@@ -14,6 +14,11 @@ from enum import StrEnum
 from typing import Any
 
 from harness.contracts.records import CertificationRecord
+from harness.domain.words import counted
+
+#: the reason of a sampled check that a harness error (an exception in our own checking code)
+#: left without a judgement: not the provider's (contracts/judgement.py)
+HARNESS_ERROR = "harness error, not the provider's"
 
 #: the providers.yaml way out of an ineligible auto link (not for a gateway config)
 MANUAL_ADVICE = " (or set this link to 'failover: manual' in the providers file)"
@@ -55,6 +60,8 @@ class Standing:
 def undecided_fix(record: CertificationRecord, command: str) -> str:
     """What decides an undecided record: more samples (``--adaptive``; once --adaptive spent
     the contract's budget, a larger budget or a provider that passes more reliably)."""
+    if has_harness_error(record):
+        return harness_fix(command)
     if record.unreached:
         return f"make the provider reachable (network, base_url, API key), then run: {command}"
     adaptive = command if "--adaptive" in command.split() else f"{command} --adaptive"
@@ -71,6 +78,18 @@ def undecided_fix(record: CertificationRecord, command: str) -> str:
             "raise certification.budget in the contract"
             + (f" (about {more} more samples would decide at the observed rate)" if more else "")
             + f", then run: {adaptive}")
+
+
+def has_harness_error(record: CertificationRecord) -> bool:
+    """Did a harness error leave this record undecided (so it is not the provider's)?"""
+    return any(c.decision == "undecided" and c.summary.startswith(HARNESS_ERROR)
+               for c in record.checks)
+
+
+def harness_fix(command: str) -> str:
+    """The fix of a record a harness error left undecided: it is our bug, not the provider's."""
+    return ("this is a bug in failover-harness, not the provider's: report it (with the report "
+            f"folder's results.json); certify keeps the lock file's record. Then run: {command}")
 
 
 def certify_command(
@@ -131,17 +150,10 @@ def standing(
             command=command,
         )
     if record.contract_hash != contract_hash:
-        version = (
-            f" (version {record.contract_version} → {contract_version})"
-            if record.contract_version != contract_version
-            else " (same version, different content)"
-        )
-        files = _changed_files(record.contract_parts, contract_parts or {})
-        if files:
-            version = f"{version[:-1]}: {files})"
         return Standing(
             provider, contract, State.STALE,
-            f"the contract changed since the certification{version}",
+            "the contract changed since the certification"
+            + _contract_change(record, contract_version, contract_parts or {}),
             f"re-certify against the new contract: {command}",
             command=command,
         )
@@ -176,13 +188,26 @@ def standing(
     )
 
 
+def _contract_change(
+    record: CertificationRecord, contract_version: str, contract_parts: Mapping[str, str]
+) -> str:
+    """`` (version 1 → 2: golden/x.yaml changed)``: what changed since ``record``."""
+    version = (
+        f" (version {record.contract_version} → {contract_version})"
+        if record.contract_version != contract_version
+        else " (same version, different content)"
+    )
+    files = _changed_files(record.contract_parts, contract_parts)
+    return f"{version[:-1]}: {files})" if files else version
+
+
 def _changed_files(old: Mapping[str, str], new: Mapping[str, str], limit: int = 4) -> str:
     """``golden/de-x.yaml changed, golden/new.yaml added`` (empty when either side is unknown)."""
     if not old or not new:
         return ""
     what = [f"{name} {'added' if name not in old else 'removed' if name not in new else 'changed'}"
             for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
-    more = f", and {len(what) - limit} more file(s)" if len(what) > limit else ""
+    more = f", and {counted(len(what) - limit, 'more file')}" if len(what) > limit else ""
     return ", ".join(what[:limit]) + more
 
 

@@ -21,8 +21,15 @@ from typing import Any
 import httpx
 
 from harness.domain.errors import ConfigError
+from harness.domain.words import counted
 from harness.drill.drills import DRILLS, Drill, late_ms, primary_behaviour
-from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
+from harness.drill.evidence import (
+    IDEMPOTENCY_HEADERS,
+    Call,
+    IntentEvidence,
+    Observation,
+    Submission,
+)
 from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
 from harness.drill.profile import DrillProfile, Upstream
 from harness.drill.watch import classify, fill, listed, read_chat
@@ -255,8 +262,8 @@ class Engine:
         if open_calls:
             patience = self.section.timeouts.provider_s * 2 + 0.3
             if now - done_at > patience:
-                self._release(ev, f"{open_calls} call(s) still open {patience:.2f} s after "
-                              "the job completed: the service never let go of them")
+                self._release(ev, f"{counted(open_calls, 'call')} still open {patience:.2f} s "
+                              "after the job completed: the service never let go of them")
                 return False  # look once more after the release
             return False
         ended = [c.ended_at for c in self._calls(ev.tag) if c.ended_at is not None]
@@ -320,7 +327,8 @@ class Engine:
             for r in item.fake.received():
                 if r.tag == tag:
                     out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
-                                    r.ended_at, r.outcome, r.behaviour, r.status, r.stream))
+                                    r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
+                                    any(h in r.headers for h in IDEMPOTENCY_HEADERS)))
         return sorted(out, key=lambda c: c.at)
 
 

@@ -49,7 +49,10 @@ class DrilledIntent:
     verdict: DrillVerdict
     findings: tuple[DrillFinding, ...] = ()
     winner: str | None = None
+    answered_by: str | None = None  # "fb (the gateway's answer header)"
     calls: tuple[str, ...] = ()  # "gpt#3 hang → abandoned at 0.41 s"
+    retries: int = 0  # provider calls after the first
+    retries_with_key: int = 0  # of them, those that carried an idempotency key
     timeline: Timeline | None = None
     note: str = ""
 
@@ -72,4 +75,6 @@ class DrillRun:
     command: str = ""
     provider_calls: int = 0
     billed_calls: int = 0
+    retries: int = 0  # provider calls after each intent's first, over the drill
+    retries_with_key: int = 0  # of them, those that carried an idempotency key
     wall_s: float = 0.0

@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 
 from harness.providers.recording import BILLED
 
+#: request headers that carry an idempotency key (a retry with one can be deduplicated)
+IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
+#: answer headers in which a gateway names the deployment that answered (LiteLLM)
+ANSWERED_BY_HEADERS = ("x-litellm-model-api-base",)
+
 #: the drill's status classes for what the service says about a job
 StatusClass = str  # succeeded | failed | running | unknown | unrecognised | error
 
@@ -27,6 +32,7 @@ class Call:
     behaviour: str
     status: int | None = None
     stream: bool = False
+    keyed: bool = False  # the request carried an idempotency key header
 
     @property
     def billed(self) -> bool:
@@ -48,6 +54,7 @@ class Submission:
     ended_at: float | None = None
     result: str | None = None  # chat: the answer's text
     stream_complete: bool | None = None  # chat with stream: did the stream end properly?
+    answered_base: str | None = None  # the gateway's word on who answered (an api base URL)
 
 
 @dataclass(frozen=True, slots=True)

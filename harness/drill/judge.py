@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
+from harness.domain.words import counted
 from harness.drill.drills import Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
@@ -57,6 +59,13 @@ class IntentVerdict:
     evidence: IntentEvidence
     findings: list[Finding] = field(default_factory=list)
     winner: str | None = None  # the call whose answer the intent ended with ("gpt#3")
+    answered_by: str | None = None  # the provider whose answer the client got, and who says so
+
+    @property
+    def retries(self) -> tuple[int, int]:
+        """(provider calls after the first, how many of them carried an idempotency key)."""
+        later = sorted(self.evidence.calls, key=lambda c: c.at)[1:]
+        return len(later), sum(c.keyed for c in later)
 
     @property
     def verdict(self) -> str:
@@ -96,6 +105,7 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
     chat = setup.section.submit.kind == "chat"
     winner, winner_finding = _winner(ev, setup, chat)
     out.winner = winner.ident if winner else None
+    out.answered_by = answered_by(ev, setup, winner)
     out.findings += [
         _one_job(ev, chat),
         _timeout(ev, drill, chat),
@@ -128,6 +138,22 @@ def _precondition(ev: IntentEvidence, drill: Drill, setup: Setup) -> Finding | N
     return None
 
 
+def answered_by(ev: IntentEvidence, setup: Setup, winner: Call | None) -> str | None:
+    """Which provider answered the client: the gateway's answer header naming a fake's URL
+    (LiteLLM's ``x-litellm-model-api-base``), else the signature in the answer."""
+    base = next((s.answered_base for s in ev.submissions if s.answered_base), None)
+    if base:
+        where = urlsplit(base)
+        named = next((name for name, _kind, url in setup.fakes
+                      if (urlsplit(url).hostname, urlsplit(url).port)
+                      == (where.hostname, where.port)), None)
+        said = f"{named or base} (the gateway's answer header)"
+        if winner is not None and named != winner.provider:
+            said += f"; the answer is signed by {winner.provider}"
+        return said
+    return f"{winner.provider} (its signed answer)" if winner is not None else None
+
+
 def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
     if chat:
         return Finding("one_job", "not_judged", "a chat call creates no job")
@@ -138,7 +164,7 @@ def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
     if len(ids) > 1:
         return Finding("one_job", "broken", f"{len(ev.submissions)} submits of one intent made "
                        f"{len(ids)} jobs: {', '.join(ids)}")
-    return Finding("one_job", "held", f"{len(ev.submissions)} submit(s), one job {ids[0]}")
+    return Finding("one_job", "held", f"{counted(len(ev.submissions), 'submit')}, one job {ids[0]}")
 
 
 def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
@@ -152,8 +178,10 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
         return Finding("timeout_not_failure", "held", "no error reached the client")
     failed = next((o for o in ev.observations if o.status == "failed"), None)
     if failed is not None:
+        shown = (repr(failed.raw_status) if failed.raw_status == "failed" else
+                 f"{failed.raw_status!r} (failed)")  # its own word, and what it means
         return Finding("timeout_not_failure", "broken", f"the job was reported "
-                       f"{failed.raw_status!r} (failed) at {failed.at - ev.started_at:.3f} s "
+                       f"{shown} at {failed.at - ev.started_at:.3f} s "
                        f"while the primary was merely {_silent(drill)}")
     if not ev.observations:
         return Finding("timeout_not_failure", "unknown", "the job was never observed",
@@ -191,7 +219,7 @@ def _hedge(ev: IntentEvidence, setup: Setup) -> Finding:
             return Finding("within_hedge", "broken", f"hedge {c.ident} started "
                            f"{c.at - since:.3f} s after the intent was submitted, while "
                            f"{first.ident} ran (declared after_s {after:g})")
-    return Finding("within_hedge", "held", f"{len(calls)} call(s): "
+    return Finding("within_hedge", "held", f"{counted(len(calls), 'call')}: "
                    + ", ".join(f"{c.ident} {c.outcome}" for c in calls))
 
 
@@ -235,7 +263,7 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
                                "reached the service after the winner and no race was recorded")
     note = f"; late answer of {late[0].ident} discarded" if late else ""
     return winner, Finding("one_winner", "held", f"{winner.ident}'s answer, unchanged over "
-                           f"{len(results)} observation(s){note}")
+                           f"{counted(len(results), 'observation')}{note}")
 
 
 def _short(text: str | None, limit: int = 80) -> str:
@@ -248,6 +276,10 @@ def _billed(ev: IntentEvidence, setup: Setup) -> Finding:
     billed = [c for c in ev.calls if c.billed]
     timeline = ", ".join(f"{c.ident} {c.outcome}" + ("" if c.billed else " (not billed)")
                          for c in sorted(ev.calls, key=lambda c: c.at))
+    later = sorted(ev.calls, key=lambda c: c.at)[1:]
+    if later:
+        timeline += (f"; {sum(c.keyed for c in later)} of {len(later)} retries carried an "
+                     "idempotency key")
     if len(billed) > bound:
         return Finding("billed_within_bound", "broken", f"{len(billed)} billed calls for one "
                        f"intent (declared at most {bound}): {timeline}")

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.domain.errors import ConfigError
+from harness.domain.redaction import register_secret
 from harness.scenarios.targets.profile_drill import (
     ENV_REF,
     LOOPBACK_HOSTS,
@@ -45,6 +46,8 @@ class DrillProfile:
     name: str
     section: DrillSection
     source: YamlSource | None = None
+    #: headers every request to the target carries besides the profile's (``--header``)
+    extra_headers: Mapping[str, str] | None = None
 
     @property
     def path(self) -> str:
@@ -74,8 +77,13 @@ class DrillProfile:
     def headers(self, env: Mapping[str, str], which: str = "submit") -> dict[str, str]:
         """A request's headers with ``${VAR}`` filled in (values are secrets: never print)."""
         part: Any = self.section.submit if which == "submit" else self.section.observe
-        return {k: interpolate(v, env, src=self.source, loc=("drill", which, "headers", k))
-                for k, v in (part.headers if part is not None else {}).items()}
+        out = {k: interpolate(v, env, src=self.source, loc=("drill", which, "headers", k))
+               for k, v in (part.headers if part is not None else {}).items()}
+        for k, v in (self.extra_headers or {}).items():  # replaces a header of the same name
+            out = {n: w for n, w in out.items() if n.lower() != k.lower()}
+            out[k] = interpolate(v, env, src=None, loc=("--header", k))
+            register_secret(out[k])  # a value given on the command line is never shown
+        return out
 
 
 def _port(profile: DrillProfile, p: DrillProvider, env: Mapping[str, str],

@@ -5,7 +5,9 @@ it ended, the job's observed states, the winner)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from harness.domain.words import of
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
@@ -41,6 +43,8 @@ def _event(results: DrillResults, name: str, verdicts: list[IntentVerdict],
         intents=tuple(_intent(v) for v in bad[:MAX_INTENTS_SHOWN]),
         unknowns=tuple(Unknown(reason, fix) for (reason, fix) in unknowns[:3]),
         command=command, provider_calls=len(calls), billed_calls=sum(c.billed for c in calls),
+        retries=sum(v.retries[0] for v in verdicts),
+        retries_with_key=sum(v.retries[1] for v in verdicts),
         wall_s=max((v.evidence.ended_at - v.evidence.started_at for v in verdicts), default=0.0),
     )
 
@@ -56,11 +60,11 @@ def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
             example = f.message
     judged = counts["held"] + counts["broken"] + counts["unknown"]
     if counts["broken"]:
-        text = f"broken in {counts['broken']} of {judged} intents"
+        text = f"broken in {of(counts['broken'], judged, 'intent')}"
     elif counts["unknown"]:
-        text = f"unknown in {counts['unknown']} of {judged} intents"
+        text = f"unknown in {of(counts['unknown'], judged, 'intent')}"
     elif judged:
-        text = f"held in {judged} of {judged} intents"
+        text = f"held in {of(judged, judged, 'intent')}"
     else:
         text = "not judged here"
     return PromiseRate(promise, PROMISES[promise], counts["held"], counts["broken"],
@@ -73,8 +77,42 @@ def _intent(v: IntentVerdict) -> DrilledIntent:
         tag=ev.tag, trial=ev.trial, verdict=v.verdict,  # type: ignore[arg-type]
         findings=tuple(DrillFinding(f.promise, f.verdict, f.message, f.fix)  # type: ignore[arg-type]
                        for f in v.findings if f.verdict != "not_judged"),
-        winner=v.winner, calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
+        winner=v.winner, answered_by=v.answered_by,
+        calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
+        retries=v.retries[0], retries_with_key=v.retries[1],
         timeline=lanes(ev, v.winner), note=ev.note)
+
+
+def intent_json(v: IntentVerdict) -> dict[str, Any]:
+    """Every count of one intent, for ``drill.json`` (what the gateway drill always wrote)."""
+    ev = v.evidence
+    first = ev.submissions[0] if ev.submissions else None
+    calls: dict[str, int] = {}
+    outcomes: dict[str, list[str]] = {}
+    for c in ev.calls:
+        calls[c.provider] = calls.get(c.provider, 0) + 1
+        outcomes.setdefault(c.provider, []).append(c.outcome)
+    return {
+        "request": ev.tag, "trial": ev.trial, "verdict": v.verdict,
+        "client_status": first.status if first else None,
+        "client_error": (first.error or None) if first else None,
+        "client_wait_s": round((first.ended_at or ev.ended_at) - first.at, 3) if first else None,
+        "stream_complete": first.stream_complete if first else None,
+        "answered_by": v.answered_by, "winner": v.winner, "provider_calls": len(ev.calls),
+        "calls": calls, "outcomes": outcomes, "billed_completions": sum(c.billed for c in ev.calls),
+        "late_primary_answer": _late(ev), "retries": v.retries[0],
+        "retries_with_idempotency_key": v.retries[1], "note": ev.note or None,
+        "findings": {f.promise: {"verdict": f.verdict, "message": f.message}
+                     for f in v.findings},
+    }
+
+
+def _late(ev: IntentEvidence) -> str | None:
+    """A scripted late primary's answer: "delivered and billed", "billed, not delivered"."""
+    late = [c for c in ev.calls if c.role == "primary" and c.behaviour.startswith("slow:")]
+    if any(c.outcome == "answered" for c in late):
+        return "delivered and billed"
+    return "billed, not delivered" if any(c.billed for c in late) else None
 
 
 def _call_line(ev: IntentEvidence, i: int) -> str:

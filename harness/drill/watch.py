@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from harness.drill.evidence import StatusClass, Submission
+from harness.drill.evidence import ANSWERED_BY_HEADERS, StatusClass, Submission
 from harness.providers.secrets import redact
 from harness.scenarios.targets.profile_drill import Listing, StatusValues, Submit
 from harness.scenarios.targets.profile_model import pick
@@ -61,22 +61,28 @@ def read_chat(client: httpx.Client, submit: Submit, headers: dict[str, str], bod
             text = None
         return Submission(at, response.status_code, result=None if text is None else str(text),
                           error="" if response.is_success else redact(response.text[:200]),
-                          ended_at=now())
+                          ended_at=now(), answered_base=_answered_base(response))
     pieces: list[str] = []
     complete = False
-    status = None
+    status = base = None
     try:
         with client.stream(submit.method, submit.path, json=body, headers=headers) as response:
-            status = response.status_code
+            status, base = response.status_code, _answered_base(response)
             for line in response.iter_lines():
                 piece, end = _sse_piece(line)
                 pieces.append(piece)
                 complete = complete or end
     except httpx.HTTPError as exc:
         return Submission(at, status, result="".join(pieces), stream_complete=False,
-                          error=redact(f"{type(exc).__name__}: {exc}"), ended_at=now())
+                          error=redact(f"{type(exc).__name__}: {exc}"), ended_at=now(),
+                          answered_base=base)
     return Submission(at, status, result="".join(pieces), stream_complete=complete,
-                      ended_at=now())
+                      ended_at=now(), answered_base=base)
+
+
+def _answered_base(response: httpx.Response) -> str | None:
+    return next((response.headers[h] for h in ANSWERED_BY_HEADERS if h in response.headers),
+                None)
 
 
 def _sse_piece(line: str) -> tuple[str, bool]:

@@ -20,6 +20,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from harness.domain.words import counted
+
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
 
@@ -116,7 +118,7 @@ class Tally:
         shown = [reason + (f" (×{count})" if count > 1 else "")
                  for reason, count in found.most_common(MAX_REASONS)]
         if len(found) > MAX_REASONS:
-            shown.append(f"… and {len(found) - MAX_REASONS} other reason(s)")
+            shown.append(f"… and {counted(len(found) - MAX_REASONS, 'other reason')}")
         return shown
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.domain.words import counted
 from harness.explore.choices import client_of
 from harness.explore.controller import Outcome
 from harness.explore.plan import OpSpec
@@ -109,7 +110,8 @@ def explanation(
                 else "one SQL statement each")
         lines.append(f"The schedule: {outcome.steps} steps ({each}), {outcome.timers} timers")
         if outcome.meta.get("settles_expired"):
-            lines.append(f"  NOTE: {outcome.meta['settles_expired']} settle(s) expired (a request "
+            lines.append(f"  NOTE: {counted(outcome.meta['settles_expired'], 'settle')} expired "
+                         "(a request "
                          "was still moving when explore chose): those points are "
                          "nondeterministic")
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from harness.domain.words import counted
 from harness.explore.choices import GuidedChoices, RecordedChoices
 from harness.explore.controller import Outcome, Runner
 from harness.explore.repro import Repro
@@ -63,7 +64,7 @@ def replay_repro(controller: Runner, repro: Repro) -> Replayed:
                         + unsettled(repro.schedule, closest.schedule), False)
     if choices.position < len(choices.decisions):
         left = len(choices.decisions) - choices.position
-        return Replayed(outcome, f"the run ended with {left} recorded decision(s) unused, "
+        return Replayed(outcome, f"the run ended with {counted(left, 'recorded decision')} unused, "
                         f"from {choices.decisions[choices.position]!r}", False)
     difference = None
     if repro.schedule is not None:

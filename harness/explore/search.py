@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.console import counted
+from harness.domain.words import counted
 from harness.explore.choices import (
     HypothesisChoices,
     HypothesisDraw,

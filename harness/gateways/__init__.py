@@ -11,5 +11,6 @@ fallback lists. This room may import ``providers`` and ``contracts``; they never
 - :mod:`harness.gateways.audit` compares what the provider behind a gateway received;
 - :mod:`harness.gateways.options` adds ``--contract-map`` / ``--via`` / ``--header``;
 - :mod:`harness.gateways.export` writes the certified fallback lists;
-- :mod:`harness.gateways.drill` runs the failover drills (on ``providers.recording`` fakes).
+- :mod:`harness.gateways.drill_section` fills in a drill profile from a gateway config (the
+  drill engine, :mod:`harness.drill`, runs it).
 """

@@ -27,11 +27,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from harness.contracts.certifier import PostAudit, Target
+from harness.contracts.certifier import PostAudit
+from harness.contracts.judgement import Pairing
 from harness.contracts.model import Contract
 from harness.contracts.records import CertificationRecord, CheckResult, Evidence, Redactor
 from harness.contracts.render import render_golden
 from harness.contracts.stats import Decision
+from harness.domain.words import counted
 from harness.providers.config import ProviderConfig
 
 CHECK = "gateway"
@@ -56,14 +58,14 @@ def gateway_audit(where: Where | None = None) -> PostAudit:
     """The post-audit for a certification through a gateway; ``where`` names config lines."""
 
     async def audit(records: list[CertificationRecord],
-                    targets: list[Target]) -> list[CertificationRecord]:
+                    targets: list[Pairing]) -> list[CertificationRecord]:
         return await audit_through_gateway(records, targets, where)
 
     return audit
 
 
 async def audit_through_gateway(
-    records: Sequence[CertificationRecord], targets: Sequence[Target], where: Where | None = None,
+    records: Sequence[CertificationRecord], targets: Sequence[Pairing], where: Where | None = None,
 ) -> list[CertificationRecord]:
     """``records`` with a ``gateway`` check added where the provider side could be observed."""
     through = [t for t in targets if t.provider.via and t.provider.upstream]
@@ -99,15 +101,15 @@ async def audit_through_gateway(
     return out
 
 
-def _judge(record: CertificationRecord, target: Target, bodies: list[dict[str, Any]], root: str,
+def _judge(record: CertificationRecord, target: Pairing, bodies: list[dict[str, Any]], root: str,
            got: Mapping[str, int], expected: Mapping[str, int], sent: Sent) -> CertificationRecord:
     gateway = str(target.provider.via)
     upstream = (target.provider.upstream or {}).get("base_url", root)
     if got.get(root, 0) == 0 and _calls(record):
-        others = [f"{r} ({n} call(s))" for r, n in got.items() if r != root and n]
+        others = [f"{r} ({counted(n, 'call')})" for r, n in got.items() if r != root and n]
         answered = (f"; the answers came from {', '.join(others)}" if others
                     else "; the gateway answered without it")
-        reason = (f"the gateway ({gateway}) answered {_calls(record)} sample(s), but the "
+        reason = (f"the gateway ({gateway}) answered {counted(_calls(record), 'sample')}, but the "
                   f"upstream meant for them ({upstream}) received none{answered}")
         check = CheckResult.build(CHECK, "undecided", f"unreached: {reason}",
                                   {"gateway": gateway, "observed": 0}, [Evidence("*", reason)])
@@ -117,7 +119,7 @@ def _judge(record: CertificationRecord, target: Target, bodies: list[dict[str, A
     elsewhere = [r for r, n in got.items() if r != root and n > expected.get(r, 0)]
     if got.get(root, 0) < expected.get(root, 0) and elsewhere:
         reason = (f"the gateway ({gateway}) routed {expected[root] - got[root]} of "
-                  f"{expected[root]} sample(s) meant for {upstream} elsewhere: "
+                  f"{counted(expected[root], 'sample')} meant for {upstream} elsewhere: "
                   f"{', '.join(elsewhere)} answered them")
         check = CheckResult.build(CHECK, "undecided", reason, {**check.figures, "routed":
                                   expected[root] - got[root]}, [Evidence("*", reason)])
@@ -200,7 +202,7 @@ def _result(gateway: str, observed: int, evidence: list[Evidence], dropped_schem
     if observed == 0:  # nothing to compare: no evidence either way
         summary = "no sample reached the provider through the gateway: nothing to compare"
     elif passed:
-        summary = f"{observed} request(s) reached the provider as the client sent them"
+        summary = f"{counted(observed, 'request')} reached the provider as the client sent them"
     else:
         summary = (f"the gateway changed {len({e.input_id for e in evidence})} input(s)' "
                    f"requests: schema missing in {dropped_schema}, system prompt missing in "

@@ -16,7 +16,8 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from harness.contracts.certifier import PostAudit, Target
+from harness.contracts.certifier import PostAudit
+from harness.contracts.judgement import Pairing
 from harness.contracts.workspace import Workspace, workspace_for
 from harness.domain.errors import ConfigError
 from harness.gateways.audit import gateway_audit
@@ -122,7 +123,7 @@ def with_headers(providers: ProvidersFile, headers: Mapping[str, str] | None) ->
     return out
 
 
-def audits_for(providers: ProvidersFile, targets: Sequence[Target]) -> list[PostAudit]:
+def audits_for(providers: ProvidersFile, targets: Sequence[Pairing]) -> list[PostAudit]:
     """The post-audits of a certification: the gateway audit when a provider is reached
     through a gateway (what the provider behind it received; config lines from the source)."""
     if not any(t.provider.via for t in targets):

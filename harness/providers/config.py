@@ -47,6 +47,7 @@ from pydantic import (
 
 from harness.domain.errors import ConfigError
 from harness.domain.fingerprint import canonical_json
+from harness.domain.words import counted
 from harness.providers.behaviours import Behaviour, BehaviourError
 from harness.providers.secrets import secret_from_env
 from harness.validation import explain
@@ -404,7 +405,7 @@ def _config_error(exc: ValidationError, root: yaml.Node, source: str) -> ConfigE
     message, loc, fix = explain(ProvidersFile, errors, docs="docs/providers.md",
                                 show_values=False)
     if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more problem(s) after this one)"
+        message += f" (and {counted(len(errors) - 1, 'more problem')} after this one)"
     field = ".".join(str(p) for p in loc) or "(file)"
     return ConfigError(message, file=source, line=line_of(root, loc), field=field, fix=fix)
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.domain.words import counted, of
 from harness.reports.model import (
     Case,
     Certification,
@@ -58,7 +59,8 @@ def _of_scenario(e: ScenarioRun) -> Iterator[Problem]:
         unknowns = [(u, c) for c in e.checks for u in c.unknowns]
         if e.unrun:
             yield Problem("unknown", where, f"did not happen: {e.unrun[0].why}",
-                          f"and {len(e.unrun) - 1} more step(s)" if len(e.unrun) > 1 else "",
+                          f"and {counted(len(e.unrun) - 1, 'more step')}" if len(e.unrun) > 1
+                          else "",
                           e.unrun[0].fix or e.fix, command)
         elif unknowns:
             first, check = unknowns[0]
@@ -73,14 +75,14 @@ def _of_series(e: TrialSeries) -> Iterator[Problem]:
     where = f"{e.scenario} on {e.target}"
     for f in e.failures:
         rates = ", ".join(f"{r.pattern} {r.failed} of {r.trials}" if r.pattern != "sequential"
-                          else f"{r.failed} of {r.trials} trials" for r in f.rates)
+                          else of(r.failed, r.trials, "trial") for r in f.rates)
         command = f.first.replay_command if f.first and f.first.replay_command else ""
         yield Problem("fail", where, f"{f.title} ({f.checker})", rates, "", command)
     for u in e.unknowns:
         what = f"{u.reason} ({u.checker})" if u.checker else u.reason
         fix = u.fix or (e.fixes[0] if len(e.fixes) == 1 else "")
         command = u.first.replay_command if u.first and u.first.replay_command else ""
-        yield Problem("unknown", where, what, f"{u.count} trials", fix, command or "")
+        yield Problem("unknown", where, what, counted(u.count, "trial"), fix, command or "")
 
 
 def _of(event: Event) -> Iterator[Problem]:
@@ -96,8 +98,8 @@ def _of(event: Event) -> Iterator[Problem]:
         unknown = [f"{c.name}: {u.reason}" for c in event.checks for u in c.unknowns]
         what = ("; ".join(f"{c.promise} ({c.name})" for c in broken) or "; ".join(unknown)
                 or "verdict unknown")
-        detail = (f"a race in {len(event.schedule)} steps, found after "
-                  f"{event.schedules_tried} schedules") if broken else ""
+        detail = (f"a race in {counted(len(event.schedule), 'step')}, found after "
+                  f"{counted(event.schedules_tried, 'schedule')}") if broken else ""
         fix = "" if broken else next((u.fix for c in event.checks for u in c.unknowns
                                       if u.fix), "")
         yield Problem("fail" if broken else "unknown", f"explore {event.workload} on "

@@ -9,8 +9,8 @@ from functools import cache
 
 import jinja2
 
+from harness.domain.words import counted
 from harness.reports.charts import histogram_svg
-from harness.reports.digest import commands, problems
 from harness.reports.model import (
     Case,
     Certification,
@@ -24,6 +24,7 @@ from harness.reports.model import (
     TrialSeries,
 )
 from harness.reports.redaction import scrub
+from harness.reports.summary import to_act_on
 from harness.reports.timeline import legend_mark, render_svg
 
 LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed", "cancelled",
@@ -59,7 +60,6 @@ def _mutant_counts(m: DetectionMatrix) -> tuple[int, int]:
 
 def render_html(results: Results) -> str:
     results = scrub(results)  # no secret, no raw escape, no lone surrogate reaches the file
-    found = problems(results)
     names: list[str] = []
     for cert in results.of(Certification):
         for check in cert.checks:
@@ -67,8 +67,8 @@ def render_html(results: Results) -> str:
                 names.append(check.name)
     return _template().render(
         r=results,
-        problems=found,
-        commands=commands(found),
+        act=to_act_on(results),
+        counted=counted,
         scenarios=results.of(ScenarioRun),
         series=results.of(TrialSeries),
         matrices=results.of(DetectionMatrix),

@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
+from harness.domain.words import counted, of
 from harness.reports.model import (
     Case,
     Certification,
@@ -146,8 +147,10 @@ def _series(j: _Suites, ts: TrialSeries) -> None:
                       for r in f.rates if r.pattern == pattern.pattern and r.failed]
             if unknowns and not broken:
                 _add(case, "error", f"verdict unknown in {max(u.count for u in unknowns)} of "
-                     f"{sum(p.trials for p in ts.patterns)} trials: {unknowns[0].reason}",
-                     [*(f"{u.count} trials: {u.reason}" + (f" (fix: {u.fix})" if u.fix else "")
+                     f"{counted(sum(p.trials for p in ts.patterns), 'trial')}: "
+                     f"{unknowns[0].reason}",
+                     [*(f"{counted(u.count, 'trial')}: {u.reason}"
+                        + (f" (fix: {u.fix})" if u.fix else "")
                         for u in unknowns), *(f"fix: {f}" for f in ts.fixes),
                       *(line for u in unknowns if u.first for line in [
                           *_violation_lines(u.first.violations, "  "),
@@ -171,7 +174,7 @@ def _series(j: _Suites, ts: TrialSeries) -> None:
                         body.append(f"  measure the rate again: {first.measure_command}")
                 _add(case, "failure", message, body, "violation")
             elif not unknowns:
-                _out(case, [f"0 of {pattern.trials} trials broke it ({pattern.pattern})"])
+                _out(case, [f"{of(0, pattern.trials, 'trial')} broke it ({pattern.pattern})"])
 
 
 def _matrix(j: _Suites, m: DetectionMatrix) -> None:
@@ -201,7 +204,7 @@ def _explore(j: _Suites, e: ExploreResult) -> None:
     if broken:
         body = [line for c in broken for line in [f"promise broken ({c.name}): {c.promise}",
                                                    *_violation_lines(c.violations, "  ")]]
-        body.append(f"the race, in {len(e.schedule)} steps:")
+        body.append(f"the race, in {counted(len(e.schedule), 'step')}:")
         body.extend(f"  {s.n:>3} {s.client:<12} {s.operation:<22} {s.statement}"
                     for s in e.schedule)
         if e.repro_dir:
@@ -211,7 +214,7 @@ def _explore(j: _Suites, e: ExploreResult) -> None:
         _add(case, "failure", "; ".join(f"{c.name}: {c.promise}" for c in broken), body,
              "violation")
     elif e.verdict == "passed":
-        _out(case, [f"no violation in {e.schedules_tried} schedules"])
+        _out(case, [f"no violation in {counted(e.schedules_tried, 'schedule')}"])
 
 
 def _certification(j: _Suites, c: Certification) -> None:
@@ -255,7 +258,7 @@ def _gate(j: _Suites, g: GateVerdict) -> None:
     for p in sorted(g.problems, key=lambda p: p.state == "failed"):
         _add(case, "failure" if p.state == "failed" else "error",
              f"{p.provider}/{p.contract}: {p.state}", [p.why, f"fix: {p.fix}"], p.state)
-    certified = [] if g.problems else [f"{g.links_checked} auto link(s) certified"]
+    certified = [] if g.problems else [f"{counted(g.links_checked, 'auto link')} certified"]
     if certified or g.fakes:
         _out(case, [*certified, *(f"certified {fake}" for fake in g.fakes)])
 

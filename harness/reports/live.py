@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from harness.console import clean, counted
+from harness.console import clean
 from harness.domain.verdicts import VERDICT_LABEL
+from harness.domain.words import counted, of
 from harness.reports.model import (
     Case,
     Certification,
@@ -58,7 +59,7 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
     if s.source == "drill":  # judged by the drill (docs/drill.md), not played as a scenario
         yield f"{label:<9} {s.scenario}: {s.reason}"
     else:
-        yield (f"{label:<9} {s.scenario}  ({s.ops} ops, {s.virtual_s:g} s virtual in "
+        yield (f"{label:<9} {s.scenario}  ({counted(s.ops, 'op')}, {s.virtual_s:g} s virtual in "
                f"{s.wall_s * 1000:.0f} ms)")
     yield from (f"  warning: {w}" for w in s.warnings)
     yield from (f"  did not happen: {u.why}" for u in s.unrun)
@@ -87,8 +88,11 @@ def brief_lines(event: Event) -> Iterator[str]:
         if event.source == "drill":  # judged by the drill (docs/drill.md), not played
             yield f"{label:<9} {event.scenario}: {event.reason}"
             return
-        yield (f"{label:<9} {event.scenario}  ({event.ops} ops, {event.virtual_s:g} s virtual in "
-               f"{event.wall_s * 1000:.0f} ms)")
+        if not event.ops and event.verdict == "unknown":  # why: in the summary, with its fix
+            yield f"{label:<9} {event.scenario}  (nothing ran: the summary says why)"
+            return
+        yield (f"{label:<9} {event.scenario}  ({counted(event.ops, 'op')}, {event.virtual_s:g} s "
+               f"virtual in {event.wall_s * 1000:.0f} ms)")
         return
     assert isinstance(event, TrialSeries)
     label = LABELS[event.verdict]
@@ -96,12 +100,12 @@ def brief_lines(event: Event) -> Iterator[str]:
         yield f"{label:<9} {event.scenario}: {event.reason}"
         return
     if [p.pattern for p in event.patterns] == [SEQUENTIAL]:
-        line = (f"{label:<9} {event.scenario}  ({event.trials} trial"
-                f"{'' if event.trials == 1 else 's'}, {event.wall_s:.1f} s)")
+        line = (f"{label:<9} {event.scenario}  ({counted(event.trials, 'trial')}, "
+                f"{event.wall_s:.1f} s)")
         rates = f"{event.patterns[0].violated}/{event.trials}"
     else:
-        line = (f"{label:<9} {event.scenario}  ({len(event.patterns)} patterns × {event.trials} "
-                f"trials, {event.wall_s:.1f} s)")
+        line = (f"{label:<9} {event.scenario}  ({counted(len(event.patterns), 'pattern')} × "
+                f"{counted(event.trials, 'trial')}, {event.wall_s:.1f} s)")
         rates = ", ".join(f"{p.pattern} {p.violated}/{p.trials}" for p in event.patterns)
     if event.verdict == "failed":
         line += f": {rates} broke a promise"
@@ -136,13 +140,14 @@ def series_lines(ts: TrialSeries) -> Iterator[str]:
         yield f"{label:<9} {ts.scenario}: {ts.reason}"
         return
     runs = sum(p.trials for p in ts.patterns)
-    yield (f"{label:<9} {ts.scenario}  ({len(ts.patterns)} pattern(s) × {ts.trials} trials: "
-           f"{runs} runs in {ts.wall_s:.1f} s)")
+    yield (f"{label:<9} {ts.scenario}  ({counted(len(ts.patterns), 'pattern')} × "
+           f"{counted(ts.trials, 'trial')}: {counted(runs, 'run')} in {ts.wall_s:.1f} s)")
     yield from (f"  warning: {w}" for w in ts.warnings)
     grouped = [p.pattern for p in ts.patterns] != [SEQUENTIAL]
     width = max((len(p.pattern) for p in ts.patterns), default=0)
     for p in ts.patterns:
-        line = f"  {p.pattern:<{width}}  {p.violated:>3} of {p.trials} trials broke a promise"
+        line = (f"  {p.pattern:<{width}}  {p.violated:>3} of {counted(p.trials, 'trial')} broke a "
+                "promise")
         if grouped:
             line += f"; loser answers: {histogram_text(p.losers)}"
             if p.busy:
@@ -167,13 +172,14 @@ def series_lines(ts: TrialSeries) -> Iterator[str]:
             seen = next((r for r in failure.rates if r.pattern == (first.pattern or SEQUENTIAL)),
                         None)
             if seen is not None and seen.failed < seen.trials:
-                yield (f"      (the same arrivals; the race showed in {seen.failed} of "
-                       f"{seen.trials} trials, so one run may pass: a pass is not a fix)")
+                yield (f"      (the same arrivals; the race showed in "
+                       f"{of(seen.failed, seen.trials, 'trial')}, so one run may pass: a pass is "
+                       "not a fix)")
         if first.measure_command:
             yield f"    measure the rate again: {first.measure_command}"
     for u in ts.unknowns:
         reason = f"{u.checker}: {u.reason}" if u.checker else u.reason
-        yield f"  unknown ({u.count} of {runs} runs): {reason}"
+        yield f"  unknown ({of(u.count, runs, 'run')}): {reason}"
     evidence = {u.first.replay_command: u.first for u in ts.unknowns
                 if u.first is not None and u.first.replay_command}
     for command, first in evidence.items():
@@ -210,10 +216,11 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
     broken = [c for c in e.checks if c.verdict == "invalid"]
     names = ", ".join(c.name for c in broken)
     if e.mode == "replay":
-        yield f"{LABELS[e.verdict]:<9} {e.workload}: {e.shrunk_steps or 0} steps, {e.ops} ops"
+        yield (f"{LABELS[e.verdict]:<9} {e.workload}: {counted(e.shrunk_steps or 0, 'step')}, "
+               f"{counted(e.ops, 'op')}")
     elif e.verdict == "passed" or not broken:  # a search with no violation (unknown: evidence)
         yield e.note or (f"no violation in {counted(e.schedules_tried, 'schedule')} "
-                         f"({e.steps_tried} steps)")
+                         f"({counted(e.steps_tried, 'step')})")
         for fix in dict.fromkeys(u.fix for c in e.checks for u in c.unknowns if u.fix):
             yield f"  fix: {fix}"
         return
@@ -228,15 +235,15 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
                   and e.original_steps != e.shrunk_steps else "")
         steps = e.original_steps if e.original_steps is not None else e.shrunk_steps
         yield (f"VIOLATED  {names} after {counted(e.schedules_tried, 'schedule')} ({where}; "
-               f"{steps} steps"
-               f"{shrunk})")
+               f"{counted(steps or 0, 'step')}{shrunk})")
     for check in broken:
         yield f"  promise broken ({check.name}): {check.promise}"
         yield from (f"    - {v.message}" for v in check.violations)
     if e.mode == "replay":
         return
     if e.schedule:
-        yield f"the race, in {e.shrunk_steps} steps ({e.timers} timers):"
+        yield (f"the race, in {counted(e.shrunk_steps or 0, 'step')} "
+               f"({counted(e.timers, 'timer')}):")
         yield from _schedule(e)
     if e.replayed_identical is not None:
         yield "replayed once: " + ("identical" if e.replayed_identical else "DIVERGED")
@@ -282,14 +289,14 @@ def gate_lines(g: GateVerdict) -> Iterator[str]:
     if not g.links_checked:
         yield f"gate: no auto failover links in {g.providers_file}; nothing to certify"
     elif not g.problems:
-        yield (f"gate: ok — {g.links_checked} auto link(s) certified at their current config "
-               f"and contract ({g.lock_file})")
+        yield (f"gate: ok — {counted(g.links_checked, 'auto link')} certified at their current "
+               f"config and contract ({g.lock_file})")
     else:
         counts: dict[str, int] = {}
         for p in g.problems:
             counts[p.state] = counts.get(p.state, 0) + 1
         summary = ", ".join(f"{n} {state}" for state, n in counts.items())
-        yield (f"gate: {g.verdict} — {len(g.problems)} of {g.links_checked} auto link(s) not "
+        yield (f"gate: {g.verdict} — {of(len(g.problems), g.links_checked, 'auto link')} not "
                f"certified ({summary})")
 
 
@@ -311,7 +318,8 @@ def replay_lines(r: ReplayComparison) -> Iterator[str]:
     if not r.completed:
         yield f"DIVERGED  {r.divergence}"
     elif r.identical is True:
-        detail = f"{r.events} events, {r.ops} ops" if r.events else f"{r.ops} ops"
+        detail = (f"{counted(r.events, 'event')}, {counted(r.ops, 'op')}" if r.events
+                  else counted(r.ops, "op"))
         yield f"{r.compared}: identical to the recorded run ({detail})"
     elif r.identical is False:
         yield f"{r.compared}: DIVERGED from the recorded run: {r.divergence}"
@@ -330,7 +338,8 @@ def case_lines(c: Case) -> Iterator[str]:
 def drill_lines(d: DrillRun) -> Iterator[str]:
     label = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN"}[d.verdict]
     yield (f"{label:<9} drill {d.drill} on {d.target}: {d.description} "
-           f"({d.trials} intent(s), {d.provider_calls} provider calls, {d.wall_s:.2f} s)")
+           f"({counted(d.trials, 'intent')}, {counted(d.provider_calls, 'provider call')}, "
+           f"{d.wall_s:.2f} s)")
     for p in d.promises:
         if p.broken or p.unknown:
             yield f"    {p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
@@ -407,7 +416,8 @@ class LiveOutput(Handler):
                 self._print(line)
         if len(runs) > 1 or results.of(TrialSeries):
             counts = {v: sum(1 for r in runs if r.verdict == v) for v in LABELS}
-            self._print(f"{len(runs)} scenarios: {counts['passed']} passed, {counts['failed']} "
+            self._print(f"{counted(len(runs), 'scenario')}: {counts['passed']} passed, "
+                        f"{counts['failed']} "
                         f"violated, {counts['unknown']} unknown, {counts['not_applicable']} not "
                         f"applicable ({time.perf_counter() - self.started:.2f} s)")
         for note in results.notes:

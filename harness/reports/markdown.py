@@ -4,7 +4,8 @@ below."""
 
 from __future__ import annotations
 
-from harness.reports.digest import Problem, problems
+from harness.domain.words import counted
+from harness.reports.digest import Problem
 from harness.reports.digest import commands as command_list
 from harness.reports.model import (
     Case,
@@ -19,6 +20,7 @@ from harness.reports.model import (
     TrialSeries,
 )
 from harness.reports.redaction import scrub
+from harness.reports.summary import ToActOn, to_act_on
 
 ICON = {
     "pass": "✅", "passed": "✅", "eligible": "✅", "valid": "✅",
@@ -49,14 +51,15 @@ def _headline(r: Results) -> list[str]:
                      + (" (reference flagged!)" if m.caught(m.reference) else ""))
     for e in r.of(ExploreResult):
         parts.append(f"**Explore** {e.workload}: {ICON[e.verdict]} {e.verdict} after "
-                     f"{e.schedules_tried} schedules")
+                     f"{counted(e.schedules_tried, 'schedule')}")
     certs = r.of(Certification)
     if certs:
         eligible = [c for c in certs if c.verdict == "eligible"]
         parts.append(f"**Certification:** {len(eligible)} of {len(certs)} eligible"
                      + _fakes(sum(1 for c in eligible if c.provenance), len(eligible)))
     for g in r.of(GateVerdict):
-        parts.append(f"**Gate:** {ICON[g.verdict]} {g.verdict} ({g.links_checked} auto links)"
+        parts.append(f"**Gate:** {ICON[g.verdict]} {g.verdict} "
+                     f"({counted(g.links_checked, 'auto link')})"
                      + _fakes(len(g.fakes), g.links_checked - len(g.problems)))
     for p in r.of(ReplayComparison):
         same = ("identical" if p.identical else "diverged" if p.identical is False
@@ -91,13 +94,44 @@ def _item(p: Problem) -> str:
     return f"**{p.where}**: {p.what}{detail}{fix}"
 
 
+def _act_on(act: ToActOn) -> list[str]:
+    """Each broken promise once (where, how often, one replay for the promises a run shows),
+    then the other failures, then the unknowns with their fix."""
+    items, shown = [], 0
+    for command, group in act.by_replay():
+        for b in group:
+            if shown < MAX_PROBLEMS:
+                places = ", ".join(p.words for p in b.places)
+                items.append(f"- {ICON['fail']} **{b.name}**: {_esc(b.promise)} — broke in "
+                             f"{_esc(places)}")
+            shown += 1
+        if command and shown <= MAX_PROBLEMS:
+            items.append(f"  - replay: `{command}`")
+    if shown > MAX_PROBLEMS:
+        items.append(f"- … and {counted(shown - MAX_PROBLEMS, 'more broken promise')} "
+                     "(index.html has them all)")
+    title = f"What broke: {counted(len(act.broken), 'promise')}" if act.broken else ""
+    lines = [f"### {title}", "", *items, ""] if items else []
+    others = _listed("What else broke" if act.broken else "What broke", ICON["fail"],
+                     [_item(p) for p in act.others])
+    return lines + others + _listed("Unknown", ICON["unknown"], [_item(p) for p in act.unknowns])
+
+
+def _verdict(r: Results, act: ToActOn) -> str:
+    parts = [f"{counted(len(act.broken), 'promise')} broken"] if act.broken else []
+    parts += [counted(len(act.others), "other failure")] if act.others else []
+    parts += [f"{len(act.unknowns)} unknown"] if act.unknowns else []
+    return (f"**Verdict:** {ICON[r.verdict]} {r.verdict.upper()} (exit {r.exit_code}) — "
+            + ", ".join(parts))
+
+
 def _listed(title: str, icon: str, items: list[str]) -> list[str]:
     if not items:
         return []
     shown = [f"- {icon} {_esc(i)}" for i in items[:MAX_PROBLEMS]]
     if len(items) > MAX_PROBLEMS:
-        shown.append(f"- … and {len(items) - MAX_PROBLEMS} more problems (index.html has them "
-                     "all)")
+        shown.append(f"- … and {counted(len(items) - MAX_PROBLEMS, 'more problem')} (index.html "
+                     "has them all)")
     return [f"### {title}", "", *shown, ""]
 
 
@@ -121,7 +155,7 @@ def _all_verdicts(r: Results) -> list[str]:
                         f"{checks} |")
         elif isinstance(e, DrillRun):
             detail = "; ".join(f"{p.title}: {p.text}" for p in e.promises if p.broken) or (
-                e.unknowns[0].reason if e.unknowns else f"{e.trials} intent(s)")
+                e.unknowns[0].reason if e.unknowns else counted(e.trials, "intent"))
             rows.append(f"| drill {e.drill} | `{_esc(e.target)}` | {ICON[e.outcome]} "
                         f"{e.verdict} | {_esc(_short(detail))} |")
         elif isinstance(e, Case):
@@ -142,18 +176,19 @@ def render_markdown(results: Results) -> str:
              f"exit code {r.exit_code}{targets} · {r.started_at} · harness {r.harness_version}",
              ""]
     lines += _headline(r)
-    found = problems(r)
-    lines += _listed("What broke", ICON["fail"], [_item(p) for p in found if p.kind == "fail"])
-    lines += _listed("Unknown", ICON["unknown"], [_item(p) for p in found if p.kind == "unknown"])
-    commands = command_list(found)
+    act = to_act_on(r)
+    lines += _act_on(act)
+    commands = command_list(act.others + act.unknowns)
     if commands:
         shown = commands[:MAX_PROBLEMS]
         lines += ["### Reproduce", "", "```sh", *shown, "```", ""]
-        if any("/runs/" in c or "/repro/" in c for c in shown):
-            lines += ["(Run folders are named as this run saw them; in a downloaded copy of the "
-                      "report folder they are its `runs/` and `repro/`.)", ""]
         if len(commands) > len(shown):
             lines += [f"… and {len(commands) - len(shown)} more commands in results.json", ""]
+    if any("/runs/" in c or "/repro/" in c for c in commands + [b.replay for b in act.broken]):
+        lines += ["(Run folders are named as this run saw them; in a downloaded copy of the "
+                  "report folder they are its `runs/` and `repro/`.)", ""]
+    if act:
+        lines += [_verdict(r, act), ""]
     lines += _drift(r)
     lines += _listed("Certified, but fake providers", ICON["skip"],
                      [fake for g in r.of(GateVerdict) for fake in g.fakes])

@@ -1,6 +1,7 @@
-"""The closing summary of the live output: what broke, grouped by promise (each with where, its
-rate and ONE replay command), then what is unknown (each with its fix). Pure: Results in, lines
-out; :mod:`harness.reports.live` prints them before the verdict.
+"""What to act on, grouped by promise — one place for the live output's closing summary,
+``summary.md`` and ``index.html``: each broken promise once (with where, how often and ONE replay
+command), then what else failed, then what is unknown (each with its fix). Pure: Results in,
+data or lines out; :mod:`harness.reports.live` prints :func:`summary_lines` before the verdict.
 """
 
 from __future__ import annotations
@@ -8,29 +9,54 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from harness.reports.digest import problems
+from harness.domain.words import counted
+from harness.reports.digest import Problem, problems
 from harness.reports.model import Results, ScenarioRun, TrialSeries
 
 MAX_PLACES = 4  # scenarios named per promise before "and N more"
 
 
 @dataclass
+class Place:
+    """One scenario where a promise broke: in ``failed`` of its ``runs`` runs (trials)."""
+
+    scenario: str
+    failed: int
+    runs: int
+    patterns: tuple[tuple[str, int, int], ...] = ()  # (pattern, failed, trials) when several
+
+    @property
+    def short(self) -> str:
+        return f"{self.scenario} {self.failed}/{self.runs}"
+
+    @property
+    def words(self) -> str:
+        rates = ", ".join(f"{p} {f} of {n}" for p, f, n in self.patterns)
+        return f"{self.scenario} ({rates or f'{self.failed} of ' + counted(self.runs, 'run')})"
+
+
+@dataclass
 class Broken:
-    """One promise, everywhere it broke: ``places`` are "scenario (rate)" texts."""
+    """One promise, everywhere it broke."""
 
     name: str
-    places: list[str] = field(default_factory=list)
+    promise: str = ""  # what was promised, in words (the first run's wording)
+    places: list[Place] = field(default_factory=list)
     replay: str = ""
     deterministic: bool = False  # the replay comes from a scripted run (reproduces every time)
 
 
-def _series_rate(ts: TrialSeries, checker: str) -> tuple[int, int]:
-    """Trials of ``ts`` that broke ``checker``: the worst of its failures, summed over patterns."""
-    best = (0, 0)
+def _series_place(ts: TrialSeries, checker: str) -> Place:
+    """Trials of ``ts`` that broke ``checker``: the worst of its failures, summed over patterns
+    (each pattern's rate kept when there are several)."""
+    best = Place(ts.scenario, 0, 0)
     for f in ts.failures:
         if f.checker == checker:
             failed, trials = sum(r.failed for r in f.rates), sum(r.trials for r in f.rates)
-            best = max(best, (failed, trials))
+            if (failed, trials) > (best.failed, best.runs):
+                patterns = tuple((r.pattern, r.failed, r.trials) for r in f.rates
+                                 if r.pattern != "sequential")
+                best = Place(ts.scenario, failed, trials, patterns)
     return best
 
 
@@ -42,15 +68,15 @@ def broken_promises(results: Results) -> list[Broken]:
             for check in event.checks:
                 if check.verdict != "invalid":
                     continue
-                b = found.setdefault(check.name, Broken(check.name))
-                b.places.append(f"{event.scenario} 1/1")
+                b = found.setdefault(check.name, Broken(check.name, check.promise))
+                b.places.append(Place(event.scenario, 1, 1))
                 if event.replay_command and not b.deterministic:
                     b.replay, b.deterministic = event.replay_command, True
         elif isinstance(event, TrialSeries):
             for checker in dict.fromkeys(f.checker for f in event.failures):
-                b = found.setdefault(checker, Broken(checker))
-                failed, trials = _series_rate(event, checker)
-                b.places.append(f"{event.scenario} {failed}/{trials}")
+                promise = next(f.promise for f in event.failures if f.checker == checker)
+                b = found.setdefault(checker, Broken(checker, promise))
+                b.places.append(_series_place(event, checker))
                 first = next((f.first for f in event.failures
                               if f.checker == checker and f.first), None)
                 if not b.replay and first is not None and first.replay_command:
@@ -59,33 +85,57 @@ def broken_promises(results: Results) -> list[Broken]:
 
 
 def _places(b: Broken) -> str:
-    shown = ", ".join(b.places[:MAX_PLACES])
+    shown = ", ".join(p.short for p in b.places[:MAX_PLACES])
     more = len(b.places) - MAX_PLACES
     return shown + (f" and {more} more" if more > 0 else "")
+
+
+@dataclass
+class ToActOn:
+    """What to act on: ``broken`` promises (scenario runs and trial series, grouped by promise),
+    ``others`` that failed (certification, gate, explore, drill, checks …), ``unknowns``."""
+
+    broken: list[Broken]
+    others: list[Problem]
+    unknowns: list[Problem]
+
+    def by_replay(self) -> list[tuple[str, list[Broken]]]:
+        """Promises one run shows share its replay command (said once, after them)."""
+        grouped: dict[str, list[Broken]] = {}
+        for b in self.broken:
+            grouped.setdefault(b.replay, []).append(b)
+        return list(grouped.items())
+
+    def __bool__(self) -> bool:
+        return bool(self.broken or self.others or self.unknowns)
+
+
+def to_act_on(results: Results, *, runs: bool = True) -> ToActOn:
+    """``runs=False``: leave out what scenario runs found (a caller that showed them in full)."""
+    names = _scenario_names(results)
+    found = [p for p in problems(results) if runs or p.where.split(" on ")[0] not in names]
+    return ToActOn(
+        broken_promises(results) if runs else [],
+        [p for p in found if p.kind == "fail" and p.where.split(" on ")[0] not in names],
+        [p for p in found if p.kind == "unknown"])
 
 
 def summary_lines(results: Results, *, runs: bool = True) -> Iterator[str]:
     """At most ~25 lines: broken promises (grouped by the run that replays them), other
     failures, unknowns with their fix. ``runs=False``: leave out what scenario runs found (the
     caller printed that run in full)."""
-    names = _scenario_names(results)
-    if not names:  # explore, replay, certify, gate: their own lines already end the output
+    if not _scenario_names(results):  # explore, replay, certify, gate: their own lines end it
         return
-    broken = broken_promises(results) if runs else []
-    found = [p for p in problems(results) if runs or p.where.split(" on ")[0] not in names]
-    others = [p for p in found if p.kind == "fail" and p.where.split(" on ")[0] not in names
-              and not p.where.startswith(("explore ", "replay of "))]  # printed in full above
-    unknowns = [p for p in found if p.kind == "unknown"]
-    if not (broken or others or unknowns):
+    act = to_act_on(results, runs=runs)
+    others = [p for p in act.others  # explore and replay were printed in full above
+              if not p.where.startswith(("explore ", "replay of "))]
+    if not (act.broken or others or act.unknowns):
         return
     yield "── summary " + "─" * 40
-    if broken:
-        yield (f"{len(broken)} promise(s) broken — where (runs that broke it / runs), and one "
-               "command that replays it:")
-    by_replay: dict[str, list[Broken]] = {}
-    for b in broken:  # promises one run shows share its replay line
-        by_replay.setdefault(b.replay, []).append(b)
-    for command, group in by_replay.items():
+    if act.broken:
+        yield (f"{counted(len(act.broken), 'promise')} broken — where (runs that broke it / "
+               "runs), and one command that replays it:")
+    for command, group in act.by_replay():
         yield from (f"  {b.name}: {_places(b)}" for b in group)
         if command:
             yield f"      replay: {command}"
@@ -93,9 +143,9 @@ def summary_lines(results: Results, *, runs: bool = True) -> Iterator[str]:
         yield f"  FAILED {p.where}: {p.what}" + (f" — {p.detail}" if p.detail else "")
         if p.fix:
             yield f"      fix: {p.fix}"
-    if unknowns:
-        yield f"{len(unknowns)} unknown (no verdict without evidence):"
-    for p in unknowns:
+    if act.unknowns:
+        yield f"{len(act.unknowns)} unknown (no verdict without evidence):"
+    for p in act.unknowns:
         yield f"  {p.where}: {p.what}"
         if p.fix:
             yield f"      fix: {p.fix}"

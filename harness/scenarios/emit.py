@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.domain.verdicts import OUTCOME, SCENARIO_VERDICT
+from harness.domain.words import counted
 from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import ALLOWED, ordered
 from harness.scenarios.events import (
@@ -264,7 +265,9 @@ def first_unknown_runs(ts: TrialSet) -> list[Any]:
 def _unanswered(run: Any) -> tuple[Violation, ...]:
     """The requests of a run that got no answer, with what the client saw (the op's detail)."""
     lines = tuple(format_pair(p) for p in pairs(run.history) if p.type == "info")
-    return (Violation(f"{len(lines)} request(s) got no answer", "", (), lines),) if lines else ()
+    if not lines:
+        return ()
+    return (Violation(f"{counted(len(lines), 'request')} got no answer", "", (), lines),)
 
 
 def _series_unknowns(ts: TrialSet, replays: Mapping[int, str]) -> tuple[UnknownCount, ...]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from harness.domain.verdicts import STATUS_LABEL
+from harness.domain.words import counted
 from harness.scenarios.history import Op, Pair, pairs, shown_text
 from harness.scenarios.runner import RunResult
 
@@ -96,7 +97,8 @@ class HasStatus(Protocol):
 
 def render_summary(results: Sequence[HasStatus], elapsed_s: float) -> str:
     counts = {status: sum(r.status == status for r in results) for status in LABELS}
-    return (f"{len(results)} scenarios: {counts['passed']} passed, {counts['violated']} violated, "
+    return (f"{counted(len(results), 'scenario')}: {counts['passed']} passed, "
+            f"{counts['violated']} violated, "
             f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable "
             f"({elapsed_s:.2f} s)")
 

@@ -115,7 +115,8 @@ def rate_text(trial: dict[str, Any] | None) -> str:
         return ""
     pattern = trial.get("pattern")
     where = f" {pattern}" if pattern and pattern != "sequential" else ""
-    return f"the race showed in {trial['broke']} of {trial['of']}{where} trials"
+    trials = "trial" if trial["of"] == 1 else "trials"
+    return f"the race showed in {trial['broke']} of {trial['of']}{where} {trials}"
 
 
 def reproduction(outcome: ReplayOutcome, *, tries: int = 1) -> Reproduction | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.domain.verdicts import RunStatus
+from harness.domain.words import of
 from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import busy_answers, loser_classes, merge
 from harness.scenarios.model import Scenario
@@ -122,7 +123,7 @@ class Rate:
 
     @property
     def text(self) -> str:
-        return f"{self.failed} of {self.trials} trials {rate_phrase(self.failure)}"
+        return f"{of(self.failed, self.trials, 'trial')} {rate_phrase(self.failure)}"
 
 
 @dataclass

@@ -24,7 +24,7 @@ def test_gate_passes_when_every_auto_link_is_certified(project, capsys) -> None:
     assert project.cli("certify", "--no-progress") == 0  # the prose standby is manual
     capsys.readouterr()
     assert project.cli("gate") == 0
-    assert "ok — 2 auto link(s) certified" in capsys.readouterr().out
+    assert "ok — 2 auto links certified" in capsys.readouterr().out
 
 
 def test_gate_without_certifications_is_unknown_not_failed(project, capsys) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import harness.contracts.certifier as certifier
+import harness.commands.certify as certify_command
 from harness.contracts.lockfile import exclusive, read_lock
 from tests.contracts.conftest import Project, provider
 
@@ -29,14 +29,14 @@ def test_two_certify_runs_at_once_keep_both_records(two_providers, monkeypatch) 
     project = two_providers
     both_read = threading.Barrier(2, timeout=WAIT)
     first_read = threading.Event()
-    real_certify = certifier.certify
+    real_certify = certify_command.certify
 
     async def certify_after_both_read(*args, **kwargs):
         first_read.set()  # this run has opened its workspace (and read the lock)
         both_read.wait()
         return await real_certify(*args, **kwargs)
 
-    monkeypatch.setattr(certifier, "certify", certify_after_both_read)
+    monkeypatch.setattr(certify_command, "certify", certify_after_both_read)
     codes: dict[str, int] = {}
 
     def run(pid: str) -> None:

@@ -59,7 +59,7 @@ def test_one_side_effect_per_click_reads_the_counter() -> None:
     result = twice.check("one_side_effect_per_click")
     assert result.verdict == "invalid"
     assert result.violations[0].message.startswith(
-        "1 click(s) answered a job made 2 side effects (the counter went 10 → 12)")
+        "1 click answered a job made 2 side effects (the counter went 10 → 12)")
     none = H().counter("start", 3).create(**CREATED).counter("end", 3)
     assert "never made" in none.check("one_side_effect_per_click").violations[0].message
 

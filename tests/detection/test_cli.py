@@ -83,7 +83,7 @@ def test_refusals_cached_errors_and_rejected_retries_are_named(
     service = start_service("gap", "--flaws", CONFLICT_FLAWS, process=True)
     code, out = _run(_scenarios_run(service.url, tmp_path, "--trials", "1"), capsys)
     assert code == 1, out
-    assert re.search(r"burst +1 of 1 trials broke a promise; loser answers: created 1, .*"
+    assert re.search(r"burst +1 of 1 trial broke a promise; loser answers: created 1, .*"
                      r"409 conflict [1-7]", out)
     assert "409 conflict — a refusal for a request that never ran" in out
     assert "FAILURE: a server error replayed against the declared error policy" in out

@@ -4,6 +4,7 @@ again), profile and port errors (exit 2, file:line and the fix, nothing written)
 
 from __future__ import annotations
 
+import argparse
 import json
 import socket
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.commands.drill_target import command
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 
@@ -137,3 +139,37 @@ def test_cli_unset_variable_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                  "--report-dir", str(tmp_path / "report")])
     err = capsys.readouterr().err
     assert code == 2 and "PRIMARY_PORT" in err and f"{profile}:15" in err
+
+
+def test_cli_header_option_errors_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A malformed --header, or one naming an unset variable, exits 2 before anything runs."""
+    monkeypatch.setenv("PRIMARY_PORT", str(free_port()))
+    monkeypatch.setenv("FALLBACK_PORT", str(free_port()))
+    monkeypatch.setenv("DRILL_OWNER", SECRET)
+    monkeypatch.delenv("NO_SUCH_HEADER_VAR", raising=False)
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    base = ["drill", "--target", "http://127.0.0.1:9", "--target-profile", str(profile),
+            "--report-dir", str(tmp_path / "report")]
+    assert main([*base, "--header", "no colon here"]) == 2
+    assert "--header" in capsys.readouterr().err
+    assert main([*base, "--header", "X-Token: ${NO_SUCH_HEADER_VAR}"]) == 2
+    err = capsys.readouterr().err
+    assert "NO_SUCH_HEADER_VAR" in err and "--header" in err and "fix:" in err
+    assert not (tmp_path / "report").exists()
+
+
+def test_cli_redrill_command_hides_header_values() -> None:
+    """The command that drills again keeps a header's ${VAR} and never a literal value."""
+    args = argparse.Namespace(
+        target="http://127.0.0.1:4000", target_profile=None, config=Path("route.json"),
+        model=None, trials=2, port=[], contract_map=["route=ticket_triage"], providers=None,
+        contracts=None, lock=Path("x.lock.json"),
+        header=["x-portkey-config: ${PORTKEY_CONFIG}", f"Authorization: Bearer {SECRET}"])
+    text = command(args, "hang")
+    assert SECRET not in text
+    assert "'x-portkey-config: ${PORTKEY_CONFIG}'" in text
+    assert "'Authorization: <redacted>'" in text
+    assert "--contract-map route=ticket_triage --lock x.lock.json" in text
+    assert "--drills hang --trials 2" in text and "--model" not in text

@@ -50,8 +50,8 @@ class Ports:
 
 
 def drill_gateway(tmp_path: Path, url: str, ports: Ports, name: str, headers: dict[str, str],
-                  env: dict[str, str], *, drills: str = DRILLS, stream: bool = False
-                  ) -> tuple[int, dict[str, dict[str, Any]], str]:
+                  env: dict[str, str], *, drills: str = DRILLS, stream: bool = False,
+                  extra: list[str] | None = None) -> tuple[int, dict[str, dict[str, Any]], str]:
     """Write the chat profile, drill the gateway (CLI subprocess), return (exit code, the
     drill_run events by drill, output)."""
     profile = json.loads(json.dumps(CHAT_PROFILE))
@@ -64,7 +64,8 @@ def drill_gateway(tmp_path: Path, url: str, ports: Ports, name: str, headers: di
     report = tmp_path / f"report-{name}"
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "drill", "--target", url, "--target-profile",
-         str(path), "--drills", drills, "--trials", str(TRIALS), "--report-dir", str(report)],
+         str(path), "--drills", drills, "--trials", str(TRIALS), "--report-dir", str(report),
+         *(extra or [])],
         env={**os.environ, **env, "PRIMARY_PORT": str(ports.primary),
              "FALLBACK_PORT": str(ports.fallback), "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=600, cwd=ROOT)

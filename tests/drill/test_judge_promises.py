@@ -150,3 +150,27 @@ def test_judge_the_fallback_against_the_lock(tmp_path: Path, certified: bool,
     setup = _setup(tmp_path, certify=lambda p: (certified, f"{p}: as the lock says"))
     assert _findings(ev, setup)["fallback_certified"] == verdict
     assert _findings(ev, _setup(tmp_path))["fallback_certified"] == "not_judged"
+
+
+def test_judge_who_answered_and_keys_on_retries(tmp_path: Path) -> None:
+    """What the old gateway drill reported, from the engine's evidence: which deployment
+    answered (the gateway's answer header, else the signed answer) and how many retries
+    carried an idempotency key."""
+    setup = _setup(tmp_path)
+    keyed = Call("claude", "fallback", 1, 0.53, 0.56, "answered", "conformant", keyed=True)
+    unkeyed = Call("gpt", "primary", 2, 0.6, 0.7, "refused", "status:429")
+    ev = _ev("hang", [HANG, keyed, unkeyed], [_done(ANSWER, 0.6)])
+    v = judge_intent(ev, DRILLS["hang"], setup)
+    assert v.answered_by == "claude (its signed answer)"
+    assert v.retries == (2, 1)
+    billed = v.of("billed_within_bound")
+    assert billed is not None and "1 of 2 retries carried an idempotency key" in billed.message
+    ev.submissions[0] = Submission(0.0, 201, job_id="j1",
+                                   answered_base="http://127.0.0.1:4102/v1")
+    assert judge_intent(ev, DRILLS["hang"], setup).answered_by == \
+        "claude (the gateway's answer header)"
+    ev.submissions[0] = Submission(0.0, 201, job_id="j1", answered_base="http://127.0.0.1:4101")
+    assert judge_intent(ev, DRILLS["hang"], setup).answered_by == \
+        "gpt (the gateway's answer header); the answer is signed by claude"
+    alone = judge_intent(_ev("hang", [HANG], []), DRILLS["hang"], setup)
+    assert alone.retries == (0, 0) and alone.answered_by is None

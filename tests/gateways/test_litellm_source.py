@@ -173,7 +173,7 @@ def test_certified_and_gated_with_no_providers_yaml(
     assert all(c["verdict"] == "eligible" for c in lock["certifications"])
     capsys.readouterr()
     assert project.cli("gate", "--providers", str(config)) == 0
-    assert "2 auto link(s) certified" in capsys.readouterr().out
+    assert "2 auto links certified" in capsys.readouterr().out
     assert project.cli("export", "litellm-fallbacks", "--providers", str(config)) == 0
     assert yaml.safe_load(capsys.readouterr().out) == {
         "router_settings": {"fallbacks": [{"triage": ["triage-fallback"]}]}}
@@ -255,7 +255,7 @@ def test_check_runs_on_a_litellm_config(
                        "--scenarios", str(scenarios), "--report-dir", str(project.root / "r"))
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "gate: ok — 2 auto link(s) certified" in out
+    assert "gate: ok — 2 auto links certified" in out
 
 
 def test_several_deployments_in_one_group(tmp_path: Path) -> None:

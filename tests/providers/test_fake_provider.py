@@ -190,7 +190,7 @@ def test_the_cli_serves_a_fake_provider_on_loopback(kind: str, stop_signal: int,
         proc.send_signal(stop_signal)  # Ctrl-C or a service manager: a clean stop either way
         _, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
-    assert "stopped after 1 deliveries" in err
+    assert "stopped after 1 delivery (1 request received)" in err
     assert "Traceback" not in err
 
 

@@ -105,7 +105,9 @@ def test_markdown_fits_one_screen_and_names_what_broke_and_the_commands() -> Non
     text = render_markdown(sample_results())
     assert text.startswith("## failover-harness check: ❌ FAIL")
     assert "**Mutants caught:** 2 of 2" in text
-    assert "the handler ran again for a duplicate" in text and "burst 18 of 20" in text
+    # grouped by promise: each broken promise once, with where and how often, one replay
+    assert text.count("**one_side_effect_per_click**") == 1 and "burst 18 of 20" in text
+    assert "**Verdict:** ❌ FAIL (exit 1)" in text
     assert REPLAY in text and TRIAL_REPLAY in text
     assert "the timeout step did not run" in text and "raise the profile's timeout_s" in text
     head = text.split("<details>")[0]

@@ -131,3 +131,46 @@ def test_scenarios_a_profile_cannot_run_are_one_line_and_other_reasons_their_own
         "N/A       d: needs two owners: give --tokens-file with a bearer token per owner",
         "N/A       3 scenarios need attempts, hedge, replicas (not in profile 'p'; --verbose "
         "names them)"]
+
+
+def test_counts_agree_with_their_noun_everywhere_a_person_reads_them() -> None:
+    from harness.domain.words import counted, of
+    from harness.reports.live import brief_lines, drill_lines, series_lines
+    from harness.reports.model import DrillRun, PatternSummary, TrialSeries
+
+    assert (counted(1, "trial"), counted(2, "trial"), counted(0, "intent")) == (
+        "1 trial", "2 trials", "0 intents")
+    assert (of(1, 1, "trial"), of(1, 20, "trial")) == ("1 of 1 trial", "1 of 20 trials")
+    one = TrialSeries("replay_fidelity", "http://127.0.0.1:8802", "failed", "fail", trials=1,
+                      patterns=(PatternSummary("sequential", 1, 1),))
+    text = "\n".join([*series_lines(one), *brief_lines(one)])
+    assert "1 pattern × 1 trial: 1 run in" in text and "1 of 1 trial broke" in text
+    assert "(s)" not in text and "1 trials" not in text
+    drill = DrillRun("hedge", "http://127.0.0.1:8802", "passed", "pass", trials=1,
+                     provider_calls=1)
+    assert "(1 intent, 1 provider call," in next(drill_lines(drill))
+
+
+def test_the_report_lists_each_broken_promise_once_then_unknowns_then_the_verdict() -> None:
+    from harness.reports.markdown import render_markdown
+
+    results = sample_results()
+    page = render_html(results)
+    act = page.split('id="act"', 1)[1].split("</section>", 1)[0]
+    assert act.count("<b>one_side_effect_per_click</b>") == 1
+    assert "duplicate_arrivals (burst 18 of 20, staggered 0 of 20)" in act
+    assert act.index("problem-fail") < act.index("problem-unknown") < act.index('id="act-verdict"')
+    assert "(s)" not in act and "1 runs" not in act
+    text = render_markdown(results)
+    assert text.index("### What broke: 2 promises") < text.index("### Unknown") < text.index(
+        "**Verdict:** ❌ FAIL (exit 1) — 2 promises broken, 3 other failures, 2 unknown")
+    assert text.count("**one_job_per_intent**") == 1 and "double_click (1 of 1 run)" in text
+
+
+def test_a_scenario_where_nothing_ran_says_so_not_zero_ops() -> None:
+    from harness.reports.live import brief_lines
+    from harness.reports.model import ScenarioRun
+
+    run = ScenarioRun("same_key_two_owners", "http://127.0.0.1:8802", "unknown", "unknown")
+    assert list(brief_lines(run)) == [
+        "UNKNOWN   same_key_two_owners  (nothing ran: the summary says why)"]

@@ -82,7 +82,7 @@ def test_an_owner_without_a_token_is_unknown_with_the_fix(
     result = run_scenario(shipped["same_key_other_owner"],
                           open_targets(urls, tokens_file=only_alice))
     assert result.status == "unknown"  # runnable, but not judgeable as configured: never a pass
-    assert result.reason == "no token for owner(s) bob in the tokens file"
+    assert result.reason == "no token for owner bob in the tokens file"
     assert result.fix == "add a token for bob to --tokens-file (or HARNESS_TOKENS)"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from harness.domain.words import counted
 from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
 from harness.scenarios.history import Pair
 
@@ -59,16 +60,19 @@ def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
                       if CALIBRATION not in key) or "none"
     calibrations = sum(CALIBRATION in key for _, key in served)
     if calibrations:
-        names += f" and {calibrations} calibration request(s)"
+        names += f" and {counted(calibrations, 'calibration request')}"
     if made > len(served) + len(unsure):
         extra = made - len(served)
         found.violation(
-            f"{len(served)} click(s) answered a job made {made} side effects (the counter went "
+            f"{counted(len(served), 'click')} answered a job made {counted(made, 'side effect')} "
+            f"(the counter went "
             f"{before} → {after}): {extra} more than one per click — a duplicate ran the "
             f"handler again (clicks: {names})", readings, repeated)
     elif made < len(served):
         found.violation(
-            f"{len(served)} click(s) were answered a job but the counter rose by only {made} "
+            f"{counted(len(served), 'click')} {'was' if len(served) == 1 else 'were'} answered a "
+            f"job but the counter rose by only {made} "
             f"({before} → {after}): a job was answered that was never made", readings)
     if unsure and made > len(served):
-        found.unknown(f"{len(unsure)} click(s) got no answer: they may have made a side effect")
+        found.unknown(f"{counted(len(unsure), 'click')} got no answer: "
+                      f"{'it' if len(unsure) == 1 else 'they'} may have made a side effect")

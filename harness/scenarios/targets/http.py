@@ -204,7 +204,8 @@ class HttpTarget(Target):
     def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         missing = sorted({s.actor for s in scenario.steps} - set(self.tokens))
         if missing:
-            return (f"no token for owner(s) {', '.join(missing)} in the tokens file",
+            return (f"no token for {'owner' if len(missing) == 1 else 'owners'} "
+                    f"{', '.join(missing)} in the tokens file",
                     f"add a token for {', '.join(missing)} to --tokens-file (or HARNESS_TOKENS)")
         return None
 

@@ -426,7 +426,8 @@ class ProfileTarget(Target):
         actors = {s.actor for s in scenario.steps}
         absent = sorted(actors - set(self.tokens)) if self.tokens else []
         if absent:
-            return (f"no token for owner(s) {', '.join(absent)} in the tokens file",
+            return (f"no token for {'owner' if len(absent) == 1 else 'owners'} "
+                    f"{', '.join(absent)} in the tokens file",
                     f"add a token for {', '.join(absent)} to --tokens-file")
         return None
 
