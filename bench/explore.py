@@ -50,7 +50,7 @@ from harness.domain.clock import EPOCH, ManualClock
 from harness.explore.controller import Controller
 from harness.explore.ops import Executor
 from harness.explore.plan import Plan, RandomDraw
-from harness.explore.search import Settings, search
+from harness.explore.search import SearchSettings, search
 from harness.explore.shrink import shrink
 from harness.explore.stress import stress
 from harness.explore.target import explore_store
@@ -102,7 +102,7 @@ def throughput(url: str, schedules: int) -> None:
             baseline = time.perf_counter() - start
             with Controller(store) as controller:
                 start = time.perf_counter()
-                found = search(controller, Settings(workload=workload, budget=schedules,
+                found = search(controller, SearchSettings(workload=workload, budget=schedules,
                                                     seed=1, clients=3))
                 explored = time.perf_counter() - start
         steps = found.progress.steps
@@ -121,7 +121,8 @@ def first_violation(url: str, seeds: int) -> None:
             with explore_store(f"mutant:{mutant}@{url}") as (store, _), \
                     Controller(store) as controller:
                 start = time.perf_counter()
-                found = search(controller, Settings(workload=workload, budget=1000, seed=seed))
+                found = search(controller,
+                               SearchSettings(workload=workload, budget=1000, seed=seed))
                 explore_s.append(time.perf_counter() - start)
                 assert found.outcome is not None, f"{mutant} not found with seed {seed}"
                 counts.append(found.progress.schedules)
@@ -131,8 +132,9 @@ def first_violation(url: str, seeds: int) -> None:
             target = open_target(f"mutant:{mutant}@{url}")
             try:
                 start = time.perf_counter()
-                free = stress(target, Settings(workload=workload, budget=STRESS_CAP if seeds > 1
-                                               else 5, seed=seed))
+                free = stress(target, SearchSettings(workload=workload,
+                                                     budget=STRESS_CAP if seeds > 1 else 5,
+                                                     seed=seed))
                 if free.outcome is None:
                     stress_missed += 1
                 else:
@@ -240,7 +242,7 @@ def through_runs(example: str, script: str, flag: str, storage: str, folder: str
             warm_up(controller, proxy, build, "double-click")
             if correct:
                 start = time.perf_counter()
-                found = search(controller, Settings(workload="all", budget=schedules,
+                found = search(controller, SearchSettings(workload="all", budget=schedules,
                                                     seed=99, choices="pct"), build=build)
                 figures["twin"] = (found.progress.schedules / (time.perf_counter() - start),
                                    found.outcome is None)
@@ -249,7 +251,7 @@ def through_runs(example: str, script: str, flag: str, storage: str, folder: str
                 counts, seconds = [], []
                 for seed in range(seeds):
                     start = time.perf_counter()
-                    found = search(controller, Settings(
+                    found = search(controller, SearchSettings(
                         workload="double-click", budget=SCHEDULE_CAP, seed=seed,
                         choices=choices), build=build)
                     seconds.append(time.perf_counter() - start)

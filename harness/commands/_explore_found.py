@@ -21,7 +21,7 @@ from harness.explore.shrink import shrink
 from harness.scenarios.runfolder import replay_command
 
 if TYPE_CHECKING:
-    from harness.explore.search import Found, Progress, Settings
+    from harness.explore.search import Found, Progress, SearchSettings
     from harness.reports.session import ReportSession
 
 PROGRESS_EVERY_S = 2.0
@@ -60,7 +60,8 @@ class Ticker:
 
 
 
-def report_clean(session: ReportSession, found: Found, settings: Settings, target: str) -> None:
+def report_clean(session: ReportSession, found: Found, settings: SearchSettings,
+                 target: str) -> None:
     progress = found.progress
     if found.exhausted:
         note = (f"no violation: every interleaving of the smallest plan was explored "
@@ -72,9 +73,9 @@ def report_clean(session: ReportSession, found: Found, settings: Settings, targe
                                 note="\n".join([note, *progress.tally.lines()])))
 
 
-def report_violation(session: ReportSession, controller: Any, found: Found, settings: Settings,
-               target: str, args: argparse.Namespace, *,
-               through: dict[str, Any] | None = None) -> None:
+def report_violation(session: ReportSession, controller: Any, found: Found,
+                     settings: SearchSettings, target: str, args: argparse.Namespace, *,
+                     through: dict[str, Any] | None = None) -> None:
     outcome = found.outcome
     assert outcome is not None
     original = outcome.steps

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from harness.explore.controller import Outcome
     from harness.explore.replay import Replayed
     from harness.explore.repro import Repro
-    from harness.explore.search import Build, Found, Settings
+    from harness.explore.search import Build, Found, SearchSettings
     from harness.reports.session import ReportSession
 
 DEFAULT_SETTLE_MS = 100.0
@@ -118,7 +118,7 @@ def through_info(args: argparse.Namespace, settle_ms: float) -> dict[str, Any]:
             "health_path": args.health_path, "settle_ms": settle_ms}
 
 
-def pct_line(found: Found, settings: Settings) -> str:
+def pct_line(found: Found, settings: SearchSettings) -> str:
     p = bound(found.pct_clients, found.pct_steps, settings.depth)
     miss = (1 - p) ** max(1, found.progress.schedules)
     d = settings.depth
@@ -132,7 +132,7 @@ def pct_line(found: Found, settings: Settings) -> str:
             f"probability at most {miss:.2%}")
 
 
-def run_through(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
+def run_through(args: argparse.Namespace, settings: SearchSettings, session: ReportSession) -> int:
     settle = args.settle_ms if args.settle_ms is not None else DEFAULT_SETTLE_MS
     limit = (f"{settings.budget} schedules" if settings.budget is not None
              else f"{settings.time_limit:g} s")

@@ -101,7 +101,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True)
-class Settings:
+class CheckSettings:
     """The command line over the project file (flags win)."""
 
     target: str | None
@@ -114,7 +114,7 @@ class Settings:
     providers_explicit: bool
 
 
-def settings(args: argparse.Namespace) -> Settings:
+def settings(args: argparse.Namespace) -> CheckSettings:
     providers = args.providers or DEFAULT_PROVIDERS
     project = load_project(find_project(args.project, providers))
     if args.report_dir is None and project.report_dir is not None:
@@ -123,7 +123,7 @@ def settings(args: argparse.Namespace) -> Settings:
     def first(flag: Any, value: Any) -> Any:
         return flag if flag is not None else value
 
-    merged = Settings(
+    merged = CheckSettings(
         target=first(args.target, project.target),
         target_profile=first(args.target_profile, _str(project.target_profile)),
         tokens_file=first(args.tokens_file, _str(project.tokens_file)),
@@ -188,7 +188,7 @@ def _load(paths: tuple[Path, ...] | list[Path]) -> list[Any]:
     return load_scenarios(list(paths))
 
 
-def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
+def _suites(s: CheckSettings, *, with_detection: bool) -> tuple[list[Any], str]:
     """The scenarios to run, and the suites they come from, as the live output names them.
 
     The shipped scenarios (and, with ``--target``, the detection suite) always run; a
@@ -221,7 +221,7 @@ def _suites(s: Settings, *, with_detection: bool) -> tuple[list[Any], str]:
         f"{name} ({len(group)})" for name, group in suites)
 
 
-def _open_workspace(args: argparse.Namespace, s: Settings) -> Any:
+def _open_workspace(args: argparse.Namespace, s: CheckSettings) -> Any:
     optional = args.no_certify or (s.target and not s.providers_explicit)
     if optional and not source_file(s.providers).exists():
         return None
@@ -257,7 +257,7 @@ def in_detection_suite(scenario: Any) -> bool:
     return scenario.arrival is not None or Path(scenario.source).parent.name == "detection"
 
 
-def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> None:
+def _on_target(session: Any, s: CheckSettings, scenarios: list[Any], target: Any) -> None:
     """Every scenario on the user's service; the detection suite as trial series, at its
     default trials (each scenario's ``arrival.trials``, else 1), or ``--trials``."""
 
@@ -274,7 +274,7 @@ def _on_target(session: Any, s: Settings, scenarios: list[Any], target: Any) -> 
             run_one(session, scenario, target, options)
 
 
-def _self_check(session: Any, args: argparse.Namespace, s: Settings,
+def _self_check(session: Any, args: argparse.Namespace, s: CheckSettings,
                 scenarios: list[Any]) -> None:
     progress, task = _progress("scenarios × stores", len(scenarios) * (1 + len(MUTANTS)))
     with progress:
@@ -291,7 +291,8 @@ def _self_check(session: Any, args: argparse.Namespace, s: Settings,
     session.emit(detection_matrix(matrix))
 
 
-def _certification(session: Any, args: argparse.Namespace, s: Settings, workspace: Any) -> None:
+def _certification(session: Any, args: argparse.Namespace, s: CheckSettings,
+                   workspace: Any) -> None:
     failover: dict[tuple[str, str], str] = {}
     for contract, chain in workspace.providers.chains.items():
         for link in chain:

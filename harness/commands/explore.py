@@ -20,7 +20,7 @@ from harness.explore.controller import Controller
 from harness.explore.emit import explore_result
 from harness.explore.replay import replay_repro
 from harness.explore.repro import read_repro, write_repro
-from harness.explore.search import Settings, search
+from harness.explore.search import SearchSettings, search
 from harness.explore.stress import stress
 from harness.explore.target import explore_store
 from harness.reports import ReplayComparison
@@ -119,7 +119,7 @@ def add_through_options(parser: argparse.ArgumentParser) -> None:
                            help="the service's target profile (its API and promises)")
 
 
-def _settings(args: argparse.Namespace, seed: int) -> Settings:
+def _settings(args: argparse.Namespace, seed: int) -> SearchSettings:
     if not 2 <= args.clients <= 16:
         raise ConfigError(f"{args.clients} is out of range", field="--clients",
                           fix="use 2 to 16 clients")
@@ -154,7 +154,7 @@ def _settings(args: argparse.Namespace, seed: int) -> Settings:
         raise ConfigError(f"workload {args.workload!r} does not apply to {what}",
                           field="--workload", fix=f"use one of: {', '.join(usable)}")
     budget = args.budget if args.budget is not None or args.time_limit else DEFAULT_BUDGET
-    return Settings(workload=args.workload, clients=args.clients, budget=budget,
+    return SearchSettings(workload=args.workload, clients=args.clients, budget=budget,
                     time_limit=args.time_limit, seed=seed, choices=args.choices,
                     first=args.schedule, depth=args.depth)
 
@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     return session.finish()
 
 
-def _stress(args: argparse.Namespace, settings: Settings, session: ReportSession) -> int:
+def _stress(args: argparse.Namespace, settings: SearchSettings, session: ReportSession) -> int:
     target = open_target(args.target, tokens_file=args.tokens_file)
     session.add_target(target.description)
     limit = (f"{settings.budget} rounds" if settings.budget is not None

@@ -25,7 +25,7 @@ from typing import Any as _Any
 _EXPORTS = {
     "CertificationRecord": "records",
     "CertificationRun": "certifier",
-    "CheckResult": "records",
+    "ContractCheck": "records",
     "Contract": "model",
     "Evidence": "records",
     "Golden": "model",
@@ -52,8 +52,8 @@ _EXPORTS = {
 __all__ = [
     "CertificationRecord",
     "CertificationRun",
-    "CheckResult",
     "Contract",
+    "ContractCheck",
     "Evidence",
     "Golden",
     "InputTally",

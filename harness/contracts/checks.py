@@ -1,6 +1,6 @@
 """The three checks behind a certification: schema adherence, tokenization, round trip.
 
-Each takes what was observed (samples, rendered prompts) and returns a :class:`CheckResult`
+Each takes what was observed (samples, rendered prompts) and returns a :class:`ContractCheck`
 with figures and evidence. Schema and round trip are statistical (a pass rate judged with
 confidence bounds, :mod:`harness.contracts.stats`); tokenization is deterministic. No I/O: the
 exchanges were made before.
@@ -19,7 +19,7 @@ import tiktoken.model
 
 from harness.contracts.model import BusinessRejection, Contract, Golden
 from harness.contracts.outputs import Judgement, differences, judge
-from harness.contracts.records import CheckResult, Evidence, Redactor
+from harness.contracts.records import ContractCheck, Evidence, Redactor
 from harness.contracts.render import leftover_placeholders, render_golden
 from harness.contracts.stats import Decision, RateVerdict, Rule
 from harness.contracts.tokenizers import Tokenizer
@@ -77,7 +77,7 @@ def schema_check(
     redact: Redactor,
     measured: bool = True,
     rule: Rule = "clopper-pearson",
-) -> CheckResult:
+) -> ContractCheck:
     """Temperature ≤ max_temperature; every sample strict JSON, no extra keys, schema, business.
 
     The pass rate is judged by ``rule`` at the contract's confidence: pass when its lower
@@ -117,7 +117,7 @@ def schema_check(
     summary = f"adherence {stats.describe()}" + (
         "" if temperature_ok else f"; temperature {temperature:g} > {limit.max_temperature:g}"
     )
-    return CheckResult.build("schema", decision, summary, figures, evidence, stats)
+    return ContractCheck.build("schema", decision, summary, figures, evidence, stats)
 
 
 def pass_k(samples: Sequence[Sample], ok: Sequence[bool]) -> dict[str, Any]:
@@ -171,7 +171,7 @@ def tokenization_check(
     model: str,
     redact: Redactor,
     counted: Mapping[str, int] | None = None,
-) -> CheckResult:
+) -> ContractCheck:
     """Render every golden input; lossless, no special-token text, and it fits the window.
 
     Deterministic: pass or fail, no sampling. ``counted`` (golden id → prompt tokens) holds the
@@ -236,7 +236,7 @@ def tokenization_check(
         else f"{len(evidence)} problem{'' if len(evidence) == 1 else 's'}: "
         f"{evidence[0].reason} (tokenizer: {wording})"
     )
-    return CheckResult.build("tokenization", passed, summary, figures, evidence)
+    return ContractCheck.build("tokenization", passed, summary, figures, evidence)
 
 
 def _tokenization_figures(
@@ -333,7 +333,7 @@ def round_trip_check(
     redact: Redactor,
     rule: Rule = "clopper-pearson",
     outcomes: Sequence[tuple[bool, str, bool | None]] | None = None,
-) -> CheckResult:
+) -> ContractCheck:
     """The runner's stored result → business function → vs golden expectation and primary.
 
     ``primary_outcomes`` maps golden id → the primary's outcome, only for inputs where the
@@ -371,7 +371,7 @@ def round_trip_check(
         f"results stored by the failover runner that match the golden expectation{against}: "
         f"{stats.describe()}"
     )
-    return CheckResult.build("round_trip", stats.decision, summary, figures, evidence, stats)
+    return ContractCheck.build("round_trip", stats.decision, summary, figures, evidence, stats)
 
 
 _schema_texts: dict[str, tuple[Mapping[str, Any], str]] = {}

@@ -32,7 +32,7 @@ from harness.contracts.records import (
     FAKE_PROVENANCE,
     UNREACHED,
     CertificationRecord,
-    CheckResult,
+    ContractCheck,
     Evidence,
     InputTally,
     Redactor,
@@ -130,7 +130,7 @@ def judge(
     )
 
 
-def _verdict(checks: tuple[CheckResult, ...]) -> Verdict:
+def _verdict(checks: tuple[ContractCheck, ...]) -> Verdict:
     decisions = {c.decision for c in checks}
     return ("ineligible" if "fail" in decisions else "undecided" if "undecided" in decisions
             else "eligible")
@@ -139,7 +139,7 @@ def _verdict(checks: tuple[CheckResult, ...]) -> Verdict:
 def _checks(
     pairing: Pairing, samples: list[Sample], reference: dict[str, dict], tokenizer: Tokenizer,
     judging: Judging, *, fake: bool,
-) -> tuple[tuple[CheckResult, ...], dict[str, InputTally]]:
+) -> tuple[tuple[ContractCheck, ...], dict[str, InputTally]]:
     """The three checks on the samples that reached the provider, and the per-input tally."""
     cfg, contract, redact, rule = pairing.provider, pairing.contract, judging.redact, judging.rule
     judgements = [s.judge(contract) for s in samples]
@@ -219,8 +219,8 @@ def _unreached(cfg: ProviderConfig, lost: list[Sample]) -> str:
 
 
 def _not_reached(
-    checks: tuple[CheckResult, ...], reason: str, *, lost: int, judged: int
-) -> tuple[CheckResult, ...]:
+    checks: tuple[ContractCheck, ...], reason: str, *, lost: int, judged: int
+) -> tuple[ContractCheck, ...]:
     """The sampled checks when ``lost`` calls could not reach the provider: undecided (no
     evidence) when none did, else judged on the ``judged`` that did, saying how many did not."""
     out = []
@@ -228,7 +228,7 @@ def _not_reached(
         if check.stats is None:  # deterministic (tokenization): needs no call
             out.append(check)
         elif not judged:
-            out.append(CheckResult.build(
+            out.append(ContractCheck.build(
                 check.name, "undecided", f"{UNREACHED}: {reason}",
                 {"samples": 0, "unreached": lost}, [Evidence("*", reason)],
             ))
@@ -242,12 +242,12 @@ def _not_reached(
 
 
 def _harness_failed(
-    checks: tuple[CheckResult, ...], reason: str, count: int
-) -> tuple[CheckResult, ...]:
+    checks: tuple[ContractCheck, ...], reason: str, count: int
+) -> tuple[ContractCheck, ...]:
     """The sampled checks undecided because our own code failed (``count`` times): not the
     provider's. ``checks`` empty (judging itself failed): every check is undecided."""
     failed = {
-        name: CheckResult.build(
+        name: ContractCheck.build(
             name, "undecided", f"{HARNESS_ERROR}: {reason}",
             {"harness_errors": count}, [Evidence("*", reason)],
         )

@@ -73,7 +73,7 @@ UNREACHED = "no sample reached the provider, so nothing about the contract was o
 
 
 @dataclass(frozen=True, slots=True)
-class CheckResult:
+class ContractCheck:
     """One check (schema, tokenization, round_trip) on one provider for one contract.
 
     ``decision`` is pass, fail or undecided; a statistical check carries its ``stats`` (the
@@ -101,7 +101,7 @@ class CheckResult:
         figures: dict[str, Any],
         evidence: list[Evidence],
         stats: RateVerdict | None = None,
-    ) -> CheckResult:
+    ) -> ContractCheck:
         if isinstance(decision, bool):
             decision = "pass" if decision else "fail"
         # Breadth first: one piece per input before a second piece for any input.
@@ -132,7 +132,7 @@ class CheckResult:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CheckResult:
+    def from_json(cls, data: dict[str, Any]) -> ContractCheck:
         evidence = tuple(Evidence.from_json(e) for e in data.get("evidence", []))
         decision: Decision = data.get("decision") or ("pass" if data["passed"] else "fail")
         if decision not in ("pass", "fail", "undecided"):
@@ -223,7 +223,7 @@ class CertificationRecord:
     harness_version: str
     certified_at: datetime
     expires_at: datetime
-    checks: tuple[CheckResult, ...]
+    checks: tuple[ContractCheck, ...]
     config: dict[str, Any] = field(default_factory=dict)  # the non-secret settings hashed
     sampling: Sampling | None = None  # None: a lock_version 1 record (point-estimate rule)
     inputs: dict[str, InputTally] = field(default_factory=dict)  # per golden input
@@ -243,10 +243,10 @@ class CertificationRecord:
     def fake(self) -> bool:
         return bool(self.provenance)
 
-    def failed_checks(self) -> list[CheckResult]:
+    def failed_checks(self) -> list[ContractCheck]:
         return [c for c in self.checks if c.decision == "fail"]
 
-    def undecided_checks(self) -> list[CheckResult]:
+    def undecided_checks(self) -> list[ContractCheck]:
         return [c for c in self.checks if c.decision == "undecided"]
 
     def why(self) -> str:
@@ -317,7 +317,7 @@ class CertificationRecord:
             harness_version=data.get("harness_version", ""),
             certified_at=_parse_time(data["certified_at"]),
             expires_at=_parse_time(data["expires_at"]),
-            checks=tuple(CheckResult.from_json(c) for c in data.get("checks", [])),
+            checks=tuple(ContractCheck.from_json(c) for c in data.get("checks", [])),
             config=dict(data.get("config", {})),
             sampling=Sampling.from_json(data["sampling"]) if data.get("sampling") else None,
             inputs={k: InputTally.from_json(v) for k, v in (data.get("inputs") or {}).items()},

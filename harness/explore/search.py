@@ -34,7 +34,7 @@ Build = Callable[[str, Draw, int], Plan]
 
 
 @dataclass(frozen=True)
-class Settings:
+class SearchSettings:
     """What to explore and for how long (``budget`` schedules and/or ``time_limit`` seconds)."""
 
     workload: str = "all"
@@ -95,13 +95,13 @@ class Found:
     pct_clients: int = 0  # PCT: the most clients a schedule had
 
 
-def _more(settings: Settings, progress: Progress) -> bool:
+def _more(settings: SearchSettings, progress: Progress) -> bool:
     if settings.budget is not None and progress.schedules >= settings.budget:
         return False
     return settings.time_limit is None or progress.elapsed_s < settings.time_limit
 
 
-def search(controller: Runner, settings: Settings,
+def search(controller: Runner, settings: SearchSettings,
            report: Callable[[Progress], None] | None = None, *,
            build: Build = build_plan, workloads: list[str] | None = None) -> Found:
     """Explore until a violation, the budget or the time limit. ``build`` draws the plans
@@ -132,7 +132,7 @@ def search(controller: Runner, settings: Settings,
     return Found(None, progress, pct_steps=steps, pct_clients=clients)
 
 
-def _exhaustive(controller: Runner, settings: Settings, progress: Progress,
+def _exhaustive(controller: Runner, settings: SearchSettings, progress: Progress,
                 tick: Callable[[Progress], None], build: Build, workloads: list[str]) -> Found:
     names = workloads if settings.workload == "all" else [settings.workload]
     for name in names:
@@ -157,7 +157,7 @@ class _Violated(Exception):
         self.outcome = outcome
 
 
-def _hypothesis(controller: Runner, settings: Settings, progress: Progress,
+def _hypothesis(controller: Runner, settings: SearchSettings, progress: Progress,
                 tick: Callable[[Progress], None], build: Build) -> Found:
     from hypothesis import HealthCheck, Phase, Verbosity, given, seed  # optional extra: explore
     from hypothesis import settings as hypothesis_settings  # optional extra: explore

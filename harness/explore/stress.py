@@ -27,7 +27,7 @@ from harness.domain.clock import EPOCH, ManualClock, rfc3339
 from harness.explore.controller import Outcome
 from harness.explore.ops import Completed, Executor, Invoked
 from harness.explore.plan import OpSpec, Plan, RandomDraw
-from harness.explore.search import Found, Progress, Settings, _more
+from harness.explore.search import Found, Progress, SearchSettings, _more
 from harness.explore.workloads import build_plan
 from harness.scenarios.checkers import run_checkers, verdict_of
 from harness.scenarios.history import History
@@ -106,7 +106,7 @@ def run_free(plan: Plan, session: TargetSession, clock: ManualClock, tag: str,
                    virtual.now, time.perf_counter() - started)
 
 
-def stress(target: Target, settings: Settings,
+def stress(target: Target, settings: SearchSettings,
            report: Callable[[Progress], None] | None = None) -> Found:
     """Rounds of free-running plans on ``target`` until a violation, the budget or the time."""
     progress = Progress(unit="rounds")

@@ -30,7 +30,7 @@ import httpx
 from harness.contracts.certifier import PostAudit
 from harness.contracts.judgement import Pairing
 from harness.contracts.model import Contract
-from harness.contracts.records import CertificationRecord, CheckResult, Evidence, Redactor
+from harness.contracts.records import CertificationRecord, ContractCheck, Evidence, Redactor
 from harness.contracts.render import render_golden
 from harness.contracts.stats import Decision
 from harness.domain.words import counted
@@ -111,7 +111,7 @@ def _judge(record: CertificationRecord, target: Pairing, bodies: list[dict[str, 
                     else "; the gateway answered without it")
         reason = (f"the gateway ({gateway}) answered {counted(_calls(record), 'sample')}, but the "
                   f"upstream meant for them ({upstream}) received none{answered}")
-        check = CheckResult.build(CHECK, "undecided", f"unreached: {reason}",
+        check = ContractCheck.build(CHECK, "undecided", f"unreached: {reason}",
                                   {"gateway": gateway, "observed": 0}, [Evidence("*", reason)])
         return replace(record, checks=(*record.checks, check), verdict="undecided",
                        unreached=reason)
@@ -121,7 +121,7 @@ def _judge(record: CertificationRecord, target: Pairing, bodies: list[dict[str, 
         reason = (f"the gateway ({gateway}) routed {expected[root] - got[root]} of "
                   f"{counted(expected[root], 'sample')} meant for {upstream} elsewhere: "
                   f"{', '.join(elsewhere)} answered them")
-        check = CheckResult.build(CHECK, "undecided", reason, {**check.figures, "routed":
+        check = ContractCheck.build(CHECK, "undecided", reason, {**check.figures, "routed":
                                   expected[root] - got[root]}, [Evidence("*", reason)])
     verdict = ("ineligible" if check.decision == "fail" else "undecided"
                if check.decision == "undecided" and record.verdict == "eligible"
@@ -134,7 +134,7 @@ def _calls(record: CertificationRecord) -> int:
 
 
 def gateway_check(contract: Contract, gateway: str, received: Sequence[Mapping[str, Any]],
-                  sent: Sent | None = None) -> CheckResult:
+                  sent: Sent | None = None) -> ContractCheck:
     """Did every sample reach the provider as the client sent it (see the module)?"""
     redact = Redactor()
     users = _users(contract)
@@ -197,7 +197,7 @@ def _parameters(contract: Contract, gateway: str, body: Mapping[str, Any], sent:
 
 
 def _result(gateway: str, observed: int, evidence: list[Evidence], dropped_schema: int,
-            dropped_system: int, changed: int) -> CheckResult:
+            dropped_system: int, changed: int) -> ContractCheck:
     passed = observed > 0 and not evidence
     if observed == 0:  # nothing to compare: no evidence either way
         summary = "no sample reached the provider through the gateway: nothing to compare"
@@ -211,7 +211,7 @@ def _result(gateway: str, observed: int, evidence: list[Evidence], dropped_schem
     figures = {"gateway": gateway, "observed": observed, "schema_dropped": dropped_schema,
                "system_dropped": dropped_system, "parameters_changed": changed}
     decision: Decision = "undecided" if observed == 0 else "pass" if passed else "fail"
-    return CheckResult.build(CHECK, decision, summary, figures, evidence)
+    return ContractCheck.build(CHECK, decision, summary, figures, evidence)
 
 
 def _users(contract: Contract) -> dict[str, tuple[str, str | None]]:

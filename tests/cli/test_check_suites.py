@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.check import Settings, _suites
+from harness.commands.check import CheckSettings, _suites
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = len(list((ROOT / "scenarios").glob("*.yaml")))
@@ -23,8 +23,8 @@ checkers: [one_job_per_intent, duplicates_get_same_job]
 """
 
 
-def _settings(scenarios: tuple[Path, ...] | None = None) -> Settings:
-    return Settings(target=None, target_profile=None, tokens_file=None, trials=None,
+def _settings(scenarios: tuple[Path, ...] | None = None) -> CheckSettings:
+    return CheckSettings(target=None, target_profile=None, tokens_file=None, trials=None,
                     scenarios=scenarios, seed=None, providers=Path("providers.yaml"),
                     providers_explicit=False)
 

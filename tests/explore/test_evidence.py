@@ -21,7 +21,7 @@ from harness.explore.controller import Outcome
 from harness.explore.emit import explore_result
 from harness.explore.evidence import Tally
 from harness.explore.plan import Plan
-from harness.explore.search import Settings, search
+from harness.explore.search import SearchSettings, search
 from harness.scenarios.checkers import CheckResult
 
 
@@ -94,9 +94,9 @@ class _Runner:
 
 def _searched(outcomes: list[Outcome]) -> tuple[Tally, str]:
     n = len(outcomes)
-    found = search(_Runner(outcomes), Settings(workload="double-click", budget=n, seed=1))
+    found = search(_Runner(outcomes), SearchSettings(workload="double-click", budget=n, seed=1))
     assert found.outcome is None
-    event = explore_result(None, target="t", settings=Settings(), found=found)
+    event = explore_result(None, target="t", settings=SearchSettings(), found=found)
     return found.progress.tally, event.verdict
 
 

@@ -10,7 +10,7 @@ import pytest
 from harness.explore.choices import PrefixChoices, next_prefix
 from harness.explore.controller import Controller
 from harness.explore.plan import SmallestDraw
-from harness.explore.search import Settings, search
+from harness.explore.search import SearchSettings, search
 from harness.explore.shrink import shrink
 from harness.explore.target import explore_store
 from harness.explore.workloads import WORKLOADS, build_plan
@@ -37,7 +37,7 @@ def test_the_reference_store_holds_for_2000_schedules_on_sqlite(tmp_path: Path,
                                                                  workload: str) -> None:
     with explore_store(f"sqlite:///{tmp_path / 'ref.db'}") as (store, _), \
             Controller(store) as controller:
-        found = search(controller, Settings(workload=workload, budget=2000, seed=2026,
+        found = search(controller, SearchSettings(workload=workload, budget=2000, seed=2026,
                                             clients=4))
     assert found.outcome is None, found.outcome and found.outcome.checks
     assert found.progress.schedules == 2000 and found.progress.steps > 2000 * 3
@@ -50,7 +50,7 @@ def test_the_reference_store_holds_for_2000_schedules_on_postgresql(
     pg_dsn: str, workload: str
 ) -> None:
     with explore_store(pg_dsn) as (store, _), Controller(store) as controller:
-        found = search(controller, Settings(workload=workload, budget=PG_REFERENCE_SCHEDULES,
+        found = search(controller, SearchSettings(workload=workload, budget=PG_REFERENCE_SCHEDULES,
                                             seed=2026, clients=4))
     assert found.outcome is None, found.outcome and found.outcome.checks
     assert found.progress.schedules == PG_REFERENCE_SCHEDULES
@@ -61,7 +61,7 @@ def test_every_mutant_is_caught_by_its_workload(tmp_path: Path, mutant: str) -> 
     workload, promise = MUTANT_RACES[mutant]
     with explore_store(f"mutant:{mutant}@sqlite:///{tmp_path / 'm.db'}") as (store, _), \
             Controller(store) as controller:
-        found = search(controller, Settings(workload=workload, budget=200, seed=5))
+        found = search(controller, SearchSettings(workload=workload, budget=200, seed=5))
         assert found.outcome is not None, f"{mutant} was not caught in 200 schedules"
         shrunk = shrink(controller, found.outcome, hypothesis_examples=60)
     assert promise in found.outcome.broken + shrunk.outcome.broken
@@ -87,14 +87,14 @@ def test_exhaustive_search_walks_every_interleaving_once(open_controller: Open) 
 
 def test_exhaustive_choices_find_check_then_insert(open_controller: Open) -> None:
     controller = open_controller("check-then-insert")
-    found = search(controller, Settings(workload="double-click", choices="exhaustive",
+    found = search(controller, SearchSettings(workload="double-click", choices="exhaustive",
                                         budget=100))
     assert found.outcome is not None and "duplicates_get_same_job" in found.outcome.broken
     assert not found.exhausted
 
 
 def test_exhaustive_search_of_the_reference_ends(open_controller: Open) -> None:
-    found = search(open_controller(), Settings(workload="all", choices="exhaustive",
+    found = search(open_controller(), SearchSettings(workload="all", choices="exhaustive",
                                                budget=5000))
     assert found.outcome is None and found.exhausted
     assert found.progress.schedules > len(WORKLOADS)
@@ -102,7 +102,7 @@ def test_exhaustive_search_of_the_reference_ends(open_controller: Open) -> None:
 
 def test_hypothesis_choices_find_and_shrink_last_write_wins(open_controller: Open) -> None:
     controller = open_controller("last-write-wins")
-    found = search(controller, Settings(workload="claims", choices="hypothesis", budget=200,
+    found = search(controller, SearchSettings(workload="claims", choices="hypothesis", budget=200,
                                         seed=1))
     assert found.outcome is not None and found.shrunk_by_hypothesis
     assert found.outcome.steps <= 8
@@ -134,7 +134,7 @@ class _FlakyRunner:
 def test_a_flaky_interleaving_pass_says_why_in_words_not_an_exception_name(
         open_controller: Open) -> None:
     controller = open_controller("check-then-insert")
-    found = search(controller, Settings(workload="double-click", budget=50, seed=3))
+    found = search(controller, SearchSettings(workload="double-click", budget=50, seed=3))
     assert found.outcome is not None
     shrunk = shrink(_FlakyRunner(found.outcome), found.outcome)  # type: ignore[arg-type]
     assert shrunk.note == ("interleaving pass ended early, the same decisions did not always "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from harness.scenarios.checkers.base import (
-    Evidence,
+    EvidenceNeed,
     Findings,
     attempt_jobs,
     checker,
@@ -49,7 +49,7 @@ def _starts_after_completion(items: list[Pair]) -> int:
 
 @checker("a timeout leaves the attempt unknown — never failed — the job running, and the "
          "attempt's slot held until it is resolved or cancelled",
-         Evidence("timeout (an attempt's timed_out event answered)",
+         EvidenceNeed("timeout (an attempt's timed_out event answered)",
                   lambda items: sum(1 for p in of(items, "timed_out") if ok(p))))
 def timeout_unknown_blocks(items: list[Pair], found: Findings) -> None:
     known = jobs(items)
@@ -94,7 +94,7 @@ def timeout_unknown_blocks(items: list[Pair], found: Findings) -> None:
 
 @checker("at most one open attempt per job — two with an explicit hedge — until one is "
          "resolved (crashed and timed-out attempts stay open)",
-         Evidence("second start on one job, answered", _later_starts))
+         EvidenceNeed("second start on one job, answered", _later_starts))
 def open_attempts_bounded(items: list[Pair], found: Findings) -> None:
     known = jobs(items)
     closes = _closes(items)
@@ -143,7 +143,7 @@ def _completed(items: list[Pair]) -> dict[str, Pair]:
 
 
 @checker("a job that succeeded refuses new attempts (409 job_completed)",
-         Evidence("start on a job that had succeeded, answered", _starts_after_completion))
+         EvidenceNeed("start on a job that had succeeded, answered", _starts_after_completion))
 def completed_job_refuses_attempts(items: list[Pair], found: Findings) -> None:
     completed = _completed(items)
     for start in of(items, "start"):

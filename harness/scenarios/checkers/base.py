@@ -5,7 +5,7 @@ A checker is a pure function of the history (no target, no I/O): it returns ``va
 hides the answer, or the history lacks what the checker judges). Checkers are named for the
 promise they guard.
 
-No verdict without evidence: each checker declares what it must have seen (:class:`Evidence`: a
+No verdict without evidence: each checker declares what it must have seen (:class:`EvidenceNeed`: a
 claim, a timeout, a duplicate…). Run with ``require_evidence`` (the scenario runner does), a
 checker whose evidence the history lacks is ``unknown`` — never ``valid`` on an empty history.
 An answer ``401`` is the service refusing *our* credentials, not evidence against it: a violation
@@ -116,7 +116,7 @@ class Findings:
 
 
 @dataclass(frozen=True, slots=True)
-class Evidence:
+class EvidenceNeed:
     """What a checker must have seen to judge: ``what`` (a phrase: "a claim answered won or
     lost"), and ``count(pairs)``: how many ops of it the history holds."""
 
@@ -141,7 +141,7 @@ class Checker(Protocol):
 
 CHECKERS: dict[str, Checker] = {}
 PROMISES: dict[str, str] = {}  # the promise texts in API.md's terms
-EVIDENCE: dict[str, Evidence | None] = {}
+EVIDENCE: dict[str, EvidenceNeed | None] = {}
 
 
 def promise_text(name: str, terms: Mapping[str, str] | None = None) -> str:
@@ -152,7 +152,7 @@ def promise_text(name: str, terms: Mapping[str, str] | None = None) -> str:
 TEMPLATES: dict[str, str] = {}
 
 
-def checker(promise: str, needs: Evidence | None = None) -> Callable[[Body], Checker]:
+def checker(promise: str, needs: EvidenceNeed | None = None) -> Callable[[Body], Checker]:
     """Register ``body(pairs, findings)`` as the checker named after the function; ``promise``
     may name the target's answers (``{conflict}``, ``{replay_mark}``, ``{locked}``…)."""
 

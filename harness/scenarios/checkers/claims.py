@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.scenarios.checkers.base import (
-    Evidence,
+    EvidenceNeed,
     Findings,
     attempt_jobs,
     checker,
@@ -98,7 +98,7 @@ def _versions_seen(items: list[Pair]) -> int:
 
 
 @checker("one winner per job: at most one attempt's claim wins, and the job names that winner",
-         Evidence("claim (an attempt's result answered won or lost)", _claims))
+         EvidenceNeed("claim (an attempt's result answered won or lost)", _claims))
 def one_winner_per_job(items: list[Pair], found: Findings) -> None:
     for job, won in _winners(items).items():
         names = sorted({str(p.invoke.value["attempt"]) for p in won})
@@ -113,7 +113,7 @@ def one_winner_per_job(items: list[Pair], found: Findings) -> None:
 
 
 @checker("a cancelled attempt never wins: its late result loses and it stays cancelled",
-         Evidence("result of a cancelled attempt, answered", _cancelled_results))
+         EvidenceNeed("result of a cancelled attempt, answered", _cancelled_results))
 def cancelled_never_wins(items: list[Pair], found: Findings) -> None:
     attempt_to_job = attempt_jobs(items)
     for cancel in of(items, "cancelled"):
@@ -140,7 +140,7 @@ def cancelled_never_wins(items: list[Pair], found: Findings) -> None:
 
 @checker("a late result is discarded and recorded: it loses, the job keeps the winner's "
          "result, and the race is listed (found by the attempt's id)",
-         Evidence("late result (after another attempt won, or after a cancel), answered",
+         EvidenceNeed("late result (after another attempt won, or after a cancel), answered",
                   lambda items: sum(r.type != "info" for r, *_ in _late(items))))
 def late_result_discarded_recorded(items: list[Pair], found: Findings) -> None:
     for result, job, first, cancel in _late(items):
@@ -195,7 +195,7 @@ def _recorded(found: Findings, races: Pair, attempt: str, first: Pair | None,
 
 @checker("no result is ever overwritten: once a job has a result, every later read shows the "
          "same result and the same winner",
-         Evidence("read of a job after a claim won", _reads_after_win))
+         EvidenceNeed("read of a job after a claim won", _reads_after_win))
 def results_never_overwritten(items: list[Pair], found: Findings) -> None:
     attempt_to_job = attempt_jobs(items)
     established: dict[str, tuple[str | None, str | None, Pair]] = {}
@@ -222,7 +222,7 @@ def results_never_overwritten(items: list[Pair], found: Findings) -> None:
 
 @checker("versions only rise: a job's version never goes down, and is past the winner's "
          "read version once a claim has won",
-         Evidence("second version of a job (the target must answer versions)", _versions_seen,
+         EvidenceNeed("second version of a job (the target must answer versions)", _versions_seen,
                   fields=("version",)))
 def versions_only_rise(items: list[Pair], found: Findings) -> None:
     attempt_to_job = attempt_jobs(items)

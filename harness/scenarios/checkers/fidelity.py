@@ -10,7 +10,7 @@ so in its profile — and then a re-serialised body with the same key must be *r
 
 from __future__ import annotations
 
-from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
+from harness.scenarios.checkers.base import EvidenceNeed, Findings, checker, of, ok
 from harness.scenarios.checkers.liveness import BUSY_ERRORS, after_failures, retries_answered
 from harness.scenarios.history import Pair
 
@@ -33,7 +33,7 @@ def _identical_retries(items: list[Pair]) -> list[tuple[Pair, Pair]]:
 
 @checker("an identical retry after completion gets the same job and says it is a replay "
          "({replay_mark}), never a conflict or a new job",
-         Evidence("identical retry after completion, answered",
+         EvidenceNeed("identical retry after completion, answered",
                   lambda items: sum(r.type != "info" for _, r in _identical_retries(items))))
 def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
     for first, retry in _identical_retries(items):
@@ -67,7 +67,7 @@ def identical_retry_replayed(items: list[Pair], found: Findings) -> None:
 
 @checker("a replayed server error follows the profile's error policy: 'retry' lets the retry "
          "run again, 'final' answers the same failure again",
-         Evidence("retry after a handler failure, answered", retries_answered))
+         EvidenceNeed("retry after a handler failure, answered", retries_answered))
 def error_replay_follows_policy(items: list[Pair], found: Findings) -> None:
     for case in after_failures(items, found):
         policy = case.fault.invoke.value.get("policy")

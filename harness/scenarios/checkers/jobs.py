@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.scenarios.checkers.base import (
-    Evidence,
+    EvidenceNeed,
     Findings,
     attempt_jobs,
     checker,
@@ -63,7 +63,7 @@ def _cross_owner(items: list[Pair]) -> int:
 
 @checker("one (owner, key) is one job: every successful create names the same job, "
          "and exactly one of them created it",
-         Evidence("create answered with a job", _served_creates))
+         EvidenceNeed("create answered with a job", _served_creates))
 def one_job_per_intent(items: list[Pair], found: Findings) -> None:
     by_key: dict[tuple[str, str], list[Pair]] = defaultdict(list)
     for pair in of(items, "create"):
@@ -82,7 +82,7 @@ def one_job_per_intent(items: list[Pair], found: Findings) -> None:
 
 @checker("a duplicate (same owner, key and intent) receives the same job, never an error — "
          "concurrent duplicates included",
-         Evidence("duplicate create (same owner, key and intent) answered", _duplicates))
+         EvidenceNeed("duplicate create (same owner, key and intent) answered", _duplicates))
 def duplicates_get_same_job(items: list[Pair], found: Findings) -> None:
     by_intent: dict[tuple[str, str, str], list[Pair]] = defaultdict(list)
     for pair in of(items, "create"):
@@ -111,7 +111,7 @@ def duplicates_get_same_job(items: list[Pair], found: Findings) -> None:
 
 @checker("the same key with another intent is rejected ({conflict}) and changes nothing: "
          "never a silent replay of the first job, never a new job",
-         Evidence("create reusing a key with another intent, answered",
+         EvidenceNeed("create reusing a key with another intent, answered",
                   lambda items: sum(p.type != "info" for p in _reuses(items))))
 def mismatch_rejected_unchanged(items: list[Pair], found: Findings) -> None:
     known = jobs(items)
@@ -150,7 +150,7 @@ def mismatch_rejected_unchanged(items: list[Pair], found: Findings) -> None:
 
 @checker("owners are isolated: another owner's job is 404 (never readable, never 403), and a "
          "key belongs to its owner",
-         Evidence("request on another owner's job, or key sent by two owners, answered",
+         EvidenceNeed("request on another owner's job, or key sent by two owners, answered",
                   _cross_owner))
 def owners_isolated(items: list[Pair], found: Findings) -> None:
     known = jobs(items)

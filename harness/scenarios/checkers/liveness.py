@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
+from harness.scenarios.checkers.base import EvidenceNeed, Findings, checker, of, ok
 from harness.scenarios.history import Pair
 
 BUSY_ERRORS = ("still_in_progress", "still_locked")
@@ -82,7 +82,7 @@ def retries_answered(items: list[Pair]) -> int:
 
 @checker("after the handler fails, a retry with the same key is eventually served (run again, "
          "or answered the same terminal failure), never refused forever",
-         Evidence("retry after a handler failure, answered", retries_answered))
+         EvidenceNeed("retry after a handler failure, answered", retries_answered))
 def retry_after_failure_served(items: list[Pair], found: Findings) -> None:
     for case in after_failures(items, found):
         owner, key = case.failed.invoke.value["owner"], case.failed.invoke.value["key"]

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from harness.scenarios.checkers.base import Evidence, Findings, checker, jobs, of, ok
+from harness.scenarios.checkers.base import EvidenceNeed, Findings, checker, jobs, of, ok
 from harness.scenarios.checkers.side_effects import COUNTER_FIX, side_effects_made
 from harness.scenarios.history import Op, Pair, pairs, shown_text
 
@@ -147,7 +147,7 @@ def merge(histograms: Iterable[Counter[str]]) -> Counter[str]:
 @checker("every answer to a concurrent duplicate is allowed: the job (at once, or after the "
          "declared in-progress answer, or after {locked} busy/locked answers with no extra side "
          "effect), never a refusal for a request that never ran, an error or another job",
-         Evidence("concurrent duplicate answered", _losers_answered))
+         EvidenceNeed("concurrent duplicate answered", _losers_answered))
 def loser_answers_allowed(items: list[Pair], found: Findings) -> None:
     by_class: dict[tuple[tuple[str, str, str], str], list[Pair]] = defaultdict(list)
     sizes: Counter[tuple[str, str, str]] = Counter()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.scenarios.checkers.base import Evidence, Findings, checker, jobs, ok
+from harness.scenarios.checkers.base import EvidenceNeed, Findings, checker, jobs, ok
 from harness.scenarios.history import Pair
 
 RELATIVE = ("unchanged", "rose")
@@ -147,7 +147,7 @@ def _reuse(expect: dict[str, Any], pair: Pair, items: list[Pair],
 
 @checker("the scripted outcomes happen: every step's expect: holds (refusing everything is not "
          "safe, it is broken)",
-         Evidence("step with expect: answered",
+         EvidenceNeed("step with expect: answered",
                   lambda items: sum(1 for p in items if p.invoke.value.get("expect") is not None
                                     and p.type != "info")))
 def scripted_outcomes(items: list[Pair], found: Findings) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.domain.words import counted
-from harness.scenarios.checkers.base import Evidence, Findings, checker, of, ok
+from harness.scenarios.checkers.base import EvidenceNeed, Findings, checker, of, ok
 from harness.scenarios.history import Pair
 
 CALIBRATION = "~calibrate"  # the keys of the requests that measured a first request's latency
@@ -42,7 +42,7 @@ def clicks(items: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
 
 @checker("one click is one side effect: the target's own counter rises by exactly the number of "
          "clicks (owner, key) answered a job — never once more for a duplicate",
-         Evidence("click answered a job", lambda items: sum(
+         EvidenceNeed("click answered a job", lambda items: sum(
              any(ok(p) for p in group) for group in clicks(items).values())))
 def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
     observed = side_effects_made(items)

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from harness.scenarios.targets.base import Reply
-from harness.scenarios.targets.profile_model import Fault
+from harness.scenarios.targets.profile_model import FaultTrigger
 
 COMMAND_TIMEOUT_S = 30.0
 
@@ -53,7 +53,7 @@ def _body(body: Any) -> bytes | None:
     return json.dumps(body).encode("utf-8")
 
 
-def inject(fault: Fault, http: httpx.Client, base_url: str) -> Reply:
+def inject(fault: FaultTrigger, http: httpx.Client, base_url: str) -> Reply:
     """Arm ``fault``; 204/200 (or 200 for a command that exited 0) when it is armed."""
     if fault.command is not None:
         argv = [fill(arg, {"target": base_url}) for arg in fault.command]

@@ -32,8 +32,7 @@ from typing import Any
 import httpx
 
 from harness.domain.clock import ManualClock
-from harness.scenarios.model import Fault as ScenarioFault
-from harness.scenarios.model import Scenario
+from harness.scenarios.model import Fault, Scenario
 from harness.scenarios.targets import faults
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.http import owner_tokens, split_urls
@@ -41,7 +40,7 @@ from harness.scenarios.targets.preflight import check_owners, everything_404, wr
 from harness.scenarios.targets.profile_model import (
     Answer,
     Auth,
-    Fault,
+    FaultTrigger,
     InFlight,
     Locked,
     Operation,
@@ -57,7 +56,7 @@ from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 
-__all__ = ["Answer", "Auth", "Fault", "InFlight", "Locked", "Operation", "Profile",
+__all__ = ["Answer", "Auth", "FaultTrigger", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]
 BACKOFF_CAP_S = 0.5
 #: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
@@ -402,7 +401,7 @@ class ProfileTarget(Target):
             return ("needs two owners: give --tokens-file with a bearer token per owner "
                     "({token: owner}) to judge owner scoping")
         for step in scenario.steps:
-            if isinstance(step.action, ScenarioFault) and \
+            if isinstance(step.action, Fault) and \
                     self.profile.fault(step.action.kind) is None:
                 return (f"needs the fault {step.action.kind!r}, which profile "
                         f"{self.profile.name!r} does not declare under faults: (it declares "

@@ -128,7 +128,7 @@ class SideEffects(_Strict):
     sql: SqlCounter | None = None
 
 
-class Fault(_Strict):
+class FaultTrigger(_Strict):
     """How to make the service's next request fail: an endpoint (with headers and a body, in
     which ``{fresh_key}`` is a new key per request), or a command (argv list, run without a
     shell; ``{target}`` is the base URL)."""
@@ -189,7 +189,7 @@ class Profile(_Strict):
     lease_s: Annotated[float, Field(gt=0, le=7 * 86400)] | Literal["none"] | None = None
     on_handler_error: Literal["retry", "final"] = "retry"
     side_effects: SideEffects | None = None
-    faults: dict[str, Fault] | None = None
+    faults: dict[str, FaultTrigger] | None = None
     default_fault: str | None = None
     operations: dict[OperationName, Operation]
     drill: DrillSection | None = None  # the service seen from its providers (docs/drill.md)
@@ -264,7 +264,7 @@ class Profile(_Strict):
         """The declared lease in seconds (None: none declared, or ``none``: never expires)."""
         return self.lease_s if isinstance(self.lease_s, float | int) else None
 
-    def fault(self, name: str) -> Fault | None:
+    def fault(self, name: str) -> FaultTrigger | None:
         """The fault a scenario step names: ``handler_error`` is the default one (the fault so
         named, else ``default_fault``, else the first listed)."""
         faults = self.faults or {}
