@@ -4,16 +4,13 @@ stalled and the run ended with the violation's exit code."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
+from harness.commands import explore as explore_command
 from harness.explore.controller import ExploreStuck
-
-# the module (harness.explore re-exports a function of the same name)
-search_module = importlib.import_module("harness.explore.search")
 
 
 def test_a_stuck_schedule_exits_3_not_1(
@@ -23,7 +20,7 @@ def test_a_stuck_schedule_exits_3_not_1(
         raise ExploreStuck("the schedule is stuck at virtual time 0 s: alice/1=idle — no "
                            "request can move")
 
-    monkeypatch.setattr(search_module, "search", stuck)  # the command imports it at call time
+    monkeypatch.setattr(explore_command, "search", stuck)  # the name the command calls
     code = main(["explore", "--target", "mutant:owner-leak", "--workload", "double-click",
                  "--budget", "5", "--report-dir", str(tmp_path)])
     err = capsys.readouterr().err
