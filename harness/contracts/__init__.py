@@ -17,8 +17,9 @@ of the planned ``Pairing`` objects), ``judgement`` (the checks and verdict of on
 ``eligibility`` / ``workspace`` (the gate).
 """
 
-import importlib as _importlib
 from typing import Any as _Any
+
+from harness.domain import lazy as _lazy
 
 # imported lazily, so that importing one module of the room (its events, for the reports)
 # does not run the whole engine
@@ -78,14 +79,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> _Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.contracts' has no attribute {name!r}")
-    imported = _importlib.import_module(f"harness.contracts.{module}")
-    value = getattr(imported, name)
-    globals()[name] = value
-    return value
+    return _lazy.load(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    return _lazy.names(_EXPORTS, globals())

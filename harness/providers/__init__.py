@@ -12,8 +12,9 @@ re-exported: the name is taken by its module).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from harness.domain import lazy as _lazy
 
 _EXPORTS = {
     "ALL_BEHAVIOURS": "behaviours",
@@ -53,13 +54,8 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.providers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"harness.providers.{module}"), name)
-    globals()[name] = value
-    return value
+    return _lazy.load(__name__, _EXPORTS, globals(), name)
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    return _lazy.names(_EXPORTS, globals())
