@@ -37,10 +37,10 @@ import httpx
 
 from harness.drill.drills import NAMES, parse_names
 from harness.drill.engine import drilling
-from harness.drill.profile import DrillProfile
 from harness.providers.fake_server import FakeServer, bind_socket, uvicorn_server
 from harness.providers.recording import RecordingFake
-from harness.scenarios.targets.profile_drill import DrillSection
+from harness.target.drill_profile import DrillProfile
+from harness.target.drill_section import DrillSection
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICE = ROOT / "examples" / "drill" / "correct_service.py"

@@ -21,9 +21,9 @@ from harness.domain.words import counted, of
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
 from harness.drill.judge import PROMISES
-from harness.drill.profile import DrillProfile, load_drill
 from harness.drill.summary import drill_events
 from harness.scenarios.events import Check, ScenarioRun, Unknown, Violation
+from harness.target.drill_profile import DrillProfile, load_drill
 from harness.yamlsrc import load_yaml
 
 CHECK_TRIALS = 3

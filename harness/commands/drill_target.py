@@ -22,7 +22,6 @@ from harness.commands._report import open_session
 from harness.domain.errors import ConfigError
 from harness.drill.engine import drilling
 from harness.drill.judge import Certifier, IntentVerdict
-from harness.drill.profile import DrillProfile, load_drill, profile_from
 from harness.drill.summary import drill_events, intent_json
 from harness.gateways.drill_section import litellm_drill_section, portkey_drill_section
 from harness.gateways.litellm_config import read_litellm_config
@@ -38,6 +37,7 @@ from harness.gateways.source import (
     provider_ids,
 )
 from harness.gateways.sources import open_workspace
+from harness.target.drill_profile import DrillProfile, load_drill, profile_from
 
 NO_CONTRACT = "(none)"  # a Portkey config mapped to no contract: its fallbacks are not judged
 ENV_ONLY = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\}\s*)+")

@@ -161,3 +161,15 @@ def redact_dsn(dsn: str) -> str:
     if not isinstance(dsn, str):
         dsn = str(dsn)
     return redact(mask_passwords(dsn))
+
+
+_URL_USER_PASSWORD = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``: a URL's (``scheme://user:pw@``, also
+    inside ``mutant:name@postgresql://…``), a ``?password=`` parameter, a key=value DSN's
+    (``host=db password=pw``), and any secret registered with :mod:`harness.domain.redaction`."""
+    text = _URL_USER_PASSWORD.sub(r"\1***\3", url)
+    text = mask_passwords(text, "***", (QUERY_PASSWORD, KV_PASSWORD), keep_quotes=False)
+    return redact(text)

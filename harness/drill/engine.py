@@ -31,11 +31,11 @@ from harness.drill.evidence import (
     Submission,
 )
 from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
-from harness.drill.profile import DrillProfile, Upstream
 from harness.drill.watch import classify, fill, listed, read_chat
 from harness.providers.recording import RecordingFake
 from harness.providers.secrets import redact
-from harness.scenarios.targets.profile_model import pick
+from harness.target.drill_profile import DrillProfile, Upstream
+from harness.target.model import pick
 
 
 @dataclass

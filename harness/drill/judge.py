@@ -26,7 +26,7 @@ from harness.domain.words import counted
 from harness.drill.drills import Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
-from harness.scenarios.targets.profile_drill import DrillSection
+from harness.target.drill_section import DrillSection
 
 PROMISES: dict[str, str] = {
     "one_job": "one job per intent",

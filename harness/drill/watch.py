@@ -11,8 +11,8 @@ import httpx
 
 from harness.drill.evidence import ANSWERED_BY_HEADERS, StatusClass, Submission
 from harness.providers.secrets import redact
-from harness.scenarios.targets.profile_drill import Listing, StatusValues, Submit
-from harness.scenarios.targets.profile_model import pick
+from harness.target.drill_section import Listing, StatusValues, Submit
+from harness.target.model import pick
 
 
 def fill(template: Any, marks: Mapping[str, str]) -> Any:

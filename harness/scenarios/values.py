@@ -17,7 +17,7 @@ from harness.scenarios.checkers.base import TOKENS_FIX
 from harness.scenarios.history import OpType
 from harness.scenarios.model import IntentSpec
 from harness.scenarios.targets.base import Reply
-from harness.scenarios.targets.fingerprints import js_stringify
+from harness.target.fingerprints import js_stringify
 
 
 class Aliases:

@@ -14,7 +14,7 @@ from harness.contracts.loader import load_contract
 from harness.domain.errors import ConfigError
 from harness.providers.clients import client_for
 from harness.providers.config import parse_providers
-from harness.scenarios.targets.profile_model import load_profile
+from harness.target.model import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDERS = """\

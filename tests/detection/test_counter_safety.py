@@ -6,8 +6,8 @@ import httpx
 import psycopg
 import pytest
 
-from harness.scenarios.targets.profile_model import SqlCounter
 from harness.scenarios.targets.side_effects import CounterError, open_counter
+from harness.target.model import SqlCounter
 
 
 def _counter(url: str, query: str):  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ import httpx
 
 from harness.scenarios.model import Scenario
 from harness.scenarios.targets.base import Target
-from harness.scenarios.targets.profile import ProfileTarget
+from harness.scenarios.targets.service import ProfileTarget
 from harness.scenarios.trials import run_trials
 from tests.detection.conftest import PROFILE, Start
 

@@ -17,7 +17,7 @@ from harness.domain.clock import EPOCH, ManualClock
 from harness.domain.errors import ConfigError
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.targets.base import TargetSession
-from harness.scenarios.targets.profile import ProfileTarget, load_profile
+from harness.scenarios.targets.service import ProfileTarget, load_profile
 
 BASE: dict[str, Any] = {
     "name": "mock",

@@ -15,7 +15,7 @@ from harness.scenarios.model import Scenario
 from harness.scenarios.runner import run_scenario
 from harness.scenarios.targets import open_target
 from harness.scenarios.targets.base import Target
-from harness.scenarios.targets.profile import load_profile
+from harness.scenarios.targets.service import load_profile
 from tests.detection.conftest import DETECTION, PROFILE, SQL_PROFILE, Start
 
 

@@ -41,7 +41,7 @@ def test_the_scenario_example_loads(tmp_path: Path) -> None:
 
 
 def test_the_target_profile_example_loads(tmp_path: Path) -> None:
-    from harness.scenarios.targets.profile import load_profile
+    from harness.scenarios.targets.service import load_profile
 
     path = tmp_path / "profile.yaml"
     path.write_text(block("scenarios.md", "### Target profiles", "yaml"), "utf-8")

@@ -10,8 +10,8 @@ import pytest
 from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
 from harness.drill.judge import Setup, judge_intent
-from harness.drill.profile import load_drill
 from harness.providers.recording import signature
+from harness.target.drill_profile import load_drill
 
 PROFILE = """\
 name: jobs

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.scenarios.targets.profile import ProfileTarget
+from harness.scenarios.targets.service import ProfileTarget
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.domain.errors import ConfigError
-from harness.drill.profile import load_drill
+from harness.target.drill_profile import load_drill
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "drill.md"
 GATEWAY = """\

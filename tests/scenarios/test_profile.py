@@ -11,7 +11,7 @@ import pytest
 from harness.domain.errors import ConfigError
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import run_scenario
-from harness.scenarios.targets.profile import load_profile
+from harness.scenarios.targets.service import load_profile
 from harness.store import open_store
 from harness.store.mutants import open_mutant
 from tests.scenarios.conftest import Opener

@@ -18,7 +18,7 @@ from harness.domain.errors import ConfigError
 from harness.scenarios.checkers import CHECKERS
 from harness.scenarios.checkers.base import UNREADABLE_FIX
 from harness.scenarios.targets.base import Reply
-from harness.scenarios.targets.profile import ProfileTarget, load_profile
+from harness.scenarios.targets.service import ProfileTarget, load_profile
 from tests.scenarios.conftest import HistoryBuilder
 
 OBSERVERS_ONLY = """\

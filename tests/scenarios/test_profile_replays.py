@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.scenarios.targets.fingerprints import js_stringify
-from harness.scenarios.targets.profile import ProfileSession, ProfileTarget
+from harness.scenarios.targets.service import ProfileSession, ProfileTarget
+from harness.target.fingerprints import js_stringify
 
 BASE = """\
 name: layer

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.domain.errors import UnsupportedTarget
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.http import HttpTarget
-from harness.scenarios.targets.profile import ProfileTarget
+from harness.scenarios.targets.service import ProfileTarget
 from harness.scenarios.targets.stores import StoreTarget
 
 TARGET_HELP = (

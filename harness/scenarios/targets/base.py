@@ -7,7 +7,6 @@ operation is indeterminate. A target never judges; it only answers.
 
 from __future__ import annotations
 
-import re
 import threading
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
@@ -15,8 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from harness.domain.clock import ManualClock
-from harness.domain.redaction import KV_PASSWORD, QUERY_PASSWORD, mask_passwords
-from harness.domain.redaction import redact as redact_secrets
 from harness.scenarios.model import Scenario
 
 
@@ -169,13 +166,3 @@ class SequentialIds:
         return f"{prefix}_{self.run_id}_{n}"
 
 
-_PASSWORD = re.compile(r"(://[^:/@\s]+:)([^@\s]+)(@)")
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***``: a URL's (``scheme://user:pw@``, also
-    inside ``mutant:name@postgresql://…``), a ``?password=`` parameter, a key=value DSN's
-    (``host=db password=pw``), and any secret registered with :mod:`harness.domain.redaction`."""
-    text = _PASSWORD.sub(r"\1***\3", url)
-    text = mask_passwords(text, "***", (QUERY_PASSWORD, KV_PASSWORD), keep_quotes=False)
-    return redact_secrets(text)

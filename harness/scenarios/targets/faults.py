@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 from harness.scenarios.targets.base import Reply
-from harness.scenarios.targets.profile_model import FaultTrigger
+from harness.target.model import FaultTrigger
 
 COMMAND_TIMEOUT_S = 30.0
 

@@ -21,7 +21,7 @@ from harness.domain.errors import ConfigError
 from harness.providers.secrets import redact_dsn
 from harness.scenarios.targets.faults import fill_headers
 from harness.scenarios.targets.preflight import everything_404, wrong_base_url
-from harness.scenarios.targets.profile_model import HttpCounter, SqlCounter, pick
+from harness.target.model import HttpCounter, SqlCounter, pick
 
 
 class CounterError(ConfigError):

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.domain.errors import ConfigError
-from harness.scenarios.targets.profile_errors import ProfileValueError
+from harness.target.errors import ProfileValueError
 from harness.yamlsrc import YamlSource
 
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -37,7 +37,10 @@ from harness.scenarios.targets import faults
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.http import owner_tokens, split_urls
 from harness.scenarios.targets.preflight import check_owners, everything_404, wrong_base_url
-from harness.scenarios.targets.profile_model import (
+from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
+from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
+from harness.scenarios.targets.transport import ResendingTransport, resending_transport
+from harness.target.model import (
     Answer,
     Auth,
     FaultTrigger,
@@ -52,9 +55,6 @@ from harness.scenarios.targets.profile_model import (
     profile_warnings,
     transport_detail,
 )
-from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
-from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
-from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 
 __all__ = ["Answer", "Auth", "FaultTrigger", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]

@@ -26,9 +26,9 @@ from pydantic import (
     model_validator,
 )
 
-from harness.scenarios.targets.base import redact
-from harness.scenarios.targets.profile_drill import DrillSection
-from harness.scenarios.targets.profile_errors import ProfileValueError, explain
+from harness.domain.redaction import redact_url as redact
+from harness.target.drill_section import DrillSection
+from harness.target.errors import ProfileValueError, explain
 from harness.yamlsrc import YamlSource, load_yaml
 
 OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",

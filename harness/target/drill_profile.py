@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from harness.domain.errors import ConfigError
 from harness.domain.redaction import register_secret
-from harness.scenarios.targets.profile_drill import (
+from harness.target.drill_section import (
     ENV_REF,
     LOOPBACK_HOSTS,
     DrillFile,
@@ -21,8 +21,8 @@ from harness.scenarios.targets.profile_drill import (
     DrillSection,
     interpolate,
 )
-from harness.scenarios.targets.profile_errors import explain
-from harness.scenarios.targets.profile_model import load_profile
+from harness.target.errors import explain
+from harness.target.model import load_profile
 from harness.yamlsrc import YamlSource, load_yaml
 
 DOCS = "see docs/drill.md, The profile"
