@@ -71,15 +71,15 @@ def _name(promise: str) -> str:
     return RENAMED.get(promise, promise)
 
 
-def recall(rates: dict[str, Rates | None]) -> dict[str, dict[str, Any]]:
+def recall(rates: dict[str, Rates | str]) -> dict[str, dict[str, Any]]:
     """Per example: ``broken`` and ``judged`` intents of its rule on its drills (a correct one:
-    of every promise on every drill), ``share``, and ``verdict`` pass | fail | unknown (not
-    measured, or no intent judged on the rule)."""
+    of every promise on every drill), ``share``, and ``verdict`` pass | fail | unknown (a
+    string instead of rates: why it was not measured; or no intent judged on the rule)."""
     out: dict[str, dict[str, Any]] = {}
     for name, measured in rates.items():
         twin = TWINS[name]
-        if measured is None:
-            out[name] = {"verdict": "unknown", "reason": "not measured"}
+        if isinstance(measured, str):
+            out[name] = {"verdict": "unknown", "reason": measured}
             continue
         broken = judged = 0
         for drill, promises in measured.items():
@@ -116,12 +116,13 @@ def _free_port() -> int:
 
 
 def drill_twin(name: str, trials: int, folder: Path, redis_url: str | None,
-               profile: Path | None = None) -> Rates | None:
+               profile: Path | None = None) -> Rates | str:
     """Start the example ``name``, drill it with the CLI (every drill, ``trials`` intents each,
-    all at once) and return its rates (None: a Redis twin without a Redis)."""
+    all at once) and return its rates, or why there are none (a Redis twin without a Redis;
+    the drill stopped on bad input)."""
     twin = TWINS[name]
     if twin.redis and not redis_url:
-        return None
+        return "not measured: no Redis (pass --redis or set HARNESS_REDIS_URL)"
     primary, fallback = _free_port(), _free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
     env.update(OPENAI_BASE_URL=f"http://127.0.0.1:{primary}/v1", PYTHONUNBUFFERED="1",
@@ -136,14 +137,17 @@ def drill_twin(name: str, trials: int, folder: Path, redis_url: str | None,
         url = next(line.split()[-1] for line in service.stdout
                    if line.startswith("listening on "))
         report = folder / f"report-{name}"
-        subprocess.run(
+        done = subprocess.run(
             [sys.executable, "-m", "harness.cli", "drill", "--target", url, "--target-profile",
              str(profile or EXAMPLES / f"{name}.profile.yaml"), "--drills", "all", "--trials",
              str(trials), "--concurrency", str(trials), "--report-dir", str(report)],
             env={**os.environ, "PRIMARY_PORT": str(primary), "FALLBACK_PORT": str(fallback),
                  "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=900,
             cwd=ROOT)
-        return rates_of(report / "latest" / "results.json")
+        results = report / "latest" / "results.json"
+        if not results.is_file():
+            return f"not measured: the drill exited {done.returncode}: {done.stderr[-300:]}"
+        return rates_of(results)
     finally:
         service.terminate()
         service.wait(timeout=10)

@@ -50,10 +50,12 @@ class RedisQueue:
         self.redis.lpush(self.queue, job_id)
 
     def take(self) -> str | None:
-        job_id = self.redis.blmove(self.queue, self.processing, 1, "RIGHT", "LEFT")
-        if job_id is not None:
-            self.redis.zadd(self.leases, {job_id: time.time() + self.visibility})
-            self.redis.hincrby(self.deliveries, job_id, 1)
+        taken = self.redis.blmove(self.queue, self.processing, 1, "RIGHT", "LEFT")
+        if taken is None:
+            return None
+        job_id = str(taken)  # decode_responses: always a str
+        self.redis.zadd(self.leases, {job_id: time.time() + self.visibility})
+        self.redis.hincrby(self.deliveries, job_id, 1)
         return job_id
 
     def ack(self, job_id: str) -> None:
@@ -63,7 +65,7 @@ class RedisQueue:
     def reap_forever(self) -> None:
         """Redeliver every job whose lease expired (its worker may still be running)."""
         while True:
-            for job_id in self.redis.zrangebyscore(self.leases, 0, time.time()):
+            for job_id in map(str, self.redis.zrangebyscore(self.leases, 0, time.time())):
                 if self.redis.zrem(self.leases, job_id):
                     self.redis.lrem(self.processing, 1, job_id)
                     delivered = int(self.redis.hget(self.deliveries, job_id) or 0)

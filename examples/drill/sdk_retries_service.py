@@ -28,13 +28,12 @@ import openai
 
 
 class RetryingWorker:
-    def __init__(self, store: jobkit.Store, timeout: float, max_retries: int | None) -> None:
+    def __init__(self, store: jobkit.Store, timeout: float, max_retries: int) -> None:
         self.store = store
-        # THE BUG: no max_retries, so the SDK's default (2) re-sends a timed-out call.
-        retries = {} if max_retries is None else {"max_retries": max_retries}
+        # THE BUG: the SDK's default retries (2) re-send a timed-out call.
         self.primary = openai.OpenAI(base_url=jobkit.openai_base_url(),
                                      api_key=jobkit.api_key("OPENAI_API_KEY"), timeout=timeout,
-                                     **retries)
+                                     max_retries=max_retries)
         self.fallback = llm.anthropic_client(timeout)
 
     def start(self, job: dict[str, Any]) -> None:
@@ -48,8 +47,8 @@ class RetryingWorker:
 
 
 def main() -> None:
-    args = jobkit.arguments(__doc__, max_retries=(int, None, "the SDK's retries (default: "
-                                                  "the SDK's own, 2)"))
+    args = jobkit.arguments(__doc__, max_retries=(int, openai.DEFAULT_MAX_RETRIES,
+                                                  "the SDK's retries (default: the SDK's own)"))
     store = jobkit.store_of(args)
     worker = RetryingWorker(store, args.timeout, args.max_retries)
     jobkit.serve_stdlib(store, worker.start, args.host, args.port)

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bench import drill_recall
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import SIGNATURE, RecordingFake
 from tests.drill.conftest import provider_env
@@ -381,3 +382,27 @@ def test_the_api_twins_break_their_rule(start_service: Any, fakes: dict[str, Any
     else:
         assert bobs.status_code == 201 and bobs.json()["id"] != first.json()["id"]
         assert peek.status_code == 404
+
+
+def test_the_twins_recall_is_judged_on_their_rule_only() -> None:
+    """bench/drill_recall.recall: a twin passes when its rule broke in >= 95 % of its drills'
+    intents (other promises and drills do not count), the correct example when nothing broke;
+    an example not measured is unknown, never passed."""
+    def counts(broken: int, held: int) -> dict[str, int]:
+        return {"broken": broken, "held": held, "unknown": 0}
+
+    rates: dict[str, drill_recall.Rates | str] = {
+        "brief-failed": {"hang": {"timeout_not_failure": counts(20, 0)},
+                         "late": {"timeout_not_failure": counts(19, 1)},
+                         "double-click": {"timeout_not_failure": counts(20, 0)},
+                         "control": {"timeout_not_failure": counts(0, 20)}},
+        "check-then-insert": {"double-click": {"one_job": counts(18, 2)}},  # the old name
+        "correct": {"late": {"one_winner": counts(1, 19)}},
+        "redis-redelivery": "not measured: no Redis",
+    }
+    figures = drill_recall.recall(rates)
+    assert figures["brief-failed"]["verdict"] == "pass"
+    assert figures["brief-failed"]["share"] == round(59 / 60, 3)
+    assert figures["check-then-insert"]["verdict"] == "fail"  # 90 % < 95 %
+    assert figures["correct"]["verdict"] == "fail"
+    assert figures["redis-redelivery"]["verdict"] == "unknown"
