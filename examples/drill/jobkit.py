@@ -79,7 +79,7 @@ class Store:
     """Jobs, attempts and races in one SQLite file (WAL; a connection per thread).
     ``defect`` (one of :data:`DEFECTS`) is the one API rule this store breaks, if any."""
 
-    def __init__(self, path: str, defect: str = "none", check_gap: float = 0.1) -> None:
+    def __init__(self, path: str, defect: str = "none", check_gap: float = 0.25) -> None:
         self.path, self.defect, self.check_gap = path, defect, check_gap
         self._local = threading.local()
         unique = "" if defect == "check-then-insert" else UNIQUE
@@ -332,7 +332,7 @@ def arguments(doc: str | None, **extra: tuple[type, Any, str]) -> argparse.Names
                         help="seconds the worker waits for a provider before it times out")
     parser.add_argument("--defect", choices=DEFECTS, default="none",
                         help="break one API rule (see examples/drill/README.md)")
-    parser.add_argument("--check-gap", type=float, default=0.1,
+    parser.add_argument("--check-gap", type=float, default=0.25,
                         help="check-then-insert: seconds between the look-up and the insert")
     for name, (kind, default, text) in extra.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default, help=text)
