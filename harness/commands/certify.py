@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) for t in pairings)
     else:
         total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in pairings)
-    audits = audits_for(ws.providers, pairings)  # through a gateway: what the provider got
+    # through a gateway: what the provider got, and what a config in a header makes it send
+    audits = audits_for(ws.providers, pairings, ws.providers_path)
     session = open_session(args, "certify")  # before certifying: its start time is the run's
     for check in undecidable:  # said at load, before any call is spent
         session.say(f"note: {check.text()}")

@@ -283,3 +283,47 @@ def test_a_fallback_without_its_routing_header_is_undecided_quoting_the_gateway(
     out = capsys.readouterr().out
     assert "input removed" not in out  # no call judged: no drift to report
     assert "headers" in out.split("fix:")[1]  # the fix names what the gateway asked for
+
+
+def test_a_temperature_override_in_a_header_config_is_ineligible_naming_gateway_and_config(
+        project: Path, upstreams: Upstreams, portkey: PortkeyGateway,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The Portkey config in a providers.yaml `headers:` value, read as the `portkey:` source
+    reads a config file: its override_params.temperature 0.9 (the contract allows 0.3) reaches
+    the model whatever the client sends."""
+    routes: dict[str, dict[str, Any] | None] = {
+        "primary": route(upstreams, "primary"),
+        "fallback": route(upstreams, "fallback", temperature=0.9)}
+    path = portkey_providers(project, upstreams, portkey.url, routes)
+    code = main(["certify", "--providers", path.name, *QUIET])  # cwd: the project
+    out = capsys.readouterr().out
+    assert code == 1, out
+    header_line = [n for n, line in enumerate(path.read_text().splitlines(), 1)
+                   if "x-portkey-config" in line][1]  # the fallback's, the second provider
+    lock = json.loads((project / "providers.lock.json").read_text())
+    verdicts = {c["provider"]: c["verdict"] for c in lock["certifications"]}
+    assert verdicts == {"primary": "eligible", "fallback": "ineligible"}, out
+    said = next(line for line in out.splitlines() if "ineligible provider 'fallback'" in line)
+    assert "temperature 0.9" in said and f"the Portkey gateway ({portkey.url})" in said, said
+    record = next(c for c in lock["certifications"] if c["provider"] == "fallback")
+    reason = next(k for k in record["checks"] if k["name"] == "gateway_config")["evidence"][0][
+        "reason"]
+    assert "temperature 0.9" in reason and "at most 0.3" in reason, reason
+    assert f"the Portkey gateway ({portkey.url})" in reason, reason
+    assert (f"override_params.temperature in the header's config at "
+            f"providers.yaml:{header_line} (providers.fallback.headers.x-portkey-config)") in reason
+    assert upstreams.calls("fallback") > 0  # the gateway sent it on: the override is real
+    assert {r.body["temperature"] for r in upstreams.fakes["fallback"].received()} == {0.9}
+
+
+def test_a_header_config_the_gateway_cannot_read_is_refused_at_its_line_before_any_call(
+        project: Path, upstreams: Upstreams, capsys: pytest.CaptureFixture[str]) -> None:
+    path = portkey_providers(project, upstreams, "http://127.0.0.1:9/v1", {
+        "primary": route(upstreams, "primary"), "fallback": {"override_params": {}}})
+    assert main(["certify", "--providers", path.name, *QUIET]) == 2
+    err = capsys.readouterr().err
+    line = [n for n, text in enumerate(path.read_text().splitlines(), 1)
+            if "x-portkey-config" in text][1]
+    assert f"providers.yaml:{line} (providers.fallback.headers.x-portkey-config)" in err, err
+    assert "not a Portkey config" in err and "a target needs `provider`" in err, err
+    assert upstreams.calls("primary") == 0
