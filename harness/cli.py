@@ -63,6 +63,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 _ALL = "*"
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell shows for `yes | head -1`
 
 
 class _Parser(argparse.ArgumentParser):
@@ -153,7 +154,9 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return int(args._run(args))
+        code = int(args._run(args))
+        sys.stdout.flush()  # here, not at the interpreter's exit: a closed pipe is caught below
+        return code
     except HarnessError as exc:
         _print_error(*_with_fix(exc))
         return exc.exit_code
@@ -163,6 +166,9 @@ def _run(args: argparse.Namespace) -> int:
             return _internal_error(exc)
         _print_error(*_with_fix(missing))
         return missing.exit_code
+    except BrokenPipeError:  # the reader went away (`| head -2`): a normal end, said nowhere
+        _quiet_stdout()
+        return EXIT_CLOSED_PIPE
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
         terminated = isinstance(exc, Terminated)
         _print_error("terminated (SIGTERM)" if terminated else "interrupted")
@@ -189,6 +195,17 @@ def _with_fix(exc: HarnessError) -> tuple[str, str | None]:
         return parts[0].rstrip(), parts[1].strip()
     return message, ("correct what the message names and run the command again "
                      "('failover-harness COMMAND --help' lists the options)")
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what the closed pipe did
+    not take raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is no file (captured): nothing will flush to it
+        pass
 
 
 def _internal_error(exc: Exception) -> int:
