@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     for record in result.records:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers),
-                                  adaptive=args.adaptive)
+                                  args.contracts and str(args.contracts), adaptive=args.adaptive,
+                                  lock=args.lock and str(args.lock))
         fix = ws.fix_for(record, command)
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "

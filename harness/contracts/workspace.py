@@ -40,9 +40,13 @@ class Workspace:
         return self.providers_path.parent / "cassettes"
 
     def eligibility(self, clock: Clock | None = None) -> LockFileEligibility:
+        found_anyway = {(d / "contracts").resolve() for d in (self.providers_path.parent,
+                                                                  Path.cwd())}
         return LockFileEligibility(
             self.providers, self.contracts, self.lock, clock=clock,
             providers_path=str(self.providers_path),
+            contracts_dir=None if self.contracts_dir.resolve() in found_anyway
+            else str(self.contracts_dir),
         )
 
     def auto_links(self) -> list[tuple[str, str]]:
