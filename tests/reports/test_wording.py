@@ -174,3 +174,16 @@ def test_a_scenario_where_nothing_ran_says_so_not_zero_ops() -> None:
     run = ScenarioRun("same_key_two_owners", "http://127.0.0.1:8802", "unknown", "unknown")
     assert list(brief_lines(run)) == [
         "UNKNOWN   same_key_two_owners  (nothing ran: the summary says why)"]
+
+
+def test_failures_are_other_failures_only_beside_broken_promises() -> None:
+    """A drill or explore run's failures are all there is: "3 failures", not "3 other
+    failures" (issue 34)."""
+    from harness.reports.markdown import render_markdown
+
+    alone = sample_results(broken=False)
+    act = render_html(alone).split('id="act-verdict"', 1)[1].split("</p>", 1)[0]
+    assert "· 3 failures" in act and "other" not in act, act
+    assert "— 3 failures, 2 unknown" in render_markdown(alone)
+    beside = render_html(sample_results()).split('id="act-verdict"', 1)[1].split("</p>", 1)[0]
+    assert "· 2 promises broken · 3 other failures" in beside, beside
