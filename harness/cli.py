@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from harness import __version__
 from harness.commands._help import describe, epilog
@@ -118,8 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    with _terminate_as_interrupt():
-        return _run(args)
+    guard = sys.stdout = _ClosedPipeGuard(sys.stdout)
+    try:
+        with _terminate_as_interrupt():
+            return _run(args)
+    finally:
+        if sys.stdout is guard:
+            sys.stdout = guard.stream
 
 
 def _chosen(words: Sequence[str]) -> str | None:
@@ -166,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
             return _internal_error(exc)
         _print_error(*_with_fix(missing))
         return missing.exit_code
-    except BrokenPipeError:  # the reader went away (`| head -2`): a normal end, said nowhere
+    except BrokenPipeError:  # a write that bypassed the guard met the closed pipe: said nowhere
         _quiet_stdout()
         return EXIT_CLOSED_PIPE
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
@@ -197,14 +203,41 @@ def _with_fix(exc: HarnessError) -> tuple[str, str | None]:
                      "('failover-harness COMMAND --help' lists the options)")
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so the interpreter's last flush of what the closed pipe did
-    not take raises nothing more."""
+class _ClosedPipeGuard:
+    """stdout, where a reader that went away (``check | head -2``) is a normal end: from the
+    first write the closed pipe refuses, output goes to /dev/null and the command runs to its
+    end — its lock file, report and exit code as without the pipe."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.stream.write(text))
+        except BrokenPipeError:
+            _quiet_stdout(self.stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            _quiet_stdout(self.stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _quiet_stdout(stream: Any = None) -> None:
+    """Point stdout's file at /dev/null, and drain into it what the closed pipe did not take
+    (the interpreter's last flush then raises nothing)."""
+    stream = stream or sys.stdout
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
         os.close(devnull)
-    except (OSError, ValueError):  # stdout is no file (captured): nothing will flush to it
+        stream.flush()
+    except (OSError, ValueError, AttributeError):  # no file (captured): nothing will flush
         pass
 
 

@@ -98,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
     # A record a harness error left undecided (our bug, not evidence) is never written.
     evidence = ws.lock.commit(result.records)
     failover = {(t.provider.id, t.contract.id): t.failover for t in pairings}
-    how = "replayed from cassettes" if args.replay else mode
+    how: str = "replayed from cassettes" if args.replay else mode
+    fakes = sum(1 for r in result.records if r.fake)
+    if fakes and not args.replay:  # a fake provider answers in process: nothing is "live"
+        how = ("fake providers" if fakes == len(result.records)
+               else f"{how}; {fakes} of {len(result.records)} fake providers")
     rule = "adaptive, mixture SPRT" if args.adaptive else "fixed, Clopper–Pearson"
     session.say(f"certification ({how}; {rule})")
     for record in result.records:
