@@ -29,7 +29,7 @@ from harness.console import clean
 from harness.domain.errors import HarnessError
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
-from harness.reports.session import abandon_unfinished
+from harness.reports.session import abandon_unfinished, discard_unused
 
 # name -> (module, its one-line HELP); keep sorted. Only the chosen command's module is
 # imported (``--help`` lists them all from this table, fast); each module has the same ``HELP``
@@ -165,6 +165,8 @@ def _run(args: argparse.Namespace) -> int:
         return code
     except HarnessError as exc:
         _print_error(*_with_fix(exc))
+        if exc.exit_code == EXIT_BAD_INPUT:
+            discard_unused()  # bad input writes nothing: no empty report folder left behind
         return exc.exit_code
     except ImportError as exc:  # an optional part that is not installed: name the extra
         missing = missing_extra(exc)
