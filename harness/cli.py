@@ -47,7 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Find, shrink and replay races in your service (through its Redis or PostgreSQL) "
                 "or in a store, one step at a time"),
     "export": ("harness.commands.export",
-               "Print a LiteLLM config's fallback lists, keeping only certified fallbacks"),
+               "Print a gateway config keeping only certified fallbacks: LiteLLM's fallback "
+               "lists, or a Portkey config's targets"),
     "fake-provider": ("harness.commands.fake_provider",
                       "Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen "
                       "behaviour"),
