@@ -325,7 +325,7 @@ def load_profile(path: str | Path) -> Profile:
     if body is not None:
         wrong = check_template(body)
         if wrong is not None:
-            raise src.error(f"operations.create_job.body: {wrong[0]}",
+            raise src.error(f"the create body template: {wrong[0]}",
                             ("operations", "create_job", "body"), fix=wrong[1])
     _check_observers(src, profile)
     sql = profile.side_effects.sql if profile.side_effects is not None else None

@@ -1,0 +1,106 @@
+"""Body templates and owners in a target profile: what the loader refuses (at file:line, with the
+fix), and what a template renders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.domain.errors import ConfigError
+from harness.target.bodies import body_text, check_template, intent_view, render, respelled
+from harness.target.model import load_profile
+from harness.target.owners import Owners, present
+
+HEAD = """\
+name: p
+operations:
+  get_job: {method: GET, path: "/jobs/{job_id}"}
+  create_job:
+    method: POST
+    path: /jobs
+    key_header: Idempotency-Key
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("body", "said", "fixed"), [
+    ('{text: "{intent.input.ticket}"}', "differ only in contract", "{prompt}"),
+    ('{text: "{txt}"}', "{txt} is not a placeholder", "{intent_json}"),
+    ('{text: "{intent.input.nope}"}', "names intent.input.nope", "{intent.<field>}"),
+    ('{model: m, contract: "{intent.contract}"}', "differ only in input.ticket", "{prompt}"),
+])
+def test_a_template_that_cannot_tell_intents_apart_is_refused_at_its_line(
+        tmp_path: Path, body: str, said: str, fixed: str) -> None:
+    path = write(tmp_path, HEAD + f"    body: {body}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_profile(path)
+    error = caught.value
+    assert error.line == 8 and said in error.message, error
+    assert fixed in (error.fix or "")
+
+
+@pytest.mark.parametrize("body", ['{text: "{prompt}"}', '{input: {text: "{intent_json}"}}',
+                                  '{model: m, messages: [{role: user, content: "Do: {prompt}"}]}',
+                                  '{contract: "{intent.contract}", input: "{intent.input}", '
+                                  'params: "{intent.params}", policy: "{intent.policy}"}'])
+def test_a_template_carrying_the_whole_intent_loads(tmp_path: Path, body: str) -> None:
+    profile = load_profile(write(tmp_path, HEAD + f"    body: {body}\n"))
+    assert profile.operations["create_job"].body is not None
+
+
+def test_two_intents_two_bodies_one_intent_one_body() -> None:
+    template = {"text": "{prompt}", "n": "{intent.input.priority}"}
+    a = {"contract": "c", "input": {"ticket": "x", "priority": 1}}
+    spelt = '{"input": {"priority": 1.0, "ticket": "x"}, "contract": "c", "policy": {}}'
+    b = {"contract": "c", "input": {"ticket": "x", "priority": 2}}
+    assert render(template, intent_view(a)) == render(template, intent_view(json.loads(spelt)))
+    assert render(template, intent_view(a)) != render(template, intent_view(b))
+    assert render(template, intent_view(a))["n"] == 1  # a whole-value placeholder keeps its type
+    assert check_template(template) is None
+
+
+def test_a_respelt_intent_reorders_the_services_body() -> None:
+    body = {"model": "m", "text": "t"}
+    assert not respelled('{"contract":"c","input":{}}')
+    assert respelled('{"input":{},"contract":"c"}') and respelled('{"contract": "c"}')
+    assert body_text(body, respelling=True) == '{"text":"t","model":"m"}'
+    assert body_text(body, respelling=False) == '{"model":"m","text":"t"}'
+
+
+@pytest.mark.parametrize(("extra", "said"), [
+    ('auth: {header: X-Api-Key, value: "{token}"}\nowners: {header: X-Owner, value: "{owner}"}\n',
+     "auth: and owners: both"),
+    ('owners: {header: X-Owner, value: "static"}\n', "exactly one of {owner}"),
+    ('owners: {header: X-Owner, cookie: c, value: "{owner}"}\n', "more than one place"),
+])
+def test_owners_mistakes_are_refused(tmp_path: Path, extra: str, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_profile(write(tmp_path, HEAD + extra))
+    assert said in str(caught.value)
+
+
+def test_owners_forms_present_the_owner() -> None:
+    named = Owners(header="X-Owner", value="{owner}")
+    assert present(named, "alice", None).headers == {"X-Owner": "alice"}
+    assert not named.needs_tokens
+    cookie = Owners(cookie="session", value="{owner}")
+    assert present(cookie, "bob", None).headers == {"Cookie": "session=bob"}
+    query = Owners(query="owner", value="{owner}")
+    assert present(query, "bob", None).params == {"owner": "bob"}
+    bearer = Owners()
+    assert bearer.needs_tokens and bearer.header == "Authorization"
+    assert present(bearer, "alice", "s3cret").headers == {"Authorization": "Bearer s3cret"}
+    assert present(bearer, "alice", None).headers == {}
+
+
+def test_auth_is_the_older_spelling_of_owners(tmp_path: Path) -> None:
+    profile = load_profile(write(tmp_path, HEAD + 'auth: {header: X-Api-Key, value: "{token}"}\n'))
+    assert profile.owner_form == Owners(header="X-Api-Key", value="{token}")
+    assert load_profile(write(tmp_path, HEAD)).owner_form == Owners()
