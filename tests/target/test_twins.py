@@ -12,6 +12,7 @@ import pytest
 
 from harness.domain.errors import ConfigError
 from harness.scenarios import load_scenario, run_scenario, run_trials
+from harness.scenarios.model import Create
 from harness.scenarios.runner import RunResult
 from harness.scenarios.targets.service import ProfileTarget
 from tests.target.twins import PROFILE, twin
@@ -101,7 +102,8 @@ def test_a_service_refusing_every_create_stops_at_the_preflight(served: ProfileT
 @pytest.mark.parametrize("served", [None], indirect=True)
 def test_the_body_sent_is_the_services_own(served: ProfileTarget) -> None:
     scenario = load_scenario(SCENARIOS / "mismatched_key.yaml")
-    small, large = (served.as_sent(i) for i in scenario.steps[0].action.intents +  # type: ignore[union-attr]
-                    scenario.steps[1].action.intents)  # type: ignore[union-attr]
+    first, second = scenario.steps[0].action, scenario.steps[1].action
+    assert isinstance(first, Create) and isinstance(second, Create)
+    small, large = served.as_sent(first.intent), served.as_sent(second.intent)
     assert set(small.body) == {"text"} and small.text.startswith('{"text":"contract=')
     assert small.text != large.text and small.fingerprint != large.fingerprint

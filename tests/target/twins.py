@@ -95,10 +95,11 @@ class Jobs:
 
     def _insert(self, scope: tuple[str, str], owner: str, text: str,
                 digest: str) -> dict[str, Any]:
-        job = {"id": f"job-{uuid.uuid4().hex[:12]}", "owner": owner, "status": "queued",
-               "result": None, "text": text}
-        self.jobs[job["id"]] = job
-        self.keys[scope] = (job["id"], digest)
+        job_id = f"job-{uuid.uuid4().hex[:12]}"
+        job: dict[str, Any] = {"id": job_id, "owner": owner, "status": "queued", "result": None,
+                               "text": text}
+        self.jobs[job_id] = job
+        self.keys[scope] = (job_id, digest)
         if self.provider is not None:
             worker = threading.Thread(target=self._work, args=(job,), daemon=True)
             self.workers.append(worker)

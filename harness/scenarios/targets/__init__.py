@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.domain.errors import UnsupportedTarget
-from harness.domain.redaction import redact_url as redact
-from harness.scenarios.targets.base import Reply, Target, TargetSession
+from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.http import HttpTarget
 from harness.scenarios.targets.service import ProfileTarget
 from harness.scenarios.targets.stores import StoreTarget

@@ -23,9 +23,8 @@ import yaml
 
 from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError, UnsupportedTarget
-from harness.domain.redaction import redact_url as redact
 from harness.scenarios.model import CAPABILITIES, Scenario
-from harness.scenarios.targets.base import Reply, Target, TargetSession
+from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.preflight import check_owners
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
 from harness.service.auth import ENV_TOKENS, load_tokens

@@ -32,12 +32,11 @@ from typing import Any
 import httpx
 
 from harness.domain.clock import ManualClock
-from harness.domain.redaction import redact_url as redact
 from harness.providers.recording import RecordingFake
 from harness.scenarios.model import Fault, IntentSpec, Scenario
 from harness.scenarios.targets import faults
 from harness.scenarios.targets.answers import matches, translated
-from harness.scenarios.targets.base import Reply, Target, TargetSession
+from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
 from harness.scenarios.targets.bodies import probe_intents, sent_intent, template_problem
 from harness.scenarios.targets.http import owner_tokens, split_urls
 from harness.scenarios.targets.preflight import (

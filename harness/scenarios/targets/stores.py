@@ -18,8 +18,7 @@ from typing import Any
 from harness.domain import EventType, HarnessError, Intent, StoreError, UnsupportedTarget
 from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError
-from harness.domain.redaction import redact_url as redact
-from harness.scenarios.targets.base import Reply, SequentialIds, Target, TargetSession
+from harness.scenarios.targets.base import Reply, SequentialIds, Target, TargetSession, redact
 from harness.store import SqlStore, apply_event, open_store
 from harness.store.mutants import MUTANTS, open_mutant
 
