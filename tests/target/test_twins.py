@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli import main
 from harness.domain.errors import ConfigError
 from harness.scenarios import load_scenario, run_scenario, run_trials
 from harness.scenarios.model import Create
@@ -107,3 +108,16 @@ def test_the_body_sent_is_the_services_own(served: ProfileTarget) -> None:
     small, large = served.as_sent(first.intent), served.as_sent(second.intent)
     assert set(small.body) == {"text"} and small.text.startswith('{"text":"contract=')
     assert small.text != large.text and small.fingerprint != large.fingerprint
+
+
+def test_check_stops_with_exit_2_on_a_service_refusing_every_create(
+        profile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    with twin("refuses-all") as url:
+        code = main(["check", "--target", url, "--target-profile", str(profile),
+                     "--report-dir", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "refused every create with 422" in err and "operations.create_job.body" in err
+    assert not (tmp_path / "report").exists()  # no scenario ran, nothing was reported
