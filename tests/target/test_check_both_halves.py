@@ -50,7 +50,7 @@ def verdicts(events: list[dict[str, Any]]) -> dict[str, str]:
     out = {}
     for e in events:
         if e["type"] in ("scenario_run", "trial_series"):
-            out[e["scenario"]] = e.get("verdict") or e.get("outcome")
+            out[e["scenario"]] = str(e.get("verdict") or e.get("outcome"))
         elif e["type"] == "drill_run":
             out[f"drill {e['drill']}"] = e["verdict"]
     return out
