@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
+from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError
+from harness.scenarios.targets.service import ProfileTarget
 from harness.target.bodies import body_text, check_template, intent_view, render, respelled
 from harness.target.model import load_profile
 from harness.target.owners import Owners, present
@@ -104,3 +107,28 @@ def test_auth_is_the_older_spelling_of_owners(tmp_path: Path) -> None:
     profile = load_profile(write(tmp_path, HEAD + 'auth: {header: X-Api-Key, value: "{token}"}\n'))
     assert profile.owner_form == Owners(header="X-Api-Key", value="{token}")
     assert load_profile(write(tmp_path, HEAD)).owner_form == Owners()
+
+
+@pytest.mark.parametrize(("owners", "where"), [
+    ('{cookie: tenant, value: "{owner}"}', ("cookie", "tenant=bob")),
+    ('{query: owner, value: "{owner}"}', ("query", "owner=bob")),
+    ('{header: X-Owner, value: "user:{owner}"}', ("x-owner", "user:bob")),
+])
+def test_every_request_presents_its_owner(tmp_path: Path, owners: str,
+                                          where: tuple[str, str]) -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(404, json={"error": "not_found"})
+
+    path = write(tmp_path, HEAD + f"owners: {owners}\n")
+    target = ProfileTarget("http://service.test", path, env={},
+                           transport=httpx.MockTransport(answer))
+    with target.session(ManualClock(), "r", 1) as session:
+        session.get_job("bob", "job-1")
+    name, value = where
+    request = seen[-1]
+    shown = request.url.query.decode() if name == "query" else request.headers.get(name)
+    assert shown == value
+    assert "authorization" not in request.headers  # no token is sent, and none was needed
