@@ -11,6 +11,8 @@ import pytest
 
 from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError
+from harness.scenarios import load_scenario
+from harness.scenarios.model import Create
 from harness.scenarios.targets.service import ProfileTarget
 from harness.target.bodies import body_text, check_template, intent_view, render, respelled
 from harness.target.model import load_profile
@@ -132,3 +134,17 @@ def test_every_request_presents_its_owner(tmp_path: Path, owners: str,
     shown = request.url.query.decode() if name == "query" else request.headers.get(name)
     assert shown == value
     assert "authorization" not in request.headers  # no token is sent, and none was needed
+
+
+def test_a_reorderable_body_is_respelt_for_the_other_spellings(tmp_path: Path) -> None:
+    scenario = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" /
+                             "reordered_json_same_intent.yaml")
+    path = write(tmp_path, HEAD + '    body: {model: m, text: "{prompt}"}\n')
+    target = ProfileTarget("http://service.test", path, env={})
+    assert target.not_applicable(scenario) is None
+    sent = [target.as_sent(step.action.intent) for step in scenario.steps
+            if isinstance(step.action, Create)]
+    assert [list(s.body) for s in sent] == [["model", "text"]] * 3
+    assert sent[0].text.startswith('{"model"') and sent[1].text.startswith('{"text"')
+    assert [json.loads(s.text) for s in sent] == [sent[0].body] * 3  # one body, spelt two ways
+    assert len({s.fingerprint for s in sent}) == 1
