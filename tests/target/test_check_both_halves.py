@@ -2,7 +2,7 @@
 (issue 30 item 5): the scenarios and the drill run in one run, the detection suite's side-effect
 promise is judged from the drill's fakes (no counter endpoint), and on the correct example service
 nothing is broken and nothing unknown. The service is examples/drill/correct_service.py, whose
-create body is ``{"input": {"text": …}}`` and whose owner is its bearer token."""
+create body is ``{"text": …}`` and whose owner is its ``X-Owner`` header."""
 
 from __future__ import annotations
 
@@ -23,21 +23,22 @@ fingerprint: json
 operations:
   create_job:
     method: POST
-    path: /v1/jobs
+    path: /jobs
     key_header: Idempotency-Key
-    body: {input: {text: "{prompt}"}}
-  get_job: {method: GET, path: "/v1/jobs/{job_id}"}
-owners: {header: Authorization, value: "Bearer {owner}"}
+    body: {text: "{prompt}"}
+  get_job: {method: GET, path: "/jobs/{job_id}"}
+owners: {header: X-Owner, value: "{owner}"}
 drill:
   submit:
-    path: /v1/jobs
-    headers: {Idempotency-Key: "{key}"}
-    body: {input: {text: "Summarise ticket {tag} in one line."}}
+    path: /jobs
+    headers: {Idempotency-Key: "{key}", X-Owner: drill}
+    body: {text: "Summarise ticket {tag} in one line."}
   observe:
-    path: "/v1/jobs/{job_id}"
+    path: "/jobs/{job_id}"
+    headers: {X-Owner: drill}
     result_field: result.text
-    statuses: {succeeded: [succeeded], failed: [failed], running: [running, starting]}
-    races: {path: "/v1/jobs/{job_id}/races"}
+    statuses: {succeeded: [succeeded], failed: [failed], running: [queued, running]}
+    races: {path: "/jobs/{job_id}/races"}
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
