@@ -64,7 +64,8 @@ def main() -> None:
                             followup=(float, 0.0, "seconds of follow-up work after the result "
                                       "is saved (default 1.5 x visibility: THE BUG)"),
                             max_deliveries=(int, 2, "deliveries of a job at most"),
-                            workers=(int, 32, "worker threads"))
+                            workers=(int, 128, "worker threads (each job holds one for its "
+                                     "follow-up too)"))
     followup = args.followup or 1.5 * args.visibility
     redis_queue_service.serve(
         args, args.visibility, args.max_deliveries,
