@@ -37,8 +37,10 @@ class RedisQueue:
     lease expired is delivered again, up to ``max_deliveries`` times (0: no limit; SQS's
     ``maxReceiveCount``), then it is put on the dead-letter list."""
 
-    def __init__(self, url: str, visibility: float, max_deliveries: int = 0) -> None:
-        self.redis = redis.Redis.from_url(url, decode_responses=True)
+    def __init__(self, url: str, visibility: float, max_deliveries: int = 0, *,
+                 connections: int = 64) -> None:
+        self.redis = redis.Redis.from_url(url, decode_responses=True,
+                                          max_connections=connections)
         self.redis.ping()
         prefix = f"drill-example:{uuid.uuid4().hex[:8]}"
         self.queue, self.processing, self.leases, self.deliveries, self.dead = (
@@ -103,7 +105,8 @@ def serve(args: argparse.Namespace, visibility: float, max_deliveries: int,
     """The API, ``args.workers`` threads each running ``worker(store, queue)``, the reaper."""
     store = jobkit.store_of(args)
     try:
-        work = RedisQueue(args.redis, visibility, max_deliveries)
+        # a connection per worker (each blocks in BLMOVE), the reaper's and the API's
+        work = RedisQueue(args.redis, visibility, max_deliveries, connections=args.workers + 16)
     except redis.RedisError as exc:
         jobkit.fail(f"--redis {args.redis}: {exc}; fix: start redis-server or pass its URL")
     for _ in range(args.workers):
