@@ -120,6 +120,10 @@ class ToActOn:
     def __bool__(self) -> bool:
         return bool(self.broken or self.others or self.unknowns)
 
+    def failures(self) -> str:
+        """``3 other failures`` beside broken promises; ``3 failures`` when they are all."""
+        return counted(len(self.others), "other failure" if self.broken else "failure")
+
 
 def to_act_on(results: Results, *, runs: bool = True) -> ToActOn:
     """``runs=False``: leave out what scenario runs found (a caller that showed them in full)."""
