@@ -34,7 +34,7 @@ def scenario_project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 TEMPLATE_DB = f"harness_test_template_{os.getpid()}"  # per session: runs never share it
-SERVER_FIXTURES = {"pg_server", "pg_template", "pg_dsn"}
+SERVER_FIXTURES = {"pg_server", "pg_template", "pg_dsn", "pg_password_dsn"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -120,6 +120,25 @@ def pg_dsn(pg_template: str) -> Iterator[str]:
     yield _replace_db(pg_template, name)
     with _admin(pg_template) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pg_password_dsn(pg_server: str) -> Iterator[tuple[str, str]]:
+    """A DSN with a password the server accepts, and that password: a login role of this test
+    with a password of its own (no other text contains it), owning a fresh empty database.
+    A server asking for passwords (scram-sha-256, md5) checks it; a trust server ignores it;
+    either way the DSN connects. The admin role must be allowed to CREATE ROLE."""
+    token = uuid.uuid4().hex[:12]
+    role, name, password = f"harness_r_{token}", f"harness_p_{token}", f"Pw-{token}-canary"
+    with _admin(pg_server) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        admin.execute(f"CREATE DATABASE {name} OWNER {role}")
+    parts = urlsplit(pg_server)
+    netloc = f"{role}:{password}@{parts.netloc.rpartition('@')[2]}"  # host[:port]
+    yield urlunsplit(parts._replace(netloc=netloc, path=f"/{name}")), password
+    with _admin(pg_server) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"DROP ROLE IF EXISTS {role}")
 
 
 @pytest.fixture
