@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,8 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def scenario_project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A fresh pytester project holding a copy of the shipped scenarios/*.yaml."""
-    import shutil
-
     scenarios = pytester.path / "scenarios"
     scenarios.mkdir()
     for shipped in (ROOT / "scenarios").glob("*.yaml"):
@@ -33,15 +33,38 @@ def scenario_project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A copy of the shipped providers.yaml, contracts and scenarios: a test that certifies
+    them writes its providers.lock.json here, never into the checkout."""
+    shutil.copy(ROOT / "providers.yaml", tmp_path / "providers.yaml")
+    shutil.copytree(ROOT / "contracts", tmp_path / "contracts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
+    return tmp_path
+
+
 TEMPLATE_DB = f"harness_test_template_{os.getpid()}"  # per session: runs never share it
 SERVER_FIXTURES = {"pg_server", "pg_template", "pg_dsn", "pg_password_dsn"}
 
 
+# Session fixtures whose server takes seconds to start and whose fakes live in the worker's
+# process: under pytest-xdist (`--dist loadgroup`) every test using one runs on the same worker,
+# so the server starts once per run, not once per worker.
+ONE_WORKER_FIXTURES = {"gateway": "litellm", "portkey": "portkey"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test on a PostgreSQL fixture is marked ``postgres`` (CI reruns those on PG 15)."""
+    """Every test on a PostgreSQL fixture is marked ``postgres`` (CI reruns those on PG 15);
+    every test on a slow-to-start gateway joins that gateway's xdist group."""
     for item in items:
-        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if SERVER_FIXTURES & names:
             item.add_marker(pytest.mark.postgres)
+        for fixture, group in ONE_WORKER_FIXTURES.items():
+            if fixture in names:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
 
 
 def _replace_db(dsn: str, dbname: str) -> str:
@@ -82,6 +105,64 @@ def session_server(kind: str) -> str:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     _SERVERS.close()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: twice the cores, at least 4 and at most 16, since the suite mostly waits
+    (servers, subprocesses, loopback sockets); PYTEST_XDIST_AUTO_NUM_WORKERS still decides."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own hook reads it
+    return min(max(4, 2 * len(os.sched_getaffinity(0))), 16)
+
+
+# -- nothing written into the checkout ---------------------------------------------------------
+# Every test works in its own temporary folder. A file a test leaves in the repository is most
+# often git-ignored (reports/, providers.lock.json), so nobody sees it: the run that starts the
+# session (the xdist controller, or a plain run) compares `git status --ignored` before and after
+# and fails the run naming what appeared. Caches and installs are allowed.
+ALLOWED_LEFTOVERS = ("__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache",
+                     ".venv", "node_modules", ".egg-info")
+_BEFORE = pytest.StashKey[set[str] | None]()
+_LEFT = pytest.StashKey[list[str]]()
+
+
+def _ignored_in_checkout() -> set[str] | None:
+    """The ignored paths ``git status`` shows in this checkout, caches left out; None without
+    git or outside a checkout (an installed wheel, an sdist)."""
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        return None
+    done = subprocess.run([git, "status", "--porcelain", "--ignored", "--", "."], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        return None
+    return {line[3:] for line in done.stdout.splitlines() if line.startswith("!! ")
+            and not any(part in line for part in ALLOWED_LEFTOVERS)}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller or a plain run
+        session.config.stash[_BEFORE] = _ignored_in_checkout()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_BEFORE, None)
+    after = _ignored_in_checkout() if before is not None else None
+    if before is None or after is None or not after - before:
+        return
+    session.config.stash[_LEFT] = sorted(after - before)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left = config.stash.get(_LEFT, [])
+    if left:
+        terminalreporter.write_sep("=", "tests wrote into the checkout", red=True, bold=True)
+        terminalreporter.write_line(
+            f"new in {ROOT}: {', '.join(left)}; fix: give the test its tmp_path (--report-dir, "
+            "monkeypatch.chdir), then delete them")
+
 
 
 @pytest.fixture(scope="session")
