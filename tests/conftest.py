@@ -4,9 +4,11 @@ real Redis, on servers this session starts (tests/_servers.py) unless the enviro
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,22 +51,61 @@ SERVER_FIXTURES = {"pg_server", "pg_template", "pg_dsn", "pg_password_dsn"}
 
 
 # Session fixtures whose server takes seconds to start and whose fakes live in the worker's
-# process: under pytest-xdist (`--dist loadgroup`) every test using one runs on the same worker,
-# so the server starts once per run, not once per worker.
+# process: under pytest-xdist every test using one runs on one worker (GatewayGroups below), so
+# each gateway starts once per run, not once per worker.
 ONE_WORKER_FIXTURES = {"gateway": "litellm", "portkey": "portkey"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test on a PostgreSQL fixture is marked ``postgres`` (CI reruns those on PG 15);
-    every test on a slow-to-start gateway joins that gateway's xdist group."""
+    an xdist worker writes down which tests use a slow-to-start gateway (GatewayGroups)."""
+    groups: dict[str, str] = {}
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if SERVER_FIXTURES & names:
             item.add_marker(pytest.mark.postgres)
-        for fixture, group in ONE_WORKER_FIXTURES.items():
-            if fixture in names:
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
+        group = next((g for f, g in ONE_WORKER_FIXTURES.items() if f in names), None)
+        if group:
+            groups[item.nodeid] = group
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # every worker collects the same tests: the last write wins
+        path = _groups_file(workerinput["testrunuid"])
+        partial = path.with_suffix(f".{workerinput['workerid']}")
+        partial.write_text(json.dumps(groups), encoding="utf-8")
+        partial.replace(path)
+
+
+def _groups_file(testrunuid: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"harness-xdist-groups-{testrunuid}.json"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("xdist") \
+            and config.getoption("testrunuid", None) is None:
+        config.option.testrunuid = uuid.uuid4().hex  # the controller knows where groups are
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist load`` (what ``-n`` means) with the tests of each gateway kept on one worker.
+    pytest-xdist's own ``loadgroup`` cannot: it renames node ids, which pytest 9.2 ignores."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # optional extra: test (pytest-xdist)
+
+    class GatewayGroups(LoadScopeScheduling):
+        """Each test is its own unit of work, except the tests of one gateway: one unit."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once every worker has collected
+                path = _groups_file(config.option.testrunuid)
+                self.groups = json.loads(path.read_text("utf-8")) if path.exists() else {}
+                path.unlink(missing_ok=True)
+            return self.groups.get(nodeid, nodeid)
+
+    return GatewayGroups(config, log)
 
 
 def _replace_db(dsn: str, dbname: str) -> str:
