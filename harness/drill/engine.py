@@ -34,6 +34,7 @@ from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
 from harness.drill.watch import classify, fill, listed, read_chat
 from harness.providers.recording import RecordingFake
 from harness.providers.secrets import redact
+from harness.target.bounded import BoundedTransport
 from harness.target.drill_profile import DrillProfile, Upstream
 from harness.target.model import pick
 
@@ -343,9 +344,11 @@ def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     epoch = time.monotonic()
     t = profile.section.timeouts
     client_timeout = t.job_s + late_ms(t.provider_s) / 1000 + 5
+    # every request to the service: a total deadline (the intent's budget) and a body limit
+    transport = BoundedTransport(deadline_s=client_timeout, limits=httpx.Limits(
+        max_connections=max(10, concurrency * 3)))
     with serving(profile, upstreams, epoch) as served, httpx.Client(
-            base_url=target.rstrip("/"), timeout=client_timeout,
-            limits=httpx.Limits(max_connections=max(10, concurrency * 3))) as client:
+            base_url=target.rstrip("/"), timeout=client_timeout, transport=transport) as client:
         yield Engine(profile, target, env, served, epoch, client, concurrency=concurrency)
 
 

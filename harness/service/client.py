@@ -185,8 +185,10 @@ def _reply(response: httpx.Response) -> Reply:
 
 def _failure(exc: httpx.TransportError, base_url: httpx.URL) -> TransportFailure:
     never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+    # a bounded transport's error (harness.target.bounded) says which limit, and how much
+    detail = getattr(exc, "detail", "")
     return TransportFailure(
-        f"no response from {base_url}: {type(exc).__name__}"
+        f"no response from {base_url}: {type(exc).__name__}" + (f": {detail}" if detail else "")
         + (" (the request was not sent)" if never_sent else " (the outcome is unknown)"),
         maybe_applied=not never_sent,
     )

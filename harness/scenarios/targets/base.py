@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from harness.domain.clock import ManualClock
+from harness.domain.redaction import redact_url
 from harness.scenarios.model import Scenario
+
+redact = redact_url  # a target URL or DSN as it may be shown (the targets import it from here)
 
 
 @dataclass(frozen=True, slots=True)

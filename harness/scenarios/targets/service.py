@@ -83,7 +83,9 @@ class ProfileSession(TargetSession):
         transport = target.transport
         if transport is None:  # re-send what a closed kept-alive connection swallowed
             key = self.profile.operations["create_job"].key_header
-            transport = resending_transport(target.urls[0], key_headers=(key,) if key else ())
+            transport = resending_transport(target.urls[0], key_headers=(key,) if key else (),
+                                            bounds=self.profile.limits,
+                                            deadline_s=target.timeout_s)
         self.resending = transport if isinstance(transport, ResendingTransport) else None
         self.http = httpx.Client(transport=transport, timeout=target.timeout_s,
                                  headers=dict(self.profile.headers))

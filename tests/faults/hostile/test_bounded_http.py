@@ -1,0 +1,113 @@
+"""Every request to a target has a total deadline and every answer a size limit
+(harness.target.bounded), against a hostile probe on loopback."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import psutil
+import pytest
+
+from harness.target import bounded
+from harness.target.bounded import AnswerTooLarge, BoundedTransport, DeadlineExceeded, Interrupted
+from harness.target.limits import Limits
+from tests.faults.hostile.probe import Answer, Probe, endless, sized
+
+
+def client(url: str, **kw: object) -> httpx.Client:
+    return httpx.Client(base_url=url, transport=BoundedTransport(**kw))  # type: ignore[arg-type]
+
+
+def test_headers_at_one_byte_a_second_end_at_the_deadline() -> None:
+    with Probe(lambda r: Answer(head_byte_s=1.0)) as probe, client(probe.url,
+                                                                   deadline_s=1.5) as http:
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded, match=r"within 1\.5 s"):
+            http.get("/jobs/1")
+        assert time.monotonic() - started < 2.5
+
+
+def test_an_endless_chunked_body_stops_at_the_body_limit_naming_it() -> None:
+    with Probe(lambda r: Answer(body=endless(), chunked=True)) as probe, client(
+            probe.url, deadline_s=20) as http:
+        started = time.monotonic()
+        with pytest.raises(AnswerTooLarge, match=r"over 1,048,576 bytes \(1.0 MiB\)"):
+            http.get("/jobs/1")
+        assert time.monotonic() - started < 3
+
+
+def test_a_slow_endless_body_ends_at_the_deadline() -> None:
+    def trickle() -> object:
+        while True:
+            time.sleep(0.05)  # the hostile service's pace, not a synchronisation
+            yield b"z" * 100
+
+    with Probe(lambda r: Answer(body=trickle(), chunked=True)) as probe, client(
+            probe.url, deadline_s=1.0) as http:
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            http.get("/jobs/1")
+        assert time.monotonic() - started < 2
+
+
+def test_a_declared_50_mb_answer_is_refused_by_its_size_without_reading_it() -> None:
+    size = 50 * 1024 * 1024
+    with Probe(lambda r: Answer(headers={"Content-Length": str(size)},
+                                body=sized(size))) as probe, client(probe.url) as http, \
+            pytest.raises(AnswerTooLarge, match=r"52,428,800 bytes \(50.0 MiB\)"):
+        http.get("/jobs/1")
+
+
+def test_fifty_mb_answers_at_concurrency_keep_memory_bounded() -> None:
+    size = 50 * 1024 * 1024
+    process = psutil.Process()
+    before = process.memory_info().rss
+    peak = [before]
+    with Probe(lambda r: Answer(body=sized(size), chunked=True)) as probe, client(
+            probe.url, limits=httpx.Limits(max_connections=16)) as http:
+        def one() -> None:
+            with pytest.raises(AnswerTooLarge):
+                http.get("/jobs/1")
+            peak.append(process.memory_info().rss)
+
+        threads = [threading.Thread(target=one) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert max(peak) - before < 100 * 1024 * 1024
+
+
+def test_the_profile_limit_is_configurable() -> None:
+    with Probe(lambda r: Answer(body=b"a" * 5000)) as probe, client(
+            probe.url, bounds=Limits(body_bytes=4096)) as http, \
+            pytest.raises(AnswerTooLarge, match="4,096 bytes"):
+        http.get("/")
+    with Probe(lambda r: Answer(body=b"a" * 5000)) as probe, client(probe.url) as http:
+        assert len(http.get("/").content) == 5000
+
+
+def test_abort_all_ends_a_blocked_request_at_once() -> None:
+    with Probe(lambda r: Answer(head_byte_s=1.0)) as probe, client(probe.url,
+                                                                   deadline_s=30) as http:
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                http.get("/")
+            except Exception as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=call)
+        thread.start()
+        assert probe.arrived.wait(5)
+        started = time.monotonic()
+        try:
+            bounded.abort_all()
+            thread.join(5)
+        finally:
+            bounded.reset_abort()
+        assert time.monotonic() - started < 1
+        assert isinstance(errors[0], Interrupted)
