@@ -96,8 +96,8 @@ class TransportFailure(HarnessError):
 
 
 def _path_id(value: str) -> str:
-    """An opaque id as one path segment."""
-    return quote(value, safe="")
+    """An opaque id as one path segment (a dot segment is escaped too: never resolved away)."""
+    return quote(value, safe="") if value not in (".", "..") else value.replace(".", "%2E")
 
 
 class _Api(Generic[R]):

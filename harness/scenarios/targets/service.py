@@ -40,6 +40,7 @@ from harness.scenarios.targets.preflight import check_owners, everything_404, wr
 from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
+from harness.target.ids import UnusableId, fill_path
 from harness.target.model import (
     Answer,
     Auth,
@@ -111,7 +112,11 @@ class ProfileSession(TargetSession):
             headers[self.profile.auth.header] = self.profile.auth.value.format(token=token)
         if key is not None and op.key_header:
             headers[op.key_header] = key
-        url = base + op.path.format(**{k: v for k, v in values.items() if isinstance(v, str)})
+        try:  # an id the service answered is one path segment, or refused by name
+            url = base + fill_path(op.path, {k: v for k, v in values.items()
+                                             if isinstance(v, str)})
+        except UnusableId as exc:
+            return Reply(0, None, detail=str(exc), never_sent=True)
         if content is None and op.body is not None:
             content = json.dumps(fill(op.body, values)).encode()
         if content is not None:
