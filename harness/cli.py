@@ -10,15 +10,28 @@ Exit codes: 0 every promise holds, 1 a violation or an ineligible provider, 2 ba
 configuration, 3 no violation but some verdict unknown (missing, stale, indeterminate).
 """
 
+# ruff: noqa: E402 - the early signal handlers below come before the (slow) imports
 from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def _starting(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM while the CLI is still starting (importing): nothing was done yet, so
+    nothing to undo, and no traceback: the exit code says which signal (130, 143)."""
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "failover-harness":
+    signal.signal(signal.SIGINT, _starting)  # main() replaces them with the run's own
+    signal.signal(signal.SIGTERM, _starting)
 
 import argparse
 import contextlib
 import importlib
-import os
 import re
-import signal
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -26,8 +39,10 @@ from harness import __version__
 from harness.commands._help import describe, epilog
 from harness.console import clean
 from harness.domain.errors import HarnessError
+from harness.domain.interrupt import interrupt_all
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
+from harness.reports.redaction import RedactingStream
 from harness.reports.session import abandon_unfinished
 
 # name -> (module, its one-line HELP); keep sorted. Only the chosen command's module is
@@ -109,6 +124,16 @@ def build_parser(only: str | None = _ALL) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. ``argv`` None: the process's own command line — a signal then also
+    makes sure the process ends within :data:`GRACE_S`, whatever a thread is doing."""
+    with _signals(hard_exit=argv is None), _redacted_stdio():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as exc:  # while the command was being chosen and imported
+            return _interrupted(exc)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     install_log_redaction()  # no registered secret reaches a log line, whatever logs it
     words = list(argv) if argv is not None else sys.argv[1:]
     parser = build_parser(_chosen(words))
@@ -117,8 +142,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    with _terminate_as_interrupt():
-        return _run(args)
+    return _run(args)
+
+
+@contextlib.contextmanager
+def _redacted_stdio() -> Iterator[None]:
+    """While a command runs, stdout and stderr remove every registered secret from whatever
+    is printed (a command's line, a library's, a traceback): the last writer of each line."""
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, RedactingStream):
+        sys.stdout = RedactingStream(sys.stdout)
+    if not isinstance(sys.stderr, RedactingStream):
+        sys.stderr = RedactingStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _chosen(words: Sequence[str]) -> str | None:
@@ -134,21 +173,50 @@ class Terminated(KeyboardInterrupt):
     for, stores are closed; the exit code is 143 (128 + SIGTERM) instead of 130."""
 
 
+#: after Ctrl-C or SIGTERM, the process ends within this many seconds (the run unwinds first;
+#: a thread still stuck then does not keep it alive, nor the ports it holds open)
+GRACE_S = 1.5
+
+
 @contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """While a command runs (in the main thread), SIGTERM raises :class:`Terminated`."""
+def _signals(*, hard_exit: bool) -> Iterator[None]:
+    """While a command runs (in the main thread): Ctrl-C raises KeyboardInterrupt and SIGTERM
+    :class:`Terminated`, after every connection to a target was shut
+    (:func:`harness.domain.interrupt.interrupt_all`); a second signal is ignored. With
+    ``hard_exit`` the process also ends :data:`GRACE_S` after the signal, whatever still runs."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def terminate(signum: int, frame: object) -> None:
-        raise Terminated()
+    def on_signal(signum: int, frame: object) -> None:
+        for each in (signal.SIGINT, signal.SIGTERM):  # the first one is being handled
+            signal.signal(each, signal.SIG_IGN)
+        interrupt_all()
+        if hard_exit:
+            _exit_after(GRACE_S, 128 + signum)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    previous = {each: signal.signal(each, on_signal) for each in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+
+
+def _exit_after(seconds: float, code: int) -> None:
+    """End the process with ``code`` in ``seconds`` unless it ended by itself (files are
+    replaced whole, so none is torn; the kernel closes every port)."""
+
+    def hard_exit() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    timer = threading.Timer(seconds, hard_exit)
+    timer.daemon = True
+    timer.start()
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -164,13 +232,17 @@ def _run(args: argparse.Namespace) -> int:
         _print_error(*_with_fix(missing))
         return missing.exit_code
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
-        terminated = isinstance(exc, Terminated)
-        _print_error("terminated (SIGTERM)" if terminated else "interrupted")
-        for folder in abandon_unfinished():  # a report folder with no results in it
-            print(f"  unfinished report folder renamed: {folder}", file=sys.stderr)
-        return 143 if terminated else 130
+        return _interrupted(exc)
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
         return _internal_error(exc)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    terminated = isinstance(exc, Terminated)
+    _print_error("terminated (SIGTERM)" if terminated else "interrupted")
+    for folder in abandon_unfinished():  # a report folder with no results in it
+        print(f"  unfinished report folder renamed: {folder}", file=sys.stderr)
+    return 143 if terminated else 130
 
 
 # The verbs a message's advice starts with ("…; use sqlite:///file.db or …").

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, is_dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.console import clean as printable
 from harness.providers.secrets import redact, register_dsn
@@ -69,3 +69,27 @@ def scrub(value: T) -> T:
     if isinstance(value, dict):
         return {k: scrub(v) for k, v in value.items()}  # type: ignore[return-value]
     return value
+
+
+class RedactingStream:
+    """A text stream (stdout, stderr) that removes every registered secret from what is written
+    to it: the last writer of every printed line, whatever printed it (a command, a library, a
+    traceback). Everything else is passed through to the wrapped stream."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    @property
+    def wrapped(self) -> Any:
+        return self._stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

@@ -7,8 +7,9 @@ transport with a network backend that gives every socket operation only what is 
 request's deadline, and a response stream that stops at ``body_bytes``; what exceeds either is
 the target's error, named (:class:`DeadlineExceeded`, :class:`AnswerTooLarge`, with the size).
 
-:func:`abort_all` shuts every socket these transports hold (the CLI calls it on Ctrl-C and
-SIGTERM), so a thread blocked on a target's answer returns at once (:class:`Interrupted`).
+:func:`abort_all` shuts every socket these transports hold (it is registered with
+:mod:`harness.domain.interrupt`: the CLI calls it on Ctrl-C and SIGTERM), so a thread blocked
+on a target's answer returns at once (:class:`Interrupted`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from harness.domain.interrupt import on_interrupt
 from harness.target.limits import DEFAULT_DEADLINE_S, Limits, size_text
 
 __all__ = ["AnswerTooLarge", "BoundExceeded", "BoundedTransport", "DeadlineExceeded",
@@ -221,6 +223,9 @@ def abort_all() -> None:
         streams = list(_live)
     for stream in streams:
         stream.abort()
+
+
+on_interrupt(abort_all)
 
 
 def reset_abort() -> None:

@@ -79,6 +79,10 @@ class DrillProfile:
         part: Any = self.section.submit if which == "submit" else self.section.observe
         out = {k: interpolate(v, env, src=self.source, loc=("drill", which, "headers", k))
                for k, v in (part.headers if part is not None else {}).items()}
+        for k, v in (part.headers if part is not None else {}).items():
+            for name in ENV_REF.findall(v):  # a value from ${VAR} is a secret: never shown
+                register_secret(env.get(name, ""))
+                register_secret(out[k])
         for k, v in (self.extra_headers or {}).items():  # replaces a header of the same name
             out = {n: w for n, w in out.items() if n.lower() != k.lower()}
             out[k] = interpolate(v, env, src=None, loc=("--header", k))
