@@ -29,7 +29,8 @@ class Request:
 class Answer:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    body: bytes | Iterator[bytes] = b""
+    #: the body: bytes, or a function making the chunks anew for each answer
+    body: bytes | Callable[[], Iterator[bytes]] = b""
     #: seconds between two bytes of the head (status line + headers): slowloris in reverse
     head_byte_s: float = 0.0
     chunked: bool = False  # send ``body`` (an iterator) as chunks, without Content-Length
@@ -135,7 +136,7 @@ class Probe:
                 conn.sendall(bytes([byte]))
         else:
             conn.sendall(head.encode("latin-1"))
-        body = [answer.body] if isinstance(answer.body, bytes) else answer.body
+        body = [answer.body] if isinstance(answer.body, bytes) else answer.body()
         for piece in body:
             if self.stop.is_set():
                 return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import httpx
 import psutil
@@ -30,7 +31,7 @@ def test_headers_at_one_byte_a_second_end_at_the_deadline() -> None:
 
 
 def test_an_endless_chunked_body_stops_at_the_body_limit_naming_it() -> None:
-    with Probe(lambda r: Answer(body=endless(), chunked=True)) as probe, client(
+    with Probe(lambda r: Answer(body=endless, chunked=True)) as probe, client(
             probe.url, deadline_s=20) as http:
         started = time.monotonic()
         with pytest.raises(AnswerTooLarge, match=r"over 1,048,576 bytes \(1.0 MiB\)"):
@@ -39,12 +40,12 @@ def test_an_endless_chunked_body_stops_at_the_body_limit_naming_it() -> None:
 
 
 def test_a_slow_endless_body_ends_at_the_deadline() -> None:
-    def trickle() -> object:
+    def trickle() -> Iterator[bytes]:
         while True:
             time.sleep(0.05)  # the hostile service's pace, not a synchronisation
             yield b"z" * 100
 
-    with Probe(lambda r: Answer(body=trickle(), chunked=True)) as probe, client(
+    with Probe(lambda r: Answer(body=trickle, chunked=True)) as probe, client(
             probe.url, deadline_s=1.0) as http:
         started = time.monotonic()
         with pytest.raises(DeadlineExceeded):
@@ -55,7 +56,7 @@ def test_a_slow_endless_body_ends_at_the_deadline() -> None:
 def test_a_declared_50_mb_answer_is_refused_by_its_size_without_reading_it() -> None:
     size = 50 * 1024 * 1024
     with Probe(lambda r: Answer(headers={"Content-Length": str(size)},
-                                body=sized(size))) as probe, client(probe.url) as http, \
+                                body=lambda: sized(size))) as probe, client(probe.url) as http, \
             pytest.raises(AnswerTooLarge, match=r"52,428,800 bytes \(50.0 MiB\)"):
         http.get("/jobs/1")
 
@@ -65,7 +66,7 @@ def test_fifty_mb_answers_at_concurrency_keep_memory_bounded() -> None:
     process = psutil.Process()
     before = process.memory_info().rss
     peak = [before]
-    with Probe(lambda r: Answer(body=sized(size), chunked=True)) as probe, client(
+    with Probe(lambda r: Answer(body=lambda: sized(size), chunked=True)) as probe, client(
             probe.url, limits=httpx.Limits(max_connections=16)) as http:
         def one() -> None:
             with pytest.raises(AnswerTooLarge):
