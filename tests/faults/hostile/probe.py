@@ -9,12 +9,15 @@ the stop event between writes).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import httpx
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,11 @@ class Probe:
                 self.requests.append(request)
                 self.arrived.set()
                 try:
-                    self._send(conn, self.answer(request))
+                    answer = self.answer(request)
+                except Exception as exc:  # the test's handler failed: say so, as a 500
+                    answer = Answer(500, {}, repr(exc).encode())
+                try:
+                    self._send(conn, answer)
                 except OSError:
                     return
 
@@ -144,6 +151,20 @@ class Probe:
                          if answer.chunked else piece)
         if answer.chunked:
             conn.sendall(b"0\r\n\r\n")
+
+
+def call_provider(port: str, text: str, *, wait: bool = False) -> None:
+    """What a job service's worker does: call the (fake) OpenAI provider at ``port`` with
+    ``text``, in the background (the submit is answered at once; failures are ignored), or
+    before answering the submit (``wait``)."""
+    def call() -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=10,
+                       json={"model": "m", "messages": [{"role": "user", "content": text}]})
+    if wait:
+        call()
+    else:
+        threading.Thread(target=call, daemon=True).start()
 
 
 def endless(piece: bytes = b"x" * 65536) -> Iterator[bytes]:

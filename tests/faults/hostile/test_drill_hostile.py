@@ -9,13 +9,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import psutil
 
 from harness.drill.engine import DrillResults, run_drills
 from harness.drill.judge import IntentVerdict
 from harness.target.drill_profile import load_drill
-from tests.faults.hostile.probe import Answer, Probe, Request, endless, sized
+from tests.faults.hostile.probe import Answer, Probe, Request, call_provider, endless, sized
 
 
 def drill(profile: Path, env: dict[str, str], url: str, drills: tuple[str, ...] = ("control",),
@@ -35,9 +34,7 @@ def job_service(job_id: str, observed: Answer | None = None,
     def answer(request: Request) -> Answer:
         if request.method == "POST":
             if primary is not None:
-                text = json.loads(request.body)["text"]
-                httpx.post(f"http://127.0.0.1:{primary}/v1/chat/completions", timeout=5,
-                           json={"model": "m", "messages": [{"role": "user", "content": text}]})
+                call_provider(primary, json.loads(request.body)["text"])
             return Answer.json({"id": job_id}, 201)
         return observed or Answer.json({"id": job_id, "status": "running", "result": None})
     return answer
@@ -103,9 +100,7 @@ def test_provider_calls_without_the_tag_are_named(
 
     def untagged(request: Request) -> Answer:
         if request.method == "POST":  # calls the primary, but drops the text it was given
-            httpx.post(f"http://127.0.0.1:{env['PRIMARY_PORT']}/v1/chat/completions",
-                       json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
-                       timeout=5)
+            call_provider(env["PRIMARY_PORT"], "hi", wait=True)
             return Answer.json({"id": "job-1"}, 201)
         return Answer.json({"status": "succeeded", "result": {"text": "ok"}})
 
