@@ -33,7 +33,9 @@ import contextlib
 import importlib
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from harness import __version__
 from harness.commands._help import describe, epilog
@@ -78,6 +80,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 _ALL = "*"
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+_STARTED = time.time()  # a report folder older than this is an earlier run's
 
 
 class _Parser(argparse.ArgumentParser):
@@ -232,9 +235,26 @@ def _run(args: argparse.Namespace) -> int:
         _print_error(*_with_fix(missing))
         return missing.exit_code
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
+        _say_stale_latest(args)
         return _interrupted(exc)
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
+        _say_stale_latest(args)
         return _internal_error(exc)
+
+
+def _say_stale_latest(args: argparse.Namespace) -> None:
+    """A run that could not finish says that ``<report dir>/latest`` still shows an earlier
+    run (it may be a PASS), never leaves it to look like this run's report."""
+    if not hasattr(args, "report_dir"):
+        return
+    link = (args.report_dir or Path("reports")) / "latest"
+    try:
+        earlier = link.stat().st_mtime < _STARTED
+    except OSError:  # no latest (or a dangling one): nothing that could be mistaken
+        return
+    if earlier:
+        print(f"note: {link} still points at an earlier run ({link.resolve().name}); this run "
+              "wrote no report", file=sys.stderr)
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:
