@@ -29,6 +29,7 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "failover-harness"
     signal.signal(signal.SIGTERM, _starting)
 
 import argparse
+import asyncio
 import contextlib
 import importlib
 import re
@@ -176,6 +177,8 @@ class Terminated(KeyboardInterrupt):
     for, stores are closed; the exit code is 143 (128 + SIGTERM) instead of 130."""
 
 
+_signalled: list[int] = []  # the signal that interrupted the run, if one did
+
 #: after Ctrl-C or SIGTERM, the process ends within this many seconds (the run unwinds first;
 #: a thread still stuck then does not keep it alive, nor the ports it holds open)
 GRACE_S = 1.5
@@ -190,14 +193,24 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _signalled.clear()
 
     def on_signal(signum: int, frame: object) -> None:
         for each in (signal.SIGINT, signal.SIGTERM):  # the first one is being handled
             signal.signal(each, signal.SIG_IGN)
+        _signalled.append(signum)
         interrupt_all()
         if hard_exit:
             _exit_after(GRACE_S, 128 + signum)
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop here: unwind from where the main thread is
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt() from None
+        # inside asyncio.run: cancel its tasks, as its own Ctrl-C handler would (an exception
+        # raised into the loop would leave a task's "exception never retrieved" traceback)
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.call_soon_threadsafe(lambda: None)  # wake the loop to run the cancellations
 
     previous = {each: signal.signal(each, on_signal) for each in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -237,6 +250,12 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
         _say_stale_latest(args)
         return _interrupted(exc)
+    except asyncio.CancelledError:  # asyncio.run's tasks, cancelled by a signal
+        if not _signalled:
+            raise
+        _say_stale_latest(args)
+        return _interrupted(Terminated() if _signalled[-1] == signal.SIGTERM
+                            else KeyboardInterrupt())
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
         _say_stale_latest(args)
         return _internal_error(exc)
