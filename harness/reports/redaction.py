@@ -55,6 +55,20 @@ def clean(text: str) -> str:
     return printable(redact(without_credentials(text)))
 
 
+#: the longest line the live output and summary.md print (a service's flood of 2,000
+#: connections once made one 37 KB line); results.json keeps every character
+MAX_LINE = 2000
+
+
+def bounded_lines(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` with every line over ``limit`` characters cut, saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    return "\n".join(line if len(line) <= limit else
+                     f"{line[:limit]}… ({len(line) - limit:,} more characters in results.json)"
+                     for line in text.split("\n"))
+
+
 def scrub(value: T) -> T:
     """A copy of an event (any dataclass, tuple, dict or string) with every text cleaned."""
     if isinstance(value, str):
