@@ -59,3 +59,38 @@ def test_a_secret_the_service_echoes_reaches_no_output(
         assert HEADER_SECRET not in text, name
     redacted = {Path(name).name for name, text in outputs.items() if "[REDACTED]" in text}
     assert {"stdout", "drill.json", "results.json", "summary.md"} <= redacted
+
+
+CHECK_PROFILE = """\
+name: echo
+capabilities: [jobs]
+operations:
+  create_job: {method: POST, path: /jobs, key_header: Idempotency-Key}
+  get_job: {method: GET, path: "/jobs/{job_id}"}
+"""
+TOKENS = {"sk-check-secret-AAAA1111": "alice", "sk-check-secret-BBBB2222": "bob"}
+
+
+def test_check_against_a_service_echoing_its_bearer_tokens_prints_none(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    def answer(request: Request) -> Answer:
+        token = request.headers.get("authorization", "").removeprefix("Bearer ")
+        return Answer.json({"id": f"job-{token}", "status": token, "detail": f"hi {token}"},
+                           201 if request.method == "POST" else 200)
+
+    (tmp_path / "p.yaml").write_text(CHECK_PROFILE, encoding="utf-8")
+    (tmp_path / "t.yaml").write_text("".join(f"{t}: {o}\n" for t, o in TOKENS.items()))
+    root = Path(__file__).resolve().parents[3]
+    with Probe(answer) as probe:
+        code = main(["check", "--target", probe.url, "--target-profile", str(tmp_path / "p.yaml"),
+                     "--tokens-file", str(tmp_path / "t.yaml"), "--no-certify", "--scenarios",
+                     str(root / "scenarios" / "double_click.yaml"),
+                     "--report-dir", str(tmp_path / "reports")])
+    out = capfd.readouterr()
+    assert code == 1  # every create answered 201: one_job_per_intent broken
+    assert any(t in r.headers.get("authorization", "") for r in probe.requests for t in TOKENS)
+    outputs = {"stdout": out.out, "stderr": out.err, **every_output(tmp_path / "reports")()}
+    assert any(name.endswith("history.jsonl") for name in outputs)
+    for name, text in outputs.items():
+        assert not any(token in text for token in TOKENS), name
+    assert "[REDACTED]" in outputs["stdout"]
