@@ -9,12 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.faults.hostile.probe import Answer, Probe
+from tests.faults.hostile.probe import Answer, Probe, Request, sized
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -74,4 +75,82 @@ def test_a_signal_while_the_cli_starts_prints_no_traceback(
         finally:
             proc.kill()
     assert proc.returncode == code, err
+    assert "Traceback" not in err
+
+
+def run_measured(args: list[str], cwd: Path, timeout_s: float) -> tuple[int, int, str]:
+    """(exit code, peak RSS in bytes, stderr) of the CLI run with ``args``, waited for with
+    its own rusage (its output goes to files: a full pipe would stop it)."""
+    with (cwd / "out.txt").open("w") as out, (cwd / "err.txt").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=cwd,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out,
+                                stderr=err)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_maxrss * 1024, (cwd / "err.txt").read_text()
+        time.sleep(0.05)  # polling the child's end (wait4 with a timeout does not exist)
+    proc.kill()
+    proc.wait()
+    raise AssertionError(f"still running after {timeout_s} s")
+
+
+CHECK_PROFILE = """\
+name: huge
+capabilities: [jobs]
+operations:
+  create_job: {method: POST, path: /jobs, key_header: Idempotency-Key}
+  get_job: {method: GET, path: "/jobs/{job_id}"}
+"""
+
+
+def test_check_with_50_mb_answers_stays_under_300_mb(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(CHECK_PROFILE, encoding="utf-8")
+    (tmp_path / "t.yaml").write_text("tok-alice-123456: alice\ntok-bob-1234567: bob\n")
+    def answer(request: Request) -> Answer:  # every create answers 50 MB
+        if request.method == "GET":  # the preflight's looks: the service is there
+            return Answer.json({"code": "not_found"}, 404 if "/jobs/" in request.target else 200)
+        return Answer(201, {"Content-Type": "application/json"},
+                      lambda: sized(50 * 1024 * 1024), chunked=True)
+
+    with Probe(answer) as probe:
+        code, peak, err = run_measured(
+            ["check", "--target", probe.url, "--target-profile", str(tmp_path / "p.yaml"),
+             "--tokens-file", str(tmp_path / "t.yaml"), "--no-certify", "--scenarios",
+             str(ROOT / "scenarios" / "double_click.yaml"),
+             "--report-dir", str(tmp_path / "reports")], tmp_path, 60)
+    assert code == 3, err  # no create was answered within the limit: unknown, never a pass
+    assert "Traceback" not in err and "internal error" not in err
+    print(f"check, 50 MB answers: exit {code}, peak RSS {peak / 2**20:.0f} MB")
+    assert peak < 300 * 1024 * 1024, f"peak RSS {peak / 2**20:.0f} MB"
+
+
+def test_ctrl_c_ends_check_stuck_on_slow_creates_within_two_seconds(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(CHECK_PROFILE, encoding="utf-8")
+    (tmp_path / "t.yaml").write_text("tok-alice-123456: alice\ntok-bob-1234567: bob\n")
+    created = threading.Event()
+
+    def answer(request: Request) -> Answer:  # creates answer their headers at 1 byte a second
+        if request.method == "GET":
+            return Answer.json({"code": "not_found"}, 404 if "/jobs/" in request.target else 200)
+        created.set()
+        return Answer(head_byte_s=1.0)
+
+    with Probe(answer) as probe:
+        proc = start(["check", "--target", probe.url, "--target-profile",
+                      str(tmp_path / "p.yaml"), "--tokens-file", str(tmp_path / "t.yaml"),
+                      "--no-certify", "--scenarios", str(ROOT / "scenarios" / "double_click.yaml"),
+                      "--report-dir", str(tmp_path / "reports")], {}, tmp_path)
+        try:
+            assert created.wait(30), "check never created a job"
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _out, err = proc.communicate(timeout=10)
+            took = time.monotonic() - sent
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert took < 2.0, took
     assert "Traceback" not in err
