@@ -34,7 +34,7 @@ from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
 from harness.drill.watch import classify, fill, listed, read_chat, unreadable
 from harness.providers.recording import RecordingFake
 from harness.providers.secrets import redact
-from harness.target.bounded import BoundedTransport
+from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile, Upstream
 from harness.target.ids import UnusableId, fill_path, path_segment
 from harness.target.model import pick
@@ -220,7 +220,7 @@ class Engine:
             return Submission(at, None, error=redact(f"{type(exc).__name__}: {exc}"),
                               ended_at=self.now())
         try:
-            data, unread = response.json(), ""
+            data, unread = json_body(response), ""
         except ValueError:
             data, unread = None, unreadable(response)
         job = pick(data, submit.id_field)
@@ -313,7 +313,7 @@ class Engine:
             return Observation(at, "error", None, None, None,
                                error=redact(f"no answer ({type(exc).__name__}: {exc})"))
         try:
-            data = response.json()
+            data = json_body(response)
         except ValueError:
             return Observation(at, "error", None, None, response.status_code,
                                error=f"HTTP {response.status_code} and {unreadable(response)}")

@@ -11,6 +11,7 @@ import httpx
 
 from harness.drill.evidence import ANSWERED_BY_HEADERS, StatusClass, Submission
 from harness.providers.secrets import redact
+from harness.target.bounded import json_body
 from harness.target.drill_section import Listing, StatusValues, Submit
 from harness.target.ids import fill_path
 from harness.target.model import pick
@@ -44,7 +45,7 @@ def listed(client: httpx.Client, listing: Listing, job: str, headers: dict[str, 
     try:
         response = client.request(listing.method, fill_path(listing.path, {"job_id": job}),
                                   headers=headers)
-        items = pick(response.json(), listing.items)
+        items = pick(json_body(response), listing.items)
     except (httpx.HTTPError, ValueError):
         return None
     return len(items) if isinstance(items, list) else None
@@ -57,7 +58,7 @@ def read_chat(client: httpx.Client, submit: Submit, headers: dict[str, str], bod
     if not (stream or submit.stream):
         response = client.request(submit.method, submit.path, json=body, headers=headers)
         try:
-            text = pick(response.json(), submit.result_field)
+            text = pick(json_body(response), submit.result_field)
         except ValueError:
             text = None
         return Submission(at, response.status_code, result=None if text is None else str(text),

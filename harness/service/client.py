@@ -178,7 +178,7 @@ def _build(
 def _reply(response: httpx.Response) -> Reply:
     try:
         body: Any = response.json() if response.content else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # nested too deeply
         body = response.text
     return Reply(response.status_code, body, response.headers)
 

@@ -29,7 +29,7 @@ from harness.domain.interrupt import on_interrupt
 from harness.target.limits import DEFAULT_DEADLINE_S, Limits, size_text
 
 __all__ = ["AnswerTooLarge", "BoundExceeded", "BoundedTransport", "DeadlineExceeded",
-           "Interrupted", "abort_all", "reset_abort"]
+           "Interrupted", "abort_all", "json_body", "reset_abort"]
 
 
 class BoundExceeded(httpx.TransportError):
@@ -213,6 +213,16 @@ class _Capped(httpx.SyncByteStream):
 
     def close(self) -> None:
         self._inner.close()
+
+
+def json_body(response: httpx.Response) -> Any:
+    """The answer's JSON, or ValueError if it is not JSON — also when it is nested too deeply
+    for Python to read (``[[[[…`` half a million deep fits in the body limit, and ``json``
+    raises RecursionError, not ValueError, on it)."""
+    try:
+        return response.json()
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
 
 
 def abort_all() -> None:

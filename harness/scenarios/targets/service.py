@@ -50,6 +50,7 @@ from harness.scenarios.targets.provider_calls import ProviderCalls
 from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
+from harness.target.bounded import json_body
 from harness.target.ids import UnusableId, fill_path
 from harness.target.model import (
     Answer,
@@ -144,7 +145,7 @@ class ProfileSession(TargetSession):
         if isinstance(response, Reply) or drill is None or drill.observe is None:
             return None
         try:
-            value = pick(response.json(), drill.observe.status_field)
+            value = pick(json_body(response), drill.observe.status_field)
         except ValueError:
             return None
         return None if value is None else str(value)
@@ -202,7 +203,7 @@ class ProfileSession(TargetSession):
         in_flight = self.profile.in_flight
         if in_flight is not None and response.status_code == in_flight.status:
             try:
-                body = response.json() if response.content else None
+                body = json_body(response) if response.content else None
             except ValueError:
                 body = None
             if matches(in_flight, response, body):

@@ -84,6 +84,7 @@ def test_invalid_json_and_a_redirect_on_observe_are_unknown_with_the_cause(
         drill_env: tuple[Path, dict[str, str]]) -> None:
     profile, env = drill_env
     for observed, said in [(Answer(200, {}, b"<html>oops</html>"), "not JSON"),
+                           (Answer(200, {}, b"[" * 500_000), "not JSON"),  # RecursionError
                            (Answer(302, {"Location": "http://127.0.0.1:1/login"}),
                             "a redirect to 'http://127.0.0.1:1/login'")]:
         with Probe(job_service("job-1", observed, env["PRIMARY_PORT"])) as probe:
