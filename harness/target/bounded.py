@@ -18,6 +18,7 @@ import socket
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -159,6 +160,7 @@ class BoundedTransport(httpx.HTTPTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         deadline = time.monotonic() + self.deadline_s
+        request.headers["Accept-Encoding"] = "identity"  # a compressed answer hides its size
         with _until(deadline):
             try:
                 response = super().handle_request(request)
@@ -170,7 +172,15 @@ class BoundedTransport(httpx.HTTPTransport):
             raise AnswerTooLarge(f"the answer's body is {size_text(int(declared))} "
                                  f"(Content-Length), over the limit of "
                                  f"{size_text(self.body_bytes)} (limits.body_bytes)")
-        response.stream = _Capped(response.stream, self, deadline)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", "gzip", "x-gzip", "deflate"):
+            response.close()
+            raise AnswerTooLarge(f"the answer is compressed ({encoding}), which the harness "
+                                 "did not ask for and cannot bound: send it uncompressed")
+        decoder = None if encoding == "identity" else zlib.decompressobj(wbits=47)
+        if decoder is not None:  # decoded here, within the limit: not by httpx, unbounded
+            del response.headers["content-encoding"]
+        response.stream = _Capped(response.stream, self, deadline, decoder)
         return response
 
     def _named(self, exc: httpx.TransportError, deadline: float) -> httpx.TransportError:
@@ -188,10 +198,12 @@ class BoundedTransport(httpx.HTTPTransport):
 class _Capped(httpx.SyncByteStream):
     """An answer's body, read under the request's deadline and stopped at the size limit."""
 
-    def __init__(self, inner: Any, transport: BoundedTransport, deadline: float) -> None:
+    def __init__(self, inner: Any, transport: BoundedTransport, deadline: float,
+                 decoder: Any = None) -> None:
         self._inner = inner
         self._transport = transport
         self._deadline = deadline
+        self._decoder = decoder  # gzip/deflate: the limit holds for the decoded bytes
 
     def __iter__(self) -> Iterator[bytes]:
         chunks = iter(self._inner)
@@ -201,14 +213,21 @@ class _Capped(httpx.SyncByteStream):
                 try:
                     chunk = next(chunks)
                 except StopIteration:
+                    if self._decoder is not None and seen < limit:  # what the decoder holds
+                        yield self._decoder.flush()[:limit - seen]
                     return
                 except httpx.TransportError as exc:
                     raise self._transport._named(exc, self._deadline) from None
+            if self._decoder is not None:
+                try:
+                    chunk = self._decoder.decompress(chunk, limit + 1 - seen)
+                except zlib.error as exc:
+                    raise httpx.DecodingError(f"the compressed answer is broken: {exc}") from None
             seen += len(chunk)
             if seen > limit:
                 raise AnswerTooLarge(f"the answer's body is over {size_text(limit)} (the "
-                                     f"limit, limits.body_bytes): {seen:,} bytes read, more "
-                                     "coming")
+                                     f"limit, limits.body_bytes): {seen:,} bytes "
+                                     f"{'decoded' if self._decoder else 'read'}, more coming")
             yield chunk
 
     def close(self) -> None:

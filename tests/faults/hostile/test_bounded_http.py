@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -112,3 +114,22 @@ def test_abort_all_ends_a_blocked_request_at_once() -> None:
             bounded.reset_abort()
         assert time.monotonic() - started < 1
         assert isinstance(errors[0], Interrupted)
+
+
+def test_a_gzip_bomb_is_bounded_by_its_decoded_size() -> None:
+    bomb = gzip.compress(b"\0" * (50 * 1024 * 1024))  # ~50 KB on the wire
+    with Probe(lambda r: Answer(headers={"Content-Encoding": "gzip"}, body=bomb)) as probe, \
+            client(probe.url) as http, pytest.raises(AnswerTooLarge, match="decoded"):
+        http.get("/")
+    small = json.dumps({"status": "succeeded"}).encode()
+    with Probe(lambda r: Answer(headers={"Content-Encoding": "gzip"},
+                                body=gzip.compress(small))) as probe, client(probe.url) as http:
+        response = http.get("/")
+    assert response.json() == {"status": "succeeded"}
+    assert probe.requests[0].headers["accept-encoding"] == "identity"
+
+
+def test_an_encoding_the_harness_cannot_bound_is_refused_by_name() -> None:
+    with Probe(lambda r: Answer(headers={"Content-Encoding": "br"}, body=b"x")) as probe, \
+            client(probe.url) as http, pytest.raises(AnswerTooLarge, match=r"compressed \(br\)"):
+        http.get("/")
