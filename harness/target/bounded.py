@@ -225,8 +225,8 @@ class _Capped(httpx.SyncByteStream):
                     raise httpx.DecodingError(f"the compressed answer is broken: {exc}") from None
             seen += len(chunk)
             if seen > limit:
-                raise AnswerTooLarge(f"the answer's body is over {size_text(limit)} (the "
-                                     f"limit, limits.body_bytes): {seen:,} bytes "
+                raise AnswerTooLarge(f"the answer's body is over the limit of "
+                                     f"{size_text(limit)} (limits.body_bytes): {seen:,} bytes "
                                      f"{'decoded' if self._decoder else 'read'}, more coming")
             yield chunk
 

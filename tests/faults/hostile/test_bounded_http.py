@@ -36,7 +36,7 @@ def test_an_endless_chunked_body_stops_at_the_body_limit_naming_it() -> None:
     with Probe(lambda r: Answer(body=endless, chunked=True)) as probe, client(
             probe.url, deadline_s=20) as http:
         started = time.monotonic()
-        with pytest.raises(AnswerTooLarge, match=r"over 1,048,576 bytes \(1.0 MiB\)"):
+        with pytest.raises(AnswerTooLarge, match=r"over the limit of 1,048,576 bytes \(1.0 MiB\)"):
             http.get("/jobs/1")
         assert time.monotonic() - started < 3
 

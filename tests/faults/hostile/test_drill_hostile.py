@@ -135,5 +135,5 @@ def test_endless_and_huge_observe_answers_are_bounded(
         assert time.monotonic() - started < 15
         finding = verdict.of("completed")
         assert finding is not None and finding.verdict == "unknown"
-        assert "over 1,048,576 bytes" in finding.message, finding.message
+        assert "over the limit of 1,048,576 bytes" in finding.message, finding.message
     assert process.memory_info().rss - before < 200 * 1024 * 1024
