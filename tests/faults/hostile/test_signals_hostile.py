@@ -4,6 +4,7 @@ what is tested here, so it runs as a process."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.hostile.probe import Answer, Probe, Request, sized
+from tests.faults.hostile.probe import Answer, Probe, Request, call_provider, sized
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -93,12 +94,14 @@ def test_a_signal_while_the_cli_starts_prints_no_traceback(
     assert "Traceback" not in err
 
 
-def run_measured(args: list[str], cwd: Path, timeout_s: float) -> tuple[int, int, str]:
+def run_measured(args: list[str], cwd: Path, timeout_s: float,
+                 env: dict[str, str] | None = None) -> tuple[int, int, str]:
     """(exit code, peak RSS in bytes, stderr) of the CLI run with ``args``, waited for with
     its own rusage (its output goes to files: a full pipe would stop it)."""
     with (cwd / "out.txt").open("w") as out, (cwd / "err.txt").open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=cwd,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=out,
+                                env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
+                                stdout=out,
                                 stderr=err)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -169,3 +172,29 @@ def test_ctrl_c_ends_check_stuck_on_slow_creates_within_two_seconds(tmp_path: Pa
     assert proc.returncode == 130, err
     assert took < 2.0, took
     assert "Traceback" not in err
+
+
+def test_a_drill_watching_50_mb_answers_at_concurrency_8_stays_under_300_mb(
+        drill_env: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    profile, env = drill_env
+
+    def answer(request: Request) -> Answer:  # each look at a job: 50 MB
+        if request.method == "POST":
+            call_provider(env["PRIMARY_PORT"], json.loads(request.body)["text"])
+            return Answer.json({"id": "job-1"}, 201)
+        return Answer(200, {"Content-Type": "application/json"},
+                      lambda: sized(50 * 1024 * 1024), chunked=True)
+
+    with Probe(answer) as probe:
+        started = time.monotonic()
+        code, peak, err = run_measured(
+            ["drill", "--target", probe.url, "--target-profile", str(profile), "--drills",
+             "control", "--trials", "8", "--concurrency", "8",
+             "--report-dir", str(tmp_path / "reports")], tmp_path, 60, env)
+        took = time.monotonic() - started
+    print(f"drill, 8 intents watching 50 MB answers: exit {code}, peak RSS "
+          f"{peak / 2**20:.0f} MB in {took:.1f} s")
+    assert code == 3, err  # the job could not be read: unknown, naming the size
+    assert "over the limit of 1,048,576 bytes" in (tmp_path / "out.txt").read_text()
+    assert peak < 300 * 1024 * 1024
+    assert took < 30
