@@ -43,7 +43,7 @@ from harness import __version__
 from harness.commands._help import describe, epilog
 from harness.console import clean
 from harness.domain.errors import HarnessError
-from harness.domain.interrupt import interrupt_all
+from harness.domain.interrupt import interrupt_all, resume_all
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
 from harness.reports.redaction import RedactingStream
@@ -226,6 +226,8 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
     finally:
         for each, handler in previous.items():
             signal.signal(each, handler)
+        if _signalled and not hard_exit:  # a command run in process: the process goes on
+            resume_all()
 
 
 def _exit_after(seconds: float, code: int) -> None:

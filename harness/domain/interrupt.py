@@ -14,13 +14,18 @@ from collections.abc import Callable
 
 _lock = threading.RLock()  # re-entrant: interrupt_all runs inside a signal handler
 _callbacks: list[Callable[[], None]] = []
+_resumes: list[Callable[[], None]] = []
 
 
-def on_interrupt(callback: Callable[[], None]) -> None:
-    """Call ``callback`` (quick, never raising) when the run is interrupted."""
+def on_interrupt(callback: Callable[[], None],
+                 resume: Callable[[], None] | None = None) -> None:
+    """Call ``callback`` (quick, never raising) when the run is interrupted, and ``resume``
+    when the process goes on after that (a command run in process, by a test)."""
     with _lock:
         if callback not in _callbacks:
             _callbacks.append(callback)
+        if resume is not None and resume not in _resumes:
+            _resumes.append(resume)
 
 
 def interrupt_all() -> None:
@@ -30,3 +35,12 @@ def interrupt_all() -> None:
     for callback in callbacks:
         with contextlib.suppress(Exception):
             callback()
+
+
+def resume_all() -> None:
+    """After an interrupted run, when the process goes on: undo what :func:`interrupt_all`
+    refused (new connections)."""
+    with _lock:
+        resumes = list(_resumes)
+    for resume in resumes:
+        resume()

@@ -254,9 +254,9 @@ def abort_all() -> None:
         stream.abort()
 
 
-on_interrupt(abort_all)
-
-
 def reset_abort() -> None:
     """Allow connections again after :func:`abort_all` (for a process that goes on)."""
     _aborted.clear()
+
+
+on_interrupt(abort_all, reset_abort)

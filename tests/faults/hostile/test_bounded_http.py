@@ -13,7 +13,7 @@ import httpx
 import psutil
 import pytest
 
-from harness.target import bounded
+from harness.domain.interrupt import interrupt_all, resume_all
 from harness.target.bounded import AnswerTooLarge, BoundedTransport, DeadlineExceeded, Interrupted
 from harness.target.limits import Limits
 from tests.faults.hostile.probe import Answer, Probe, endless, sized
@@ -92,7 +92,7 @@ def test_the_profile_limit_is_configurable() -> None:
         assert len(http.get("/").content) == 5000
 
 
-def test_abort_all_ends_a_blocked_request_at_once() -> None:
+def test_an_interrupt_ends_a_blocked_request_at_once() -> None:
     with Probe(lambda r: Answer(head_byte_s=1.0)) as probe, client(probe.url,
                                                                    deadline_s=30) as http:
         errors: list[BaseException] = []
@@ -108,12 +108,16 @@ def test_abort_all_ends_a_blocked_request_at_once() -> None:
         assert probe.arrived.wait(5)
         started = time.monotonic()
         try:
-            bounded.abort_all()
+            interrupt_all()  # what the CLI's signal handler calls
             thread.join(5)
+            assert time.monotonic() - started < 1
+            assert isinstance(errors[0], Interrupted)
+            with pytest.raises(Interrupted):  # and no new request goes out
+                http.get("/")
         finally:
-            bounded.reset_abort()
-        assert time.monotonic() - started < 1
-        assert isinstance(errors[0], Interrupted)
+            resume_all()
+    with Probe(lambda r: Answer(body=b"ok")) as probe, client(probe.url) as http:
+        assert http.get("/").content == b"ok"  # a process that goes on can ask again
 
 
 def test_a_gzip_bomb_is_bounded_by_its_decoded_size() -> None:
