@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.hostile.conftest import SECRET
 from tests.faults.hostile.probe import Answer, Probe, Request, call_provider, sized
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,13 +50,13 @@ def test_a_signal_ends_a_drill_stuck_on_a_slow_target_within_two_seconds(
             assert listening(env["PRIMARY_PORT"])
             sent = time.monotonic()
             proc.send_signal(signum)
-            _out, err = proc.communicate(timeout=10)
+            out, err = proc.communicate(timeout=10)
             took = time.monotonic() - sent
         finally:
             proc.kill()
     assert proc.returncode == code, err
     assert took < 2.0, took
-    assert "Traceback" not in err
+    assert "Traceback" not in err and SECRET not in err + out
     assert not listening(env["PRIMARY_PORT"]) and not listening(env["FALLBACK_PORT"])
     assert f"still points at an earlier run ({earlier.name})" in err  # said, not left stale
 
@@ -195,6 +196,8 @@ def test_a_drill_watching_50_mb_answers_at_concurrency_8_stays_under_300_mb(
     print(f"drill, 8 intents watching 50 MB answers: exit {code}, peak RSS "
           f"{peak / 2**20:.0f} MB in {took:.1f} s")
     assert code == 3, err  # the job could not be read: unknown, naming the size
-    assert "over the limit of 1,048,576 bytes" in (tmp_path / "out.txt").read_text()
+    out = (tmp_path / "out.txt").read_text()
+    assert "over the limit of 1,048,576 bytes" in out
+    assert SECRET not in out + err
     assert peak < 300 * 1024 * 1024
     assert took < 30
