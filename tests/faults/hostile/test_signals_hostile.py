@@ -20,6 +20,9 @@ from tests.faults.hostile.conftest import SECRET
 from tests.faults.hostile.probe import Answer, Probe, Request, call_provider, sized
 
 ROOT = Path(__file__).resolve().parents[3]
+#: the promise: the handler shuts every connection, the run unwinds, the process ends without
+#: the interpreter's teardown, and 1 s after the signal (cli.GRACE_S) whatever still runs
+BOUND_S = 2.0
 
 
 def start(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
@@ -55,7 +58,7 @@ def test_a_signal_ends_a_drill_stuck_on_a_slow_target_within_two_seconds(
         finally:
             proc.kill()
     assert proc.returncode == code, err
-    assert took < 2.0, took
+    assert took < BOUND_S, took
     assert "Traceback" not in err and SECRET not in err + out
     assert not listening(env["PRIMARY_PORT"]) and not listening(env["FALLBACK_PORT"])
     assert f"still points at an earlier run ({earlier.name})" in err  # said, not left stale
@@ -171,7 +174,7 @@ def test_ctrl_c_ends_check_stuck_on_slow_creates_within_two_seconds(tmp_path: Pa
         finally:
             proc.kill()
     assert proc.returncode == 130, err
-    assert took < 2.0, took
+    assert took < BOUND_S, took
     assert "Traceback" not in err
 
 
