@@ -97,7 +97,9 @@ class Probe:
                 except Exception as exc:  # the test's handler failed: say so, as a 500
                     answer = Answer(500, {}, repr(exc).encode())
                 try:
+                    conn.settimeout(10)  # a slow reader is not a closed one
                     self._send(conn, answer)
+                    conn.settimeout(0.2)  # reads wake up to look at the stop event
                 except OSError:
                     return
 
@@ -126,6 +128,8 @@ class Probe:
                 return conn.recv(65536)
             except TimeoutError:
                 continue
+            except OSError:  # the client reset the connection (it stopped reading an answer)
+                return b""
         return b""
 
     def _send(self, conn: socket.socket, answer: Answer) -> None:
