@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from harness.scenarios.targets.base import Reply
+from harness.target.bounded import json_body
 from harness.target.model import Operation, OperationName, Profile, pick
 
 #: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
@@ -55,7 +56,7 @@ def replay_shape(profile: Profile, op: Operation, response: httpx.Response, body
 
 def translated(profile: Profile, op_name: OperationName, response: httpx.Response) -> Reply:
     try:
-        body = response.json() if response.content else None
+        body = json_body(response) if response.content else None
     except ValueError:
         body = response.text
     status = response.status_code
