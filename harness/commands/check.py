@@ -33,6 +33,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.commands._drill_check import open_check_drill
+from harness.commands._gateway import add_gateway_options, gateway_options
 from harness.commands._report import add_report_options, open_session
 from harness.commands._trials import RunOptions, public_target, run_one, run_series, target_secrets
 from harness.commands.scenarios import _load as load_scenarios
@@ -43,7 +44,6 @@ from harness.contracts.emit import certification, gate_verdict
 from harness.contracts.standing import certify_command
 from harness.domain.errors import ConfigError
 from harness.domain.words import counted
-from harness.gateways.options import add_gateway_options, gateway_options
 from harness.gateways.sources import open_workspace, source_file
 from harness.project import MAX_TRIALS, find_project, load_project
 from harness.reports.redaction import register_target_secrets
