@@ -42,10 +42,6 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
                        "every statistic as it comes (the report folder always has them)")
 
 
-def report_dir(args: argparse.Namespace) -> Path:
-    return args.report_dir if getattr(args, "report_dir", None) is not None else Path("reports")
-
-
 def invocation(args: argparse.Namespace) -> str:
     argv = getattr(args, "_argv", None)
     if argv is None:
@@ -62,10 +58,13 @@ def open_session(args: argparse.Namespace, command: str, *, targets: Iterable[st
     return session
 
 
-def new_session(args: argparse.Namespace, command: str, *,
-                extra: Iterable[Handler] = ()) -> ReportSession:
-    """A session with the handlers ``args`` ask for, not started yet."""
-    session = ReportSession(command, report_dir=report_dir(args))
+def new_session(args: argparse.Namespace, command: str, *, extra: Iterable[Handler] = (),
+                reports: Path | None = None) -> ReportSession:
+    """A session with the handlers ``args`` ask for, not started yet (its folder under
+    ``--report-dir``, else ``reports``, else ``reports/``)."""
+    session = ReportSession(command, report_dir=(
+        args.report_dir if getattr(args, "report_dir", None) is not None
+        else reports if reports is not None else Path("reports")))
     writer = FolderWriter(session)
     handlers: list[Handler] = [writer]
     if getattr(args, "junit", None):
@@ -109,12 +108,13 @@ class SessionLive:
             yield advance
 
 
-def play(args: argparse.Namespace, command: str,
-         job: Callable[[Folder, Live], Stream], *, bars: bool = True) -> int:
+def play(args: argparse.Namespace, command: str, job: Callable[[Folder, Live], Stream], *,
+         bars: bool = True, reports: Path | None = None) -> int:
     """Run ``job`` (an entry point with its settings bound) and hand each message of its stream
     to a report session; the session's exit code. Run and repro folders go into the session's
-    report folder, created when the job first writes one."""
-    session = new_session(args, command)
+    report folder, created when the job first writes one (``reports``: the folder's parent when
+    there is no ``--report-dir``, e.g. the project file's)."""
+    session = new_session(args, command, reports=reports)
     started = False
     for message in job(lambda: session.folder, SessionLive(session, bars=bars)):
         if isinstance(message, Begin) or not started:
@@ -129,6 +129,8 @@ def play(args: argparse.Namespace, command: str,
             session.add_target(message.target)
         else:
             session.emit(message)
+    if not started:
+        session.start(invocation=invocation(args))
     return session.finish()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.commands._drill_check import JUDGED_BY
+from harness.campaign.check_drill import JUDGED_BY
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 

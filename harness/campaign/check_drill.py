@@ -3,19 +3,21 @@ the drills run first, and the scenarios a jobs-only service cannot play (timeout
 completions, late results, the hedge bound) are judged by the drill instead of "not
 applicable" — with its verdict and evidence, or unknown with the reason.
 
-The command calls :func:`open_check_drill` before it opens its report (a port or profile problem
-exits 2 with nothing written), then :meth:`CheckDrill.run` with the session.
+``check``'s entry point (:mod:`harness.campaign.check`) calls :func:`open_check_drill` before
+its stream begins (a port or profile problem exits 2 with nothing written), yields the events of
+:meth:`CheckDrill.run`, and passes every scenario event through :meth:`CheckDrill.rejudge`.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.domain.stream import Live
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
 from harness.domain.words import counted, of
 from harness.drill.drills import NAMES
@@ -59,21 +61,15 @@ class CheckDrill:
     def close(self) -> None:
         self.stack.close()
 
-    def run(self, session: Any, trials: int | None = None) -> None:
-        """Run every drill, emit its events, and from now on judge the scenarios above."""
+    def run(self, live: Live, trials: int | None = None) -> Iterator[Any]:
+        """Run every drill and yield its events; from now on :meth:`rejudge` judges the
+        scenarios above."""
         self.trials = trials or CHECK_TRIALS
         fakes = ", ".join(f"{n} ({k}) at {u}" for n, k, u in self.engine.fakes)
-        session.say(f"drills: {self.profile.name}'s providers served at {fakes}")
+        live.say(f"drills: {self.profile.name}'s providers served at {fakes}")
         self.results = self.engine.run(list(NAMES), self.trials)
-        for event in drill_events(self.results, lambda name: _command(
-                self.target, self.profile.path, (name,), self.trials)):
-            session.emit(event)
-        emit = session.emit
-
-        def judged_emit(event: Any) -> Any:
-            return emit(self.rejudge(event))
-
-        session.emit = judged_emit
+        yield from drill_events(self.results, lambda name: _command(
+            self.target, self.profile.path, (name,), self.trials))
 
     def rejudge(self, event: Any) -> Any:
         """A "not applicable" run of a scenario the drill judges, judged by the drill."""
