@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
 from harness.campaign.check_drill import JUDGED_BY
+from harness.cli import main
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 
