@@ -176,7 +176,7 @@ def _self_check(s: CheckSettings, scenarios: list[Scenario], folder: Folder,
     for scenario in scenarios:
         result = matrix.cells[(REFERENCE, scenario.name)]
         replay = None
-        if result.status in ("violated", "unknown"):
+        if result.status in ("broken", "unknown"):
             replay = replay_command(write_run(result, folder()), target)
         yield scenario_run(result, replay=replay)
     yield detection_matrix(matrix)

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.domain.errors import ConfigError, MissingExtra
 from harness.domain.stream import QUIET, AddTarget, Begin, Folder, Live, entry_point
+from harness.domain.verdicts import STATUS_WORD
 from harness.explore.controller import Controller
 from harness.explore.emit import explore_result
 from harness.explore.found import Ticker, clean_event, violation_event
@@ -229,7 +230,7 @@ def _replayed(path: Path, replayed: Replayed, target: str) -> Iterator[Any]:
             str(path), target, False, "fail", compared=what, completed=False,
             divergence=replayed.divergence,
             note=f"following the recording where it still could, the verdict is now "
-                 f"{outcome.status}", ops=len(outcome.history))
+                 f"{STATUS_WORD[outcome.status]}", ops=len(outcome.history))
     else:
         yield ReplayComparison(str(path), target, True, "pass", compared=what,
                                ops=len(outcome.history), events=len(outcome.schedule))
