@@ -13,7 +13,7 @@ kept as they were published; an engine's promise becomes them in one place, the 
 which the engines' ``emit.py`` apply when they make an event::
 
     ScenarioVerdict  passed | failed | unknown | not_applicable   a scenario run, a trial series
-    ExploreVerdict   passed | failed | unknown                    an explore result
+    JudgedVerdict    passed | failed | unknown                    an explore result, a drill
     CheckVerdict     valid | invalid | unknown | not_applicable   a check in an event
     Decision         pass | fail | undecided                      a rate against its threshold
     CertCheckVerdict Decision | skipped                           one check of a certification
@@ -34,7 +34,7 @@ Eligibility = Literal["eligible", "ineligible", "undecided"]
 
 # -- the published words of results@2 ----------------------------------------------------------
 ScenarioVerdict = Literal["passed", "failed", "unknown", "not_applicable"]
-ExploreVerdict = Literal["passed", "failed", "unknown"]
+JudgedVerdict = Literal["passed", "failed", "unknown"]
 CheckVerdict = Literal["valid", "invalid", "unknown", "not_applicable"]
 Decision = Literal["pass", "fail", "undecided"]
 CertCheckVerdict = Literal["pass", "fail", "undecided", "skipped"]
@@ -54,7 +54,7 @@ CHECK_VERDICT: dict[Promise, CheckVerdict] = {
 OUTCOME: dict[Promise, Outcome] = {
     "held": "pass", "broken": "fail", "unknown": "unknown", "not_applicable": "skip"}
 #: one explored schedule's promise, in the results document's words
-EXPLORE_VERDICT: dict[Promise, ExploreVerdict] = {
+EXPLORE_VERDICT: dict[Promise, JudgedVerdict] = {
     "held": "passed", "broken": "failed", "unknown": "unknown"}
 #: a promise as messages say it, and run and repro folders keep it (written and read back)
 STATUS_WORD: dict[Promise, str] = {
