@@ -71,7 +71,8 @@ def run_certify(settings: CertifySettings, *, folder: Folder | None = None,
     pairings = plan_pairings(workspace.providers, workspace.contracts,
                              only_provider=settings.provider, only_contract=settings.contract,
                              providers_path=str(settings.source.providers))
-    audits = audits_for(workspace.providers, pairings)  # through a gateway: what it received
+    # through a gateway: what the provider got, and what a config in a header makes it send
+    audits = audits_for(workspace.providers, pairings, workspace.providers_path)
     yield Begin()  # before certifying: its start time is the run's
     result, written = yield from certify_pairings(
         workspace, pairings, settings.source, live, adaptive=settings.adaptive,
@@ -113,14 +114,20 @@ def certify_pairings(
     # A record a harness error left undecided (our bug, not evidence) is never written.
     written = workspace.lock.commit(result.records)
     if headline:
-        how = "replayed from cassettes" if mode == "replay" else mode
+        how: str = "replayed from cassettes" if mode == "replay" else mode
+        fakes = sum(1 for r in result.records if r.fake)
+        if fakes and mode != "replay":  # a fake provider answers in process: nothing is "live"
+            how = ("fake providers" if fakes == len(result.records)
+                   else f"{how}; {fakes} of {len(result.records)} fake providers")
         rule = "adaptive, mixture SPRT" if adaptive else "fixed, Clopper–Pearson"
         live.say(f"certification ({how}; {rule})")
     failover = {(p.provider.id, p.contract.id): p.failover for p in pairings}
     for record in result.records:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(source.providers),
-                                  adaptive=adaptive)
+                                  str(source.contracts) if source.contracts else None,
+                                  adaptive=adaptive,
+                                  lock=str(source.lock) if source.lock else None)
         yield certification(record, link, fix=workspace.fix_for(record, command),
                             gated=link == "auto")
     return result, written

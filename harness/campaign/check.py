@@ -27,17 +27,17 @@ from harness.domain.redaction import register_target_secrets
 from harness.domain.stream import QUIET, Begin, Folder, Live, Note, entry_point
 from harness.domain.words import counted
 from harness.gateways.options import ProvidersSource
-from harness.gateways.sources import source_file
+from harness.gateways.sources import audits_for, source_file
 from harness.project import MAX_TRIALS
 from harness.scenarios.emit import detection_matrix, scenario_run
 from harness.scenarios.entry import (
     TargetSettings,
     load_scenarios,
-    opened,
     public_target,
     scenario_events,
     shipped_scenarios,
     target_notes,
+    target_secrets,
 )
 from harness.scenarios.matrix import REFERENCE
 from harness.scenarios.matrix import detection_matrix as run_matrix
@@ -108,25 +108,36 @@ def _on_target(s: CheckSettings, folder: Folder, live: Live) -> Iterator[Any]:
     """Every scenario on the user's service (the detection suite as trial series), the drills
     first when its profile has a ``drill:`` section."""
     scenarios, suites = _suites(s, with_detection=True)
-    target = opened(s)
+    target = s.open()
     drill = None
     try:
-        drill = open_check_drill(s.target, s.target_profile, s.env)  # docs/drill.md
+        target_secrets(target, s.target)
+        # docs/drill.md; the fakes listen before the preflight's creates reach them
+        drill = open_check_drill(s.target, s.target_profile, s.env, target)
+        target.preflight()  # out of reach, refusing an owner or every create: exit 2 now
         yield Begin(targets=(target.description,))
         live.say(f"check: {counted(len(scenarios), 'scenario')} against {target.description}; "
                  f"suites: {suites}")
         yield from target_notes(target)
-        if drill is not None:  # the providers: timeouts, late results judged by the drill
-            yield from drill.run(live, s.trials)
-        for scenario in scenarios:
-            detection = in_detection_suite(scenario)
-            for event in scenario_events(scenario, target, s, folder, trials=detection,
-                                         count=s.trials if detection else None):
-                yield drill.rejudge(event) if drill is not None else event
+        played = _scenarios(s, scenarios, target, folder)
+        if drill is None:
+            yield from played
+        else:  # both halves at once: timeouts, late results judged by the drill
+            yield from drill.run(live, played, s.trials)
     finally:
         target.close()
         if drill is not None:
             drill.close()
+
+
+def _scenarios(s: CheckSettings, scenarios: list[Scenario], target: Any,
+               folder: Folder) -> Iterator[Any]:
+    """Every scenario on the user's service; the detection suite as trial series, at its
+    default trials (each scenario's ``arrival.trials``, else 1), or ``trials``."""
+    for scenario in scenarios:
+        detection = in_detection_suite(scenario)
+        yield from scenario_events(scenario, target, s, folder, trials=detection,
+                                   count=s.trials if detection else None)
 
 
 def in_detection_suite(scenario: Scenario) -> bool:
@@ -198,7 +209,10 @@ def _providers(s: CheckSettings, workspace: Workspace, live: Live) -> Iterator[A
                f"the lock ({lock}) has no current record for "
                + ", ".join(f"{p.provider.id}/{p.contract.id}" for p in chosen))
         live.say(f"certifying {counted(len(chosen), 'link')}: {why}")
-        yield from certify_pairings(workspace, chosen, s.source, live, headline=False)
+        # through a gateway: what the provider got, and what a config in a header makes it send
+        audits = audits_for(workspace.providers, chosen, workspace.providers_path)
+        yield from certify_pairings(workspace, chosen, s.source, live, audits=audits,
+                                    headline=False)
     elif pairings:
         said = ("not certifying (--no-certify): gating on the lock as it is"
                 if s.certify == "never" else

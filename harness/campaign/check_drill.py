@@ -1,11 +1,14 @@
 """``check --target`` with a profile whose ``drill:`` section names the service's providers:
-the drills run first, and the scenarios a jobs-only service cannot play (timeouts, out-of-order
-completions, late results, the hedge bound) are judged by the drill instead of "not
-applicable" — with its verdict and evidence, or unknown with the reason.
+the drills run beside the scenarios (:mod:`harness.drill.beside`: at the same time, their key
+spaces apart), the scenarios' side effects are the billed provider calls the drill's fakes count
+(when the profile names no counter), and the scenarios a jobs-only service cannot play
+(timeouts, out-of-order completions, late results, the hedge bound) are judged by the drill
+instead of "not applicable" — with its verdict and evidence, or unknown with the reason.
 
 ``check``'s entry point (:mod:`harness.campaign.check`) calls :func:`open_check_drill` before
-its stream begins (a port or profile problem exits 2 with nothing written), yields the events of
-:meth:`CheckDrill.run`, and passes every scenario event through :meth:`CheckDrill.rejudge`.
+its stream begins (a port or profile problem exits 2 with nothing written), then yields what
+:meth:`CheckDrill.run` yields for the scenarios' part: their events, the drill's, and the
+scenarios the drill judges, judged.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from harness.domain.stream import Live
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
 from harness.domain.words import counted, of
+from harness.drill.beside import count_provider_calls, run_beside
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
 from harness.drill.judge import PROMISES
@@ -57,24 +61,40 @@ class CheckDrill:
     results: DrillResults | None = None
     trials: int = CHECK_TRIALS
     judged: dict[str, ScenarioRun] = field(default_factory=dict)
+    #: the fakes count the scenarios' side effects (billed provider calls)
+    lent: bool = False
 
     def close(self) -> None:
         self.stack.close()
 
-    def run(self, live: Live, trials: int | None = None) -> Iterator[Any]:
-        """Run every drill and yield its events; from now on :meth:`rejudge` judges the
-        scenarios above."""
+    def run(self, live: Live, scenarios: Iterator[Any],
+            trials: int | None = None) -> Iterator[Any]:
+        """The drills and the ``scenarios`` stream in one run (:func:`run_beside`: at the same
+        time); the scenarios' side effects counted as billed provider calls when the profile
+        names no counter. Yields the scenarios' events, the drill's, then the scenarios the
+        drill judges, judged (they wait until it has its results)."""
         self.trials = trials or CHECK_TRIALS
         fakes = ", ".join(f"{n} ({k}) at {u}" for n, k, u in self.engine.fakes)
         live.say(f"drills: {self.profile.name}'s providers served at {fakes}")
-        self.results = self.engine.run(list(NAMES), self.trials)
+        if self.lent:
+            live.say("side effects: billed provider calls of the scenarios' jobs, counted by "
+                     "the drill's fakes (the profile names no counter)")
+        events: list[Any] = []  # the scenarios run on this thread while the drill runs beside
+        self.results = run_beside(self.engine, lambda: events.extend(scenarios),
+                                  drills=list(NAMES), trials=self.trials)
+        yield from (e for e in events if not self.judges(e))
         yield from drill_events(self.results, lambda name: _command(
             self.target, self.profile.path, (name,), self.trials))
+        yield from (self.rejudge(e) for e in events if self.judges(e))
+
+    def judges(self, event: Any) -> bool:
+        """Is ``event`` a "not applicable" run of a scenario the drill judges?"""
+        return (isinstance(event, ScenarioRun) and event.verdict == "not_applicable"
+                and event.scenario in JUDGED_BY)
 
     def rejudge(self, event: Any) -> Any:
         """A "not applicable" run of a scenario the drill judges, judged by the drill."""
-        if (not isinstance(event, ScenarioRun) or event.verdict != "not_applicable"
-                or event.scenario not in JUDGED_BY or self.results is None):
+        if not self.judges(event) or self.results is None:
             return event
         drills, promises = JUDGED_BY[event.scenario]
         verdicts = [v for d in drills for v in self.results.verdicts.get(d, [])]
@@ -112,9 +132,11 @@ class CheckDrill:
 
 
 def open_check_drill(target: str | None, profile_path: str | None,
-                     env: Mapping[str, str]) -> CheckDrill | None:
+                     env: Mapping[str, str], scenarios_target: Any = None) -> CheckDrill | None:
     """The profile's drills, fakes listening (None: no profile, or no drill: section);
-    ConfigError for a profile, variable or port problem."""
+    ConfigError for a profile, variable or port problem. Opened before the target's preflight:
+    the fakes then count the side effects of ``scenarios_target`` from its first request on
+    (when its profile names no counter)."""
     if not target or not profile_path:
         return None
     src = load_yaml(Path(profile_path))
@@ -124,4 +146,5 @@ def open_check_drill(target: str | None, profile_path: str | None,
     url = target.split(",")[0]
     stack = ExitStack()
     engine = stack.enter_context(drilling(profile, target=url, env=env, concurrency=16))
-    return CheckDrill(profile, url, engine, stack)
+    lent = scenarios_target is not None and count_provider_calls(scenarios_target, engine)
+    return CheckDrill(profile, url, engine, stack, lent=lent)

@@ -20,8 +20,10 @@ NOT_OBSERVED = ("the target's side effects were not observed: name a counter und
 #: the fix, concrete: what to write and where (a user without a profile needs one for this alone)
 COUNTER_FIX = ("name a side-effect counter in the target profile (--target-profile FILE), e.g. "
                "side_effects: {http: {path: /stats, field: jobs}} or side_effects: {sql: "
-               "{url_env: JOBS_DB, query: \"SELECT count(*) FROM jobs\"}} (docs/detection.md, "
-               "'Side effects, observed directly')")
+               "{url_env: JOBS_DB, query: \"SELECT count(*) FROM jobs\"}}; or, for an LLM job "
+               "service, describe its providers under drill: and run check --target, which "
+               "counts billed provider calls (docs/detection.md, 'Side effects, observed "
+               "directly')")
 
 
 def side_effects_made(items: list[Pair]) -> tuple[int, list[Pair]] | None:
@@ -46,6 +48,13 @@ def clicks(items: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
              any(ok(p) for p in group) for group in clicks(items).values())))
 def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
     observed = side_effects_made(items)
+    failed = [p for p in of(items, "side_effects") if not ok(p)]
+    if observed is None and failed:  # a counter there, but unreadable at that moment
+        why = failed[0].value.get("error") if isinstance(failed[0].value, dict) else None
+        found.unknown(f"the side-effect counter could not be read: {why or 'no reading'}",
+                      "see the service's log; a longer drill.timeouts.job_s gives its worker "
+                      "more time to finish the run's jobs")
+        return
     if observed is None:
         found.unknown(NOT_OBSERVED, COUNTER_FIX)
         return
