@@ -23,7 +23,7 @@ from typing import Any
 from harness.domain.stream import Live
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
 from harness.domain.words import counted, of
-from harness.drill.beside import count_provider_calls, run_beside
+from harness.drill.beside import beside, count_provider_calls
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
 from harness.drill.judge import PROMISES
@@ -69,7 +69,7 @@ class CheckDrill:
 
     def run(self, live: Live, scenarios: Iterator[Any],
             trials: int | None = None) -> Iterator[Any]:
-        """The drills and the ``scenarios`` stream in one run (:func:`run_beside`: at the same
+        """The drills and the ``scenarios`` stream in one run (:func:`beside`: at the same
         time); the scenarios' side effects counted as billed provider calls when the profile
         names no counter. Yields the scenarios' events, the drill's, then the scenarios the
         drill judges, judged (they wait until it has its results)."""
@@ -79,13 +79,20 @@ class CheckDrill:
         if self.lent:
             live.say("side effects: billed provider calls of the scenarios' jobs, counted by "
                      "the drill's fakes (the profile names no counter)")
-        events: list[Any] = []  # the scenarios run on this thread while the drill runs beside
-        self.results = run_beside(self.engine, lambda: events.extend(scenarios),
-                                  drills=list(NAMES), trials=self.trials)
-        yield from (e for e in events if not self.judges(e))
+        held: list[Any] = []  # the scenarios the drill judges wait for its results
+
+        def unheld() -> Iterator[Any]:
+            for event in scenarios:
+                if self.judges(event):
+                    held.append(event)
+                else:
+                    yield event
+
+        self.results = yield from beside(self.engine, unheld(), drills=list(NAMES),
+                                         trials=self.trials)
         yield from drill_events(self.results, lambda name: _command(
             self.target, self.profile.path, (name,), self.trials))
-        yield from (self.rejudge(e) for e in events if self.judges(e))
+        yield from (self.rejudge(e) for e in held)
 
     def judges(self, event: Any) -> bool:
         """Is ``event`` a "not applicable" run of a scenario the drill judges?"""
