@@ -1,9 +1,10 @@
 """``check --target`` with a profile whose ``drill:`` section names the service's providers:
 the drills run beside the scenarios (:mod:`harness.drill.beside`: at the same time, their key
-spaces apart), the scenarios' side effects are the billed provider calls the drill's fakes count
-(when the profile names no counter), and the scenarios a jobs-only service cannot play
-(timeouts, out-of-order completions, late results, the hedge bound) are judged by the drill
-instead of "not applicable" — with its verdict and evidence, or unknown with the reason.
+spaces apart), the scenarios' side effects are the calls to the primary provider the drill's
+fakes count (one per handler run, when the profile names no counter), and the scenarios a
+jobs-only service cannot play (timeouts, out-of-order completions, late results, the hedge
+bound) are judged by the drill instead of "not applicable" — with its verdict and evidence, or
+unknown with the reason.
 
 ``check``'s entry point (:mod:`harness.campaign.check`) calls :func:`open_check_drill` before
 its stream begins (a port or profile problem exits 2 with nothing written), then yields what
@@ -61,7 +62,7 @@ class CheckDrill:
     results: DrillResults | None = None
     trials: int = CHECK_TRIALS
     judged: dict[str, ScenarioRun] = field(default_factory=dict)
-    #: the fakes count the scenarios' side effects (billed provider calls)
+    #: the fakes count the scenarios' side effects (calls to the primaries)
     lent: bool = False
 
     def close(self) -> None:
@@ -70,15 +71,15 @@ class CheckDrill:
     def run(self, live: Live, scenarios: Iterator[Any],
             trials: int | None = None) -> Iterator[Any]:
         """The drills and the ``scenarios`` stream in one run (:func:`beside`: at the same
-        time); the scenarios' side effects counted as billed provider calls when the profile
+        time); the scenarios' side effects counted as calls to the primaries when the profile
         names no counter. Yields the scenarios' events, the drill's, then the scenarios the
         drill judges, judged (they wait until it has its results)."""
         self.trials = trials or CHECK_TRIALS
         fakes = ", ".join(f"{n} ({k}) at {u}" for n, k, u in self.engine.fakes)
         live.say(f"drills: {self.profile.name}'s providers served at {fakes}")
         if self.lent:
-            live.say("side effects: billed provider calls of the scenarios' jobs, counted by "
-                     "the drill's fakes (the profile names no counter)")
+            live.say("side effects: the scenarios' handler runs, one per call to a primary "
+                     "provider, counted by the drill's fakes (the profile names no counter)")
         held: list[Any] = []  # the scenarios the drill judges wait for its results
 
         def unheld() -> Iterator[Any]:

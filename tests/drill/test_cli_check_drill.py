@@ -19,18 +19,20 @@ PROFILE = """\
 name: correct-drill-example
 capabilities: [jobs]
 operations:
-  create_job: {method: POST, path: /v1/jobs, key_header: Idempotency-Key}
-  get_job: {method: GET, path: "/v1/jobs/{job_id}"}
+  create_job: {method: POST, path: /jobs, key_header: Idempotency-Key, body: {text: "{prompt}"}}
+  get_job: {method: GET, path: "/jobs/{job_id}"}
+owners: {header: X-Owner, value: "{owner}"}
 drill:
   submit:
-    path: /v1/jobs
-    headers: {Idempotency-Key: "{key}"}
-    body: {input: {text: "Summarise ticket {tag} in one line."}}
+    path: /jobs
+    headers: {Idempotency-Key: "{key}", X-Owner: drill}
+    body: {text: "Summarise ticket {tag} in one line."}
   observe:
-    path: "/v1/jobs/{job_id}"
+    path: "/jobs/{job_id}"
+    headers: {X-Owner: drill}
     result_field: result.text
-    statuses: {succeeded: [succeeded], failed: [failed], running: [running, starting]}
-    races: {path: "/v1/jobs/{job_id}/races"}
+    statuses: {succeeded: [succeeded], failed: [failed], running: [queued, running]}
+    races: {path: "/jobs/{job_id}/races"}
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
@@ -46,7 +48,9 @@ drill:
 ])
 def test_cli_check_judges_the_timeout_scenarios_by_the_drill(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        start_service: Callable[..., object], script: str, verdicts: set[str]) -> None:
+        start_service: Callable[..., object], script: str, verdicts: set[str],
+        workspace: Path) -> None:
+    monkeypatch.chdir(workspace)  # check certifies ./providers.yaml: its lock file lands here
     primary, fallback = free_port(), free_port()
     monkeypatch.setenv("PRIMARY_PORT", str(primary))
     monkeypatch.setenv("FALLBACK_PORT", str(fallback))

@@ -49,7 +49,8 @@ def check_owners(session: TargetSession, owners: Iterable[str], description: str
             f"{description} refused a request without a token ({status} {code})",
             field="--tokens-file",
             fix="pass --tokens-file ({token: owner}) or HARNESS_TOKENS; a service taking its key "
-                "in another header needs the profile's auth: too")
+                "in another header needs the profile's owners: too, and one taking the owner's "
+                "name: owners: {header: X-Owner, value: \"{owner}\"} (no tokens)")
     others = [o for o, *_ in refused[1:]]
     also = f" ({', '.join(others)}'s too)" if others else ""
     fix = TOKENS_FIX if status == 401 else (
@@ -121,9 +122,11 @@ def check_creates(session: TargetSession, owner: str, bodies: Sequence[str],
     if any(r.code in KEY_REUSED_CODES for r in replies):
         return
     status, code = replies[0].status, replies[0].code
-    said = "" if code == f"http_{status}" else f" {code}"
+    named = "" if code == f"http_{status}" else f" {code}"
+    body = replies[0].body if isinstance(replies[0].body, dict) else {}
+    said = f", answering {body['said']}" if body.get("said") else ""
     raise ConfigError(
-        f"the service refused every create with {status}{said} ({len(replies)} of "
-        f"{len(replies)} preflight creates, each with a fresh key and another intent) at "
-        f"{description}: no scenario could show anything", field="operations.create_job",
+        f"the service refused every create with {status}{named} ({len(replies)} of "
+        f"{len(replies)} preflight creates, each with a fresh key and another intent{said}) "
+        f"at {description}: no scenario could show anything", field="operations.create_job",
         fix=refusal_fix(status))
