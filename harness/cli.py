@@ -149,8 +149,8 @@ def _main(argv: Sequence[str] | None) -> int:
     install_log_redaction()  # no registered secret reaches a log line, whatever logs it
     words = list(argv) if argv is not None else sys.argv[1:]
     parser = build_parser(_chosen(words))
-    args = parser.parse_args(argv)
-    args._argv = list(argv) if argv is not None else sys.argv[1:]  # for the reports' header
+    # the words as given, for the reports' header (set before parsing: nothing assigns to args)
+    args = parser.parse_args(words, namespace=argparse.Namespace(_argv=words))
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT

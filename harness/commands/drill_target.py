@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from harness.commands._gateway import gateway_options
 from harness.commands._report import open_session
 from harness.domain.errors import ConfigError
 from harness.drill.engine import drilling
@@ -25,7 +26,6 @@ from harness.drill.judge import Certifier, IntentVerdict
 from harness.drill.summary import drill_events, intent_json
 from harness.gateways.drill_section import litellm_drill_section, portkey_drill_section
 from harness.gateways.litellm_config import read_litellm_config
-from harness.gateways.options import gateway_options
 from harness.gateways.portkey_config import PORTKEY_PREFIX, looks_like_portkey
 from harness.gateways.portkey_source import PortkeySource, load_portkey_providers
 from harness.gateways.source import (

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.campaign.check_drill import JUDGED_BY
 from harness.cli import main
-from harness.commands._drill_check import JUDGED_BY
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 

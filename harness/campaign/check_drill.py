@@ -6,23 +6,25 @@ jobs-only service cannot play (timeouts, out-of-order completions, late results,
 bound) are judged by the drill instead of "not applicable" — with its verdict and evidence, or
 unknown with the reason.
 
-The command calls :func:`open_check_drill` before it opens its report (a port or profile problem
-exits 2 with nothing written), then :meth:`CheckDrill.run` with the session and the
-scenarios' part.
+``check``'s entry point (:mod:`harness.campaign.check`) calls :func:`open_check_drill` before
+its stream begins (a port or profile problem exits 2 with nothing written), then yields what
+:meth:`CheckDrill.run` yields for the scenarios' part: their events, the drill's, and the
+scenarios the drill judges, judged.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.domain.stream import Live
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
 from harness.domain.words import counted, of
-from harness.drill.beside import count_provider_calls, run_beside
+from harness.drill.beside import beside, count_provider_calls
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
 from harness.drill.judge import PROMISES
@@ -42,25 +44,6 @@ JUDGED_BY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cancel_then_late_result": (("late",), ("one_winner", "billed_within_bound")),
     "hedge_bound": (("hang", "late"), ("within_hedge", "billed_within_bound")),
 }
-
-
-class Beside:
-    """The report session as the scenarios see it while the drill runs: every call goes to the
-    session, but the events the drill judges (``holds``) are kept until it has its results."""
-
-    def __init__(self, session: Any, holds: Callable[[Any], bool]) -> None:
-        self.session = session
-        self.holds = holds
-        self.held: list[Any] = []
-
-    def emit(self, event: Any) -> Any:
-        if self.holds(event):
-            self.held.append(event)
-            return event
-        return self.session.emit(event)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.session, name)
 
 
 def _command(target: str, profile: str, drills: tuple[str, ...], trials: int) -> str:
@@ -85,25 +68,32 @@ class CheckDrill:
     def close(self) -> None:
         self.stack.close()
 
-    def run(self, session: Any, scenarios: Callable[[Any], None],
-            trials: int | None = None) -> None:
-        """The drills and ``scenarios(session)`` in one run (:func:`run_beside`: at the same
+    def run(self, live: Live, scenarios: Iterator[Any],
+            trials: int | None = None) -> Iterator[Any]:
+        """The drills and the ``scenarios`` stream in one run (:func:`beside`: at the same
         time); the scenarios' side effects counted as calls to the primaries when the profile
-        names no counter; the scenarios the drill judges held back until it has, then judged."""
+        names no counter. Yields the scenarios' events, the drill's, then the scenarios the
+        drill judges, judged (they wait until it has its results)."""
         self.trials = trials or CHECK_TRIALS
         fakes = ", ".join(f"{n} ({k}) at {u}" for n, k, u in self.engine.fakes)
-        session.say(f"drills: {self.profile.name}'s providers served at {fakes}")
+        live.say(f"drills: {self.profile.name}'s providers served at {fakes}")
         if self.lent:
-            session.say("side effects: the scenarios' handler runs, one per call to a primary "
-                        "provider, counted by the drill's fakes (the profile names no counter)")
-        beside = Beside(session, self.judges)
-        self.results = run_beside(self.engine, lambda: scenarios(beside),
-                                  drills=list(NAMES), trials=self.trials)
-        for event in drill_events(self.results, lambda name: _command(
-                self.target, self.profile.path, (name,), self.trials)):
-            session.emit(event)
-        for event in beside.held:
-            session.emit(self.rejudge(event))
+            live.say("side effects: the scenarios' handler runs, one per call to a primary "
+                     "provider, counted by the drill's fakes (the profile names no counter)")
+        held: list[Any] = []  # the scenarios the drill judges wait for its results
+
+        def unheld() -> Iterator[Any]:
+            for event in scenarios:
+                if self.judges(event):
+                    held.append(event)
+                else:
+                    yield event
+
+        self.results = yield from beside(self.engine, unheld(), drills=list(NAMES),
+                                         trials=self.trials)
+        yield from drill_events(self.results, lambda name: _command(
+            self.target, self.profile.path, (name,), self.trials))
+        yield from (self.rejudge(e) for e in held)
 
     def judges(self, event: Any) -> bool:
         """Is ``event`` a "not applicable" run of a scenario the drill judges?"""
