@@ -11,7 +11,7 @@ from harness.domain.words import of
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
-from harness.drill.evidence import IntentEvidence
+from harness.drill.evidence import Call, IntentEvidence
 from harness.drill.judge import PROMISES, IntentVerdict
 from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
@@ -109,7 +109,8 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
 
 def _late(ev: IntentEvidence) -> str | None:
     """A scripted late primary's answer: "delivered and billed", "billed, not delivered"."""
-    late = [c for c in ev.calls if c.role == "primary" and c.behaviour.startswith("slow:")]
+    late = [c for c in ev.calls if c.role == "primary"
+            and (c.held or c.behaviour.startswith("slow:"))]
     if any(c.outcome == "answered" for c in late):
         return "delivered and billed"
     return "billed, not delivered" if any(c.billed for c in late) else None
@@ -120,8 +121,12 @@ def _call_line(ev: IntentEvidence, i: int) -> str:
     end = (f"{c.outcome} at {c.ended_at - ev.started_at:.3f} s" if c.ended_at is not None
            else "still open")
     billed = "billed" if c.billed else "not billed"
-    return (f"{c.ident} ({c.role}, scripted {c.behaviour}) started at "
+    return (f"{c.ident} ({c.role}, scripted {_scripted(c)}) started at "
             f"{c.at - ev.started_at:.3f} s, {end}, {billed}")
+
+
+def _scripted(c: Call) -> str:
+    return f"{c.behaviour}, held" if c.held else c.behaviour
 
 
 def lanes(ev: IntentEvidence, winner: str | None) -> Timeline:
@@ -146,9 +151,9 @@ def lanes(ev: IntentEvidence, winner: str | None) -> Timeline:
                  outcome=last or None)]
     for c in ev.calls:
         ended = c.ended_at if c.ended_at is not None else ev.ended_at
-        events = (TimelineEvent(round(c.at - t0, 4), "started", c.behaviour),
+        events = (TimelineEvent(round(c.at - t0, 4), "started", _scripted(c)),
                   TimelineEvent(round(ended - t0, 4), c.outcome,
                                 "billed" if c.billed else "not billed"))
-        rows.append(Lane(f"{c.ident} ({c.behaviour})", c.role, events,
+        rows.append(Lane(f"{c.ident} ({_scripted(c)})", c.role, events,
                          "won" if c.ident == winner else c.outcome))
     return Timeline(duration=round(max(ev.ended_at - t0, 0.001), 4), lanes=tuple(rows))

@@ -30,14 +30,28 @@ text ``answered by <name> (call <name>#<seq>) for <tag>``, so a drill can tell w
 a job's result came from. ``epoch`` (a ``time.monotonic()`` value) lets several fakes share one
 clock with the drill that watches them.
 
+Held answers: ``script_tag(tag, behaviour, hold=True)`` makes the answers of the requests
+carrying ``tag`` wait, without busy waiting (an asyncio event per request), until the drill calls
+:meth:`RecordingFake.let_go` (or :meth:`RecordingFake.release`): the drill decides when each
+answer is delivered, as a deterministic simulation does, instead of relying on timing.
+
 Control endpoints (besides FakeProvider's): ``GET /_fake/received`` (the records as JSON),
-``POST /_fake/script`` (``{"behaviour": "hang"}``, optionally ``"tag": "drill-…"``).
+``POST /_fake/script`` (``{"behaviour": "hang"}``, optionally ``"tag": "drill-…"``),
+``POST /_fake/reset``. The control plane is not the data plane: ``control=False`` (the drill,
+which scripts its fakes in process) serves none of them, so nothing a provider caller sends can
+change a script, a log or a verdict; ``token=…`` (``fake-provider``, which prints its token)
+answers them only to a request carrying the header ``x-fake-control-token`` with that token.
+
+Each record keeps at most the first :data:`BODY_LIMIT` bytes of a request body (64 KiB: a
+prompt over it is kept as ``{"prefix": …, "bytes": <size>}``), so a flood of huge prompts costs
+no memory beyond the limit per call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import hmac
 import json
 import re
 import threading
@@ -61,6 +75,10 @@ from harness.providers.secrets import redact_headers
 
 STREAM_CUT = "stream-cut"
 TAG = re.compile(r"drill-[0-9a-f]{12}")  # how a drill names its requests inside the prompt
+_TAG_BYTES = re.compile(rb"drill-[0-9a-f]{12}")
+BODY_LIMIT = 64 * 1024  # bytes of a request body a record keeps (docs/drill.md, docs/security.md)
+CONTROL_HEADER = "x-fake-control-token"
+CONTROL_PATHS = ("/_fake/received", "/_fake/script", "/_fake/reset")
 BILLED = frozenset({"answered", "late", "abandoned", "reset", "cut", "released", "in_flight"})
 SIGNATURE = re.compile(r"call ([A-Za-z0-9_.:-]+)#(\d+)")  # see signature()
 _CURRENT: contextvars.ContextVar[Received | None] = contextvars.ContextVar("recording_call",
@@ -87,6 +105,7 @@ class Received:
     outcome: str = "in_flight"
     status: int | None = None
     ended_at: float | None = None
+    held: bool = False  # its answer waited until the drill let it go
 
     @property
     def billed(self) -> bool:
@@ -102,14 +121,25 @@ class _Log:
     lock: threading.Condition = field(default_factory=threading.Condition)
 
 
+@dataclass
+class _Gate:
+    """The held answers of one tag: closed until the drill lets them go."""
+
+    open: bool = False
+    waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
+
+
 class RecordingFake(FakeProvider):
     """A FakeProvider that records what it received and how each request ended (see module)."""
 
     def __init__(self, kind: str, behaviour: str = "conformant", answer: AnswerFn | None = None,
                  *, name: str = "", answers_from: str | None = None, signed: bool = False,
-                 epoch: float | None = None) -> None:
+                 epoch: float | None = None, control: bool = True,
+                 token: str | None = None) -> None:
         super().__init__(kind, "conformant", answer, answers_from=answers_from)
         self.name = name or kind
+        self.control, self.token = control, token
+        self._gates: dict[str, _Gate] = {}
         self.script = _check(behaviour)
         self.signed = signed
         self._tags: dict[str, str] = {}
@@ -124,20 +154,47 @@ class RecordingFake(FakeProvider):
     def set_behaviour(self, behaviour: str) -> None:
         self.script = _check(behaviour)
 
-    def script_tag(self, tag: str, behaviour: str) -> None:
-        """The behaviour of every request carrying ``tag`` (the others keep ``script``)."""
+    def script_tag(self, tag: str, behaviour: str, *, hold: bool = False) -> None:
+        """The behaviour of every request carrying ``tag`` (the others keep ``script``);
+        ``hold``: their answers wait until :meth:`let_go` (or :meth:`release`)."""
         checked = _check(behaviour)
         with self._log.lock:
             self._tags[tag] = checked
+            if hold:
+                self._gates[tag] = _Gate()
+
+    def let_go(self, tag: str) -> None:
+        """Deliver the held answers of ``tag``, now and later (no-op when none is held)."""
+        with self._log.lock:
+            gate = self._gates.get(tag)
+            if gate is None or gate.open:
+                return
+            gate.open, waiters, gate.waiters = True, gate.waiters, []
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    def holding(self, tag: str) -> bool:
+        """Whether the answers of ``tag`` are still held."""
+        with self._log.lock:
+            gate = self._gates.get(tag)
+            return gate is not None and not gate.open
 
     def release(self, tag: str) -> None:
-        """Close the hung requests carrying ``tag`` (outcome ``released``), now and later: a
-        drill that stops waiting for an intent does not leave its connections open."""
+        """Close the hung requests carrying ``tag`` (outcome ``released``) and deliver its held
+        answers, now and later: a drill that stops waiting for an intent does not leave its
+        connections open."""
+        self.let_go(tag)
         with self._log.lock:
             self._released.add(tag)
             waiters = self._hung.pop(tag, [])
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
+
+    def forget(self, tag: str) -> None:
+        """Drop ``tag``'s script and gate (its intent is closed; its records stay)."""
+        with self._log.lock:
+            self._tags.pop(tag, None)
+            self._gates.pop(tag, None)
 
     def now(self) -> float:
         """Seconds on this fake's clock (the one ``at`` and ``ended_at`` are measured on)."""
@@ -151,6 +208,7 @@ class RecordingFake(FakeProvider):
         with self._log.lock:
             self._log.records.clear()
             self._tags.clear()
+            self._gates.clear()
             self._released.clear()
         self.deliveries.clear()
 
@@ -188,7 +246,13 @@ class RecordingFake(FakeProvider):
             await super().__call__(scope, receive, send)
             return
         method, path = scope["method"], scope["path"]
-        if path == "/_fake/received" and method == "GET":
+        if path in CONTROL_PATHS and not self._controlled(scope):
+            await _read_body(receive)
+            status = 404 if not self.control else 401
+            await _send_json(send, status, {"error": "the control endpoints need the token "
+                                            "fake-provider printed (x-fake-control-token)"
+                                            if self.control else "not found"})
+        elif path == "/_fake/received" and method == "GET":
             await _read_body(receive)
             await _send_json(send, 200, [r.to_json() for r in self.received()])
         elif path == "/_fake/script" and method == "POST":
@@ -210,6 +274,15 @@ class RecordingFake(FakeProvider):
             await self._handle(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
+
+    def _controlled(self, scope: dict[str, Any]) -> bool:
+        """Whether a control request may act: control on, and the token when one is set."""
+        if not self.control:
+            return False
+        if self.token is None:
+            return True
+        given = dict(scope["headers"]).get(CONTROL_HEADER.encode(), b"")
+        return hmac.compare_digest(given, self.token.encode())
 
     async def _handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = await _read_body(receive)
@@ -238,6 +311,10 @@ class RecordingFake(FakeProvider):
             if behaviour.delay_s and not await _wait_or_leave(receive, behaviour.delay_s):
                 outcome = "late"
                 return
+            if behaviour.name in ("conformant", "slow") and not await self._gate(record,
+                                                                                  receive):
+                outcome = "late"  # generated, held, and the caller left first
+                return
             if behaviour.name == "status":
                 outcome, status = "refused", behaviour.status
             elif behaviour.name in ("reset-after-send", "truncated"):
@@ -261,16 +338,25 @@ class RecordingFake(FakeProvider):
                 return True
             if tag is not None:
                 self._hung.setdefault(tag, []).append((asyncio.get_running_loop(), event))
-        left = asyncio.ensure_future(_until_disconnect(receive))
-        freed = asyncio.ensure_future(event.wait())
-        done, pending = await asyncio.wait({left, freed}, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
-        return left not in done
+        return await _set_first(event, receive)
+
+    async def _gate(self, record: Received, receive: Any) -> bool:
+        """Wait while ``record``'s tag holds its answers: True once let go, False if the caller
+        left first."""
+        event = asyncio.Event()
+        with self._log.lock:
+            gate = self._gates.get(record.tag) if record.tag else None
+            if gate is None or gate.open:
+                return True
+            record.held = True
+            gate.waiters.append((asyncio.get_running_loop(), event))
+        return await _set_first(event, receive)
 
     def _record(self, path: str, headers: dict[str, str], data: Any, body: bytes) -> Received:
-        found = TAG.search(body.decode("utf-8", "replace"))
-        tag = found.group(0) if found else None
+        found = _TAG_BYTES.search(body)
+        tag = found.group(0).decode() if found else None
+        if len(body) > BODY_LIMIT:  # keep a bounded prefix of a huge prompt, not the prompt
+            data = {"prefix": body[:BODY_LIMIT].decode("utf-8", "replace"), "bytes": len(body)}
         with self._log.lock:
             script = self._tags.get(tag, self.script) if tag else self.script
             record = Received(
@@ -329,6 +415,16 @@ def _check(behaviour: str) -> str:
     if behaviour != STREAM_CUT:
         Behaviour.parse(behaviour)  # BehaviourError if unknown
     return behaviour
+
+
+async def _set_first(event: asyncio.Event, receive: Any) -> bool:
+    """Wait for ``event`` (True) or for the caller to leave (False), whichever comes first."""
+    left = asyncio.ensure_future(_until_disconnect(receive))
+    freed = asyncio.ensure_future(event.wait())
+    done, pending = await asyncio.wait({left, freed}, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return freed in done
 
 
 async def _wait_or_leave(receive: Any, seconds: float) -> bool:
