@@ -66,6 +66,29 @@ class DrillResults:
     unreached: IntentVerdict | None = None
 
 
+@dataclass
+class Probe:
+    """The control intent that goes first: did the service call the fakes at all?"""
+
+    reached: threading.Event
+    thread: threading.Thread | None = None
+    verdict: IntentVerdict | None = None
+    error: BaseException | None = None
+
+    def unreached(self) -> bool:
+        """It ended without a single call at the fakes (nothing else is worth drilling)."""
+        if self.error is not None:
+            raise self.error
+        return self.verdict is not None and not self.verdict.evidence.calls
+
+    def end(self) -> IntentVerdict | None:
+        if self.thread is not None:
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.verdict
+
+
 @contextmanager
 def serving(profile: DrillProfile, upstreams: Sequence[Upstream], epoch: float
             ) -> Iterator[list[Served]]:
@@ -113,6 +136,7 @@ class Engine:
     concurrency: int | None = None  # intents at work at once (None: all of them, one round)
     stop: threading.Event = field(default_factory=threading.Event)
     _woken: dict[str, threading.Event] = field(default_factory=dict)
+    _arrived: dict[str, threading.Event] = field(default_factory=dict)
     _load: int = 8  # intents at work at once, for the pace of the looks at a job
 
     def __post_init__(self) -> None:
@@ -121,9 +145,10 @@ class Engine:
 
     def _changed(self, tag: str | None) -> None:
         """A call of ``tag`` arrived or ended: its watcher looks at the job now."""
-        event = self._woken.get(tag) if tag else None
-        if event is not None:
-            event.set()
+        for waiting in (self._woken, self._arrived):
+            event = waiting.get(tag) if tag else None
+            if event is not None:
+                event.set()
 
     def pause(self, tag: str, seconds: float) -> bool:
         """Wait ``seconds`` between two looks at a job, or less if a call of its tag arrived or
@@ -181,12 +206,16 @@ class Engine:
 
     # -- the fakes, for one tag ---------------------------------------------------------------
     def script(self, tag: str, primary: str, *, hold_primary: bool, hold_fallback: bool) -> None:
+        """The tag's scripts: the primary's behaviour, the fallbacks answer; held answers go
+        when the intent lets them go, at the latest (the drill's own backstop) after the
+        fallback's cap (half the provider timeout) or the intent's budget."""
         self._woken[tag] = threading.Event()
+        cap = self.section.timeouts.provider_s / 2
         for item in self.served:
             if item.upstream.role == "primary":
-                item.fake.script_tag(tag, primary, hold=hold_primary)
+                item.fake.script_tag(tag, primary, hold=hold_primary, hold_max_s=self.budget)
             else:
-                item.fake.script_tag(tag, "conformant", hold=hold_fallback)
+                item.fake.script_tag(tag, "conformant", hold=hold_fallback, hold_max_s=cap)
 
     def let_go(self, tag: str, role: str | None) -> None:
         """Deliver the held answers of ``tag`` at the providers of ``role`` (None: all)."""
@@ -242,35 +271,47 @@ class Engine:
         jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills]
         before = sum(len(s.fake.received()) for s in self.served)
         started = time.perf_counter()
-        if probe:
-            first = self._probe(setup, drills, jobs, run, on_intent)
-            if first is not None:
-                run.unreached = first
-                run.wall_s = time.perf_counter() - started
-                return run
-        self._round(jobs, setup, run, on_intent)
+        probing = self._probe(setup) if probe else None
+        if probing is not None and probing.unreached():
+            run.unreached = probing.verdict
+            run.wall_s = time.perf_counter() - started
+            return run
+        if probing is not None and "control" in drills:
+            jobs.remove((DRILLS["control"], 1))  # the probe is control's first trial
+        try:
+            self._round(jobs, setup, run, on_intent)
+        finally:
+            first = probing.end() if probing is not None else None
+        if first is not None and "control" in drills:
+            run.verdicts["control"].append(first)
+            if on_intent is not None:
+                on_intent(first)
         run.wall_s = time.perf_counter() - started
         run.calls = sum(len(s.fake.received()) for s in self.served) - before
         for verdicts in run.verdicts.values():
             verdicts.sort(key=lambda v: v.evidence.trial)
         return run
 
-    def _probe(self, setup: Setup, drills: Sequence[str], jobs: list[tuple[Drill, int]],
-               run: DrillResults, on_intent: Callable[[IntentVerdict], None] | None
-               ) -> IntentVerdict | None:
-        """A control intent alone; None when it reached the fakes (it then counts as control's
-        first trial when control is drilled), else its verdict."""
-        control = DRILLS["control"]
-        verdict = judge_intent(IntentRun(self, control, 1, Slot(threading.Semaphore(1)))
-                               .run(), control, setup)
-        if not verdict.evidence.calls:
-            return verdict
-        if "control" in drills:
-            jobs.remove((control, 1))
-            run.verdicts["control"].append(verdict)
-            if on_intent is not None:
-                on_intent(verdict)
-        return None
+    def _probe(self, setup: Setup) -> Probe:
+        """A control intent, started alone; the round starts as soon as a call of it reached a
+        fake (it settles with the round), or it ended having reached none."""
+        intent = IntentRun(self, DRILLS["control"], 1, Slot(threading.Semaphore(1)))
+        probe = Probe(threading.Event())
+        self._arrived[intent.tag] = probe.reached
+
+        def go() -> None:
+            try:
+                probe.verdict = judge_intent(intent.run(), DRILLS["control"], setup)
+            except BaseException as exc:  # handed to the caller by end()
+                probe.error = exc
+            finally:
+                probe.reached.set()
+
+        probe.thread = threading.Thread(target=go, name="drill-probe", daemon=True)
+        probe.thread.start()
+        probe.reached.wait()  # the intent's own budget bounds it
+        self._arrived.pop(intent.tag, None)
+        return probe
 
     def _round(self, jobs: list[tuple[Drill, int]], setup: Setup, run: DrillResults,
                on_intent: Callable[[IntentVerdict], None] | None) -> None:
@@ -336,14 +377,14 @@ class Engine:
                 headers=self.profile.headers(self.env, "observe"))
             data = response.json()
         except (httpx.HTTPError, ValueError) as exc:
-            return Observation(at, "error", None, None, None) if not isinstance(
-                exc, ValueError) else Observation(at, "error", None, None, response.status_code)
+            status = response.status_code if isinstance(exc, ValueError) else None
+            return Observation(at, "error", None, None, status, self.now())
         raw = pick(data, observe.status_field)
         result = pick(data, observe.result_field)
         text = None if result is None else (result if isinstance(result, str)
                                             else json.dumps(result))
         return Observation(at, classify(observe.statuses, raw), None if raw is None else str(raw),
-                           text, response.status_code)
+                           text, response.status_code, self.now())
 
     def lists(self, ev: IntentEvidence, job: str) -> None:
         observe = self.section.observe

@@ -80,11 +80,12 @@ class Submission:
 class Observation:
     """One look at the job: what the service said, classified."""
 
-    at: float
+    at: float  # when the drill asked
     status: StatusClass
     raw_status: str | None
     result: str | None
     http_status: int | None = None
+    answered_at: float | None = None  # when the answer came (a loaded service is slow)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from harness.domain.words import counted
 from harness.drill.drills import Drill, late_ms
-from harness.drill.evidence import IntentEvidence, Submission
+from harness.drill.evidence import IntentEvidence
 
 if TYPE_CHECKING:  # the engine runs intents; an intent only calls back into it
     from harness.drill.engine import Engine
@@ -99,48 +99,77 @@ class IntentRun:
                       cap_s=t.provider_s / 2, late_s=late_ms(t.provider_s) / 1000)
         e.script(self.tag, primary, hold_primary=holds.primary, hold_fallback=holds.fallback)
         ev = IntentEvidence(self.drill.name, self.trial, self.tag, e.now())
+        clicking: list[threading.Thread] = []
         try:
-            self._submit(ev)
-            if jobs and any(s.job_id for s in ev.submissions):
+            clicking = self._submit(ev)
+            if jobs and any(s.job_id for s in list(ev.submissions)):
                 self._watch(ev, holds)
             else:
                 self._settle_calls(ev)
         finally:
+            for thread in clicking:
+                thread.join(e.budget + 5)
             e.let_go(self.tag, None)
             e.forget_wake(self.tag)
+        ev.submissions.sort(key=lambda s: s.at)
         ev.calls = e.calls(self.tag)
         ev.ended_at = e.now()
         return ev
 
     # -- submits ------------------------------------------------------------------------------
-    def _submit(self, ev: IntentEvidence) -> None:
+    def _submit(self, ev: IntentEvidence) -> list[threading.Thread]:
+        """The first submit now; a second one (a double click, a re-click) from a thread of
+        its own, so that the job is watched (and held answers go) while it is in flight."""
         e = self.engine
         stream = e.section.submit.stream or self.drill.name == "stream-cut"
+        lock = threading.Lock()
 
-        def one() -> Submission:
-            return e.submit(self.tag, self.key, stream)
+        def one() -> None:
+            done = e.submit(self.tag, self.key, stream)
+            with lock:
+                ev.submissions.append(done)
 
         clicks = self.drill.clicks
-        if clicks == "together":
-            ev.submissions.extend(sorted(_together(one, e.section.timeouts.job_s + 5),
-                                         key=lambda s: s.at))
-            return
-        ev.submissions.append(one())
+        if clicks == "together":  # two clicks released from one barrier; watch after the 1st
+            first = threading.Event()
+            barrier = threading.Barrier(2, timeout=e.budget)
+
+            def click() -> None:
+                try:
+                    barrier.wait()
+                except threading.BrokenBarrierError:
+                    return
+                try:
+                    one()
+                finally:
+                    first.set()
+            both = _started([click, click])
+            first.wait(e.budget + 5)
+            return both
+        one()
         if clicks == "once" or ev.submissions[0].status is None:
-            return
+            return []
+        return _started([lambda: self._click_again(clicks, one)])
+
+    def _click_again(self, clicks: str, one: Callable[[], None]) -> None:
+        """The second submit: once the primary's call arrived (staggered), or after the
+        service's timeout, once it turned to the fallback (a re-click)."""
+        e = self.engine
         wait = e.section.timeouts.provider_s + 2
         if not e.wait_for(self.tag, lambda calls: any(c.role == "primary" for c in calls), wait):
             return  # no call reached the primary: the judge says so
-        if clicks == "again":  # after the service's timeout: once it turned to the fallback
+        if clicks == "again":
             e.wait_for(self.tag, lambda calls: any(c.role == "fallback" for c in calls), wait)
-        ev.submissions.append(one())
+        one()
 
     # -- watching -----------------------------------------------------------------------------
     def _watch(self, ev: IntentEvidence, holds: Holds) -> None:
         e = self.engine
-        job = next(s.job_id for s in ev.submissions if s.job_id)
+        job = next(s.job_id for s in list(ev.submissions) if s.job_id)
         poll = e.poll_s
-        deadline = ev.started_at + e.budget
+        # the budget counts from when the service took the job (a loaded service's submit
+        # may itself take seconds)
+        deadline = (ev.submissions[0].ended_at or ev.started_at) + e.budget
         done_at: float | None = None
         settling_since: float | None = None
         quick = QUICK_LOOKS
@@ -214,24 +243,8 @@ class IntentRun:
             self.engine.release(ev.tag)
 
 
-def _together(one: Callable[[], Submission], timeout_s: float) -> list[Submission]:
-    """Two submits released from one barrier (a double click: both in flight at once)."""
-    barrier = threading.Barrier(2, timeout=timeout_s)
-    out: list[Submission] = []
-    lock = threading.Lock()
-
-    def click() -> None:
-        try:
-            barrier.wait()
-        except threading.BrokenBarrierError:
-            return
-        done = one()
-        with lock:
-            out.append(done)
-
-    clicks = [threading.Thread(target=click, name="drill-click") for _ in range(2)]
-    for thread in clicks:
+def _started(targets: list[Callable[[], None]]) -> list[threading.Thread]:
+    threads = [threading.Thread(target=t, name="drill-click", daemon=True) for t in targets]
+    for thread in threads:
         thread.start()
-    for thread in clicks:
-        thread.join(timeout_s)
-    return out
+    return threads

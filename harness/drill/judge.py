@@ -251,7 +251,9 @@ def _completed_at(ev: IntentEvidence, chat: bool) -> float | None:
     if chat:
         first = ev.submissions[0] if ev.submissions else None
         return first.ended_at if first is not None and first.status is not None else None
-    return next((o.at for o in ev.observations if o.status in ("succeeded", "failed")), None)
+    # when the answer came: a call that started later surely started after completion
+    return next((o.answered_at or o.at for o in ev.observations
+                 if o.status in ("succeeded", "failed")), None)
 
 
 def _after_completion(ev: IntentEvidence, setup: Setup, chat: bool) -> Finding:

@@ -127,6 +127,7 @@ class _Gate:
 
     open: bool = False
     waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
+    max_s: float | None = None  # a held answer goes anyway this long after its call arrived
 
 
 class RecordingFake(FakeProvider):
@@ -154,14 +155,16 @@ class RecordingFake(FakeProvider):
     def set_behaviour(self, behaviour: str) -> None:
         self.script = _check(behaviour)
 
-    def script_tag(self, tag: str, behaviour: str, *, hold: bool = False) -> None:
+    def script_tag(self, tag: str, behaviour: str, *, hold: bool = False,
+                   hold_max_s: float | None = None) -> None:
         """The behaviour of every request carrying ``tag`` (the others keep ``script``);
-        ``hold``: their answers wait until :meth:`let_go` (or :meth:`release`)."""
+        ``hold``: their answers wait until :meth:`let_go` (or :meth:`release`), or at most
+        ``hold_max_s`` after the request arrived."""
         checked = _check(behaviour)
         with self._log.lock:
             self._tags[tag] = checked
             if hold:
-                self._gates[tag] = _Gate()
+                self._gates[tag] = _Gate(max_s=hold_max_s)
 
     def let_go(self, tag: str) -> None:
         """Deliver the held answers of ``tag``, now and later (no-op when none is held)."""
@@ -350,7 +353,7 @@ class RecordingFake(FakeProvider):
                 return True
             record.held = True
             gate.waiters.append((asyncio.get_running_loop(), event))
-        return await _set_first(event, receive)
+        return await _set_first(event, receive, gate.max_s)
 
     def _record(self, path: str, headers: dict[str, str], data: Any, body: bytes) -> Received:
         found = _TAG_BYTES.search(body)
@@ -417,14 +420,16 @@ def _check(behaviour: str) -> str:
     return behaviour
 
 
-async def _set_first(event: asyncio.Event, receive: Any) -> bool:
-    """Wait for ``event`` (True) or for the caller to leave (False), whichever comes first."""
+async def _set_first(event: asyncio.Event, receive: Any, timeout_s: float | None = None) -> bool:
+    """Wait for ``event`` (True) or for the caller to leave (False), whichever comes first;
+    ``timeout_s`` passing first counts as the event."""
     left = asyncio.ensure_future(_until_disconnect(receive))
     freed = asyncio.ensure_future(event.wait())
-    done, pending = await asyncio.wait({left, freed}, return_when=asyncio.FIRST_COMPLETED)
+    done, pending = await asyncio.wait({left, freed}, timeout=timeout_s,
+                                       return_when=asyncio.FIRST_COMPLETED)
     for task in pending:
         task.cancel()
-    return freed in done
+    return left not in done
 
 
 async def _wait_or_leave(receive: Any, seconds: float) -> bool:

@@ -34,7 +34,7 @@ drill:
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
-  timeouts: {provider_s: 0.4, job_s: 5}
+  timeouts: {provider_s: 0.4, job_s: 5, settle_s: 0.6}
   policy: {max_billed_calls: 2, hedge: {allowed: true, after_s: 0.4}}
 """
 
