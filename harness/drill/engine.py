@@ -181,11 +181,11 @@ class Engine:
 
     @property
     def idle_s(self) -> float:
-        """The pause between looks when nothing happens: slower when many intents are at work
-        (their looks would load the service), at most a third of the provider timeout."""
-        poll = self.poll_s
-        return min(max(poll, poll * self._load / 8),
-                   max(poll, self.section.timeouts.provider_s / 3))
+        """The pause between looks when nothing happens: the intents at work together look
+        about 200 times a second at most (their looks would load the service), each at least
+        every second. Quick looks follow each call's arrival and end (:meth:`pause`), and held
+        answers wait for them, so a slower idle pace misses nothing the drill scripts."""
+        return max(self.poll_s, min(1.0, self._load / 200))
 
     @property
     def settle_s(self) -> float:
