@@ -250,11 +250,10 @@ class Engine:
     def calls(self, tag: str) -> list[Call]:
         out = []
         for item in self.served:
-            for r in item.fake.received():
-                if r.tag == tag:
-                    out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
-                                    r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
-                                    any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held))
+            for r in item.fake.received_tag(tag):
+                out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
+                                r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
+                                any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held))
         return sorted(out, key=lambda c: c.at)
 
     # -- the run ------------------------------------------------------------------------------

@@ -94,9 +94,11 @@ class IntentRun:
         primary = self.drill.primary
         if self.drill.hold_primary and not jobs:  # a chat call is not observed: plain timing
             primary = f"slow:{late_ms(t.provider_s)}"
+        # a held late primary with no fallback call after twice the service's timeout (and a
+        # second): the service does not fail over; it then answers
         holds = Holds(fallback=jobs and self.drill.timeout,
                       primary=jobs and self.drill.hold_primary,
-                      cap_s=t.provider_s / 2, late_s=late_ms(t.provider_s) / 1000)
+                      cap_s=t.provider_s / 2, late_s=2 * t.provider_s + 1.0)
         e.script(self.tag, primary, hold_primary=holds.primary, hold_fallback=holds.fallback)
         ev = IntentEvidence(self.drill.name, self.trial, self.tag, e.now())
         clicking: list[threading.Thread] = []
@@ -189,9 +191,22 @@ class IntentRun:
                 ev.observations.append(e.observe(job))  # the job, read a last time
                 break
             idle = e.idle_s if settling_since is None else max(e.idle_s, e.settle_s / 10)
+            if done_at is None and self._giving_up(ev, now):
+                idle = poll
             quick = QUICK_LOOKS if e.pause(ev.tag, poll if quick > 0 else idle) else quick - 1
         self.slot.give_back()
         e.lists(ev, job)
+
+    def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
+        """The service is about to give up on a silent primary (its timeout is near) and has
+        not turned to a fallback yet: look at the pace of ``poll_s``, so that a ``failed``
+        shown in between is seen."""
+        if not self.drill.timeout:
+            return False
+        calls = self.engine.calls(ev.tag)
+        primary = next((c for c in calls if c.role == "primary"), None)
+        return (primary is not None and not any(c.role == "fallback" for c in calls)
+                and now >= primary.at + 0.8 * self.engine.section.timeouts.provider_s)
 
     def _settling(self, ev: IntentEvidence, done_at: float, now: float) -> float | None:
         """The job is complete: once no call of the tag is open, the intent only settles (its

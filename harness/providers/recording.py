@@ -118,6 +118,7 @@ class Received:
 @dataclass
 class _Log:
     records: list[Received] = field(default_factory=list)
+    by_tag: dict[str, list[Received]] = field(default_factory=dict)
     lock: threading.Condition = field(default_factory=threading.Condition)
 
 
@@ -207,9 +208,15 @@ class RecordingFake(FakeProvider):
         with self._log.lock:
             return list(self._log.records)
 
+    def received_tag(self, tag: str) -> list[Received]:
+        """The requests carrying ``tag`` (an index: a drill looks at them often)."""
+        with self._log.lock:
+            return list(self._log.by_tag.get(tag, ()))
+
     def clear(self) -> None:
         with self._log.lock:
             self._log.records.clear()
+            self._log.by_tag.clear()
             self._tags.clear()
             self._gates.clear()
             self._released.clear()
@@ -218,20 +225,19 @@ class RecordingFake(FakeProvider):
     def wait_arrival(self, tag: str, timeout_s: float) -> bool:
         """Block until a request carrying ``tag`` arrived (True), or ``timeout_s`` passed."""
         with self._log.lock:
-            return self._log.lock.wait_for(
-                lambda: any(r.tag == tag for r in self._log.records), timeout_s)
+            return self._log.lock.wait_for(lambda: bool(self._log.by_tag.get(tag)), timeout_s)
 
     def open_calls(self, tag: str) -> int:
         """How many requests carrying ``tag`` are still in flight."""
         with self._log.lock:
-            return sum(1 for r in self._log.records if r.tag == tag and r.outcome == "in_flight")
+            return sum(1 for r in self._log.by_tag.get(tag, ()) if r.outcome == "in_flight")
 
     def wait_settled_tag(self, tag: str, timeout_s: float) -> bool:
         """Block until no request carrying ``tag`` is in flight (True), or ``timeout_s`` passed."""
         with self._log.lock:
             return self._log.lock.wait_for(
-                lambda: not any(r.tag == tag and r.outcome == "in_flight"
-                                for r in self._log.records), timeout_s)
+                lambda: not any(r.outcome == "in_flight" for r in self._log.by_tag.get(tag, ())),
+                timeout_s)
 
     def wait_settled(self, timeout_s: float) -> bool:
         """Block until no request is in flight (True), or ``timeout_s`` passed (False)."""
@@ -369,6 +375,8 @@ class RecordingFake(FakeProvider):
                 headers=redact_headers(headers), body=data, tag=tag,
             )
             self._log.records.append(record)
+            if tag is not None:
+                self._log.by_tag.setdefault(tag, []).append(record)
         if self.on_change is not None:
             self.on_change(tag)
         return record
