@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from harness.domain.clock import ManualClock
+from harness.domain.redaction import redact_url as redact  # noqa: F401  (its importers)
 from harness.scenarios.model import Scenario
 
 
