@@ -78,6 +78,7 @@ TAG = re.compile(r"drill-[0-9a-f]{12}")  # how a drill names its requests inside
 _TAG_BYTES = re.compile(rb"drill-[0-9a-f]{12}")
 BODY_LIMIT = 64 * 1024  # bytes of a request body a record keeps (docs/drill.md, docs/security.md)
 CONTROL_HEADER = "x-fake-control-token"
+TOKEN_ENV = "FAILOVER_FAKE_TOKEN"  # fake-provider's token when set (certify sends it from there)
 CONTROL_PATHS = ("/_fake/received", "/_fake/script", "/_fake/reset")
 BILLED = frozenset({"answered", "late", "abandoned", "reset", "cut", "released", "in_flight"})
 SIGNATURE = re.compile(r"call ([A-Za-z0-9_.:-]+)#(\d+)")  # see signature()
