@@ -43,7 +43,7 @@ class Forger:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 text = json.loads(self.rfile.read(int(self.headers["content-length"])))["text"]
                 job = f"j{len(forger.jobs) + 1}"
                 with forger.lock:
@@ -51,7 +51,7 @@ class Forger:
                 threading.Thread(target=forger.work, args=(job, text), daemon=True).start()
                 self._send(201, {"id": job})
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 with forger.lock:
                     job = forger.jobs.get(self.path.rsplit("/", 1)[-1])
                 self._send(200 if job else 404, job or {})
