@@ -223,10 +223,12 @@ class RecordingFake(FakeProvider):
             self._released.clear()
         self.deliveries.clear()
 
-    def wait_arrival(self, tag: str, timeout_s: float) -> bool:
-        """Block until a request carrying ``tag`` arrived (True), or ``timeout_s`` passed."""
+    def wait_arrival(self, tag: str, timeout_s: float, count: int = 1) -> bool:
+        """Block until ``count`` requests carrying ``tag`` arrived (True), or ``timeout_s``
+        passed."""
         with self._log.lock:
-            return self._log.lock.wait_for(lambda: bool(self._log.by_tag.get(tag)), timeout_s)
+            return self._log.lock.wait_for(
+                lambda: len(self._log.by_tag.get(tag, ())) >= count, timeout_s)
 
     def open_calls(self, tag: str) -> int:
         """How many requests carrying ``tag`` are still in flight."""
@@ -378,6 +380,7 @@ class RecordingFake(FakeProvider):
             self._log.records.append(record)
             if tag is not None:
                 self._log.by_tag.setdefault(tag, []).append(record)
+            self._log.lock.notify_all()  # wait_arrival
         if self.on_change is not None:
             self.on_change(tag)
         return record
