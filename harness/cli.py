@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from harness import __version__
 from harness.commands._help import describe, epilog
@@ -28,7 +29,7 @@ from harness.console import clean
 from harness.domain.errors import HarnessError
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
-from harness.reports.session import abandon_unfinished
+from harness.reports.session import abandon_unfinished, discard_unused
 
 # name -> (module, its one-line HELP); keep sorted. Only the chosen command's module is
 # imported (``--help`` lists them all from this table, fast); each module has the same ``HELP``
@@ -46,7 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Find, shrink and replay races in your service (through its Redis or PostgreSQL) "
                 "or in a store, one step at a time"),
     "export": ("harness.commands.export",
-               "Print a LiteLLM config's fallback lists, keeping only certified fallbacks"),
+               "Print a gateway config keeping only certified fallbacks: LiteLLM's fallback "
+               "lists, or a Portkey config's targets"),
     "fake-provider": ("harness.commands.fake_provider",
                       "Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen "
                       "behaviour"),
@@ -63,6 +65,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 _ALL = "*"
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell shows for `yes | head -1`
 
 
 class _Parser(argparse.ArgumentParser):
@@ -117,8 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    with _terminate_as_interrupt():
-        return _run(args)
+    guard = sys.stdout = _ClosedPipeGuard(sys.stdout)
+    try:
+        with _terminate_as_interrupt():
+            return _run(args)
+    finally:
+        if sys.stdout is guard:
+            sys.stdout = guard.stream
 
 
 def _chosen(words: Sequence[str]) -> str | None:
@@ -153,9 +161,13 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return int(args._run(args))
+        code = int(args._run(args))
+        sys.stdout.flush()  # here, not at the interpreter's exit: a closed pipe is caught below
+        return code
     except HarnessError as exc:
         _print_error(*_with_fix(exc))
+        if exc.exit_code == EXIT_BAD_INPUT:
+            discard_unused()  # bad input writes nothing: no empty report folder left behind
         return exc.exit_code
     except ImportError as exc:  # an optional part that is not installed: name the extra
         missing = missing_extra(exc)
@@ -163,6 +175,9 @@ def _run(args: argparse.Namespace) -> int:
             return _internal_error(exc)
         _print_error(*_with_fix(missing))
         return missing.exit_code
+    except BrokenPipeError:  # a write that bypassed the guard met the closed pipe: said nowhere
+        _quiet_stdout()
+        return EXIT_CLOSED_PIPE
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
         terminated = isinstance(exc, Terminated)
         _print_error("terminated (SIGTERM)" if terminated else "interrupted")
@@ -189,6 +204,44 @@ def _with_fix(exc: HarnessError) -> tuple[str, str | None]:
         return parts[0].rstrip(), parts[1].strip()
     return message, ("correct what the message names and run the command again "
                      "('failover-harness COMMAND --help' lists the options)")
+
+
+class _ClosedPipeGuard:
+    """stdout, where a reader that went away (``check | head -2``) is a normal end: from the
+    first write the closed pipe refuses, output goes to /dev/null and the command runs to its
+    end — its lock file, report and exit code as without the pipe."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.stream.write(text))
+        except BrokenPipeError:
+            _quiet_stdout(self.stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            _quiet_stdout(self.stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _quiet_stdout(stream: Any = None) -> None:
+    """Point stdout's file at /dev/null, and drain into it what the closed pipe did not take
+    (the interpreter's last flush then raises nothing)."""
+    stream = stream or sys.stdout
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+        stream.flush()
+    except (OSError, ValueError, AttributeError):  # no file (captured): nothing will flush
+        pass
 
 
 def _internal_error(exc: Exception) -> int:

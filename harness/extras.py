@@ -8,6 +8,8 @@ The base install is what CI's ``gate`` and ``certify`` need (and ``check``, ``sc
                 Hypothesis shrinking pass: skipped without it)
     [hf]        hf:/path/tokenizer.json tokenizers           tokenizers
     [postgres]  postgresql:// stores, targets and explore    psycopg, psycopg-pool
+    [examples]  the drill examples (examples/drill/*.py;     openai, anthropic
+                they name it themselves: not the harness's)
 
 A missing one is a :class:`~harness.domain.errors.MissingExtra` (exit 2) that says which extra
 to install, whether it is raised where the import happens (:func:`require`) or found by the CLI

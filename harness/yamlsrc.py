@@ -103,6 +103,13 @@ def compose_checked(
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
+        cause = _under_indented(text, line) if line else None
+        if cause is not None:
+            raise ConfigError(
+                f"not valid YAML: line {line} is indented under this line, which already has "
+                "a value: this line is probably indented less than its siblings", file=source,
+                line=cause, fix=f"indent line {cause} like the lines of the same level above "
+                f"it (or line {line} like line {cause})") from None
         problem = exc.problem or "invalid YAML"
         raise ConfigError(f"not valid YAML: {problem}", file=source, line=line,
                           fix="check the indentation and quoting on that line") from None
@@ -119,6 +126,36 @@ def compose_checked(
     finally:
         loader.dispose()
     return root, data
+
+
+_KEY_VALUE = re.compile(r"^(\s*)(?:- )?[^\s#:][^:#]*:\s+[^\s#|>&*]")  # key: value on one line
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _under_indented(text: str, line: int) -> int | None:
+    """The line to blame for a syntax error on ``line`` (1-based) that is indented deeper
+    than the line before it while that one is ``key: value`` (a value on its own line, so
+    nothing can nest under it) and is itself indented less than the line above it: that line
+    was indented too little — YAML read it as a sibling of its parent, and only the next line
+    fails. None when that is not the case."""
+    lines = text.splitlines()
+    if not 1 < line <= len(lines) or not lines[line - 1].strip():
+        return None
+    before = _previous(lines, line)
+    above = _previous(lines, before) if before else None
+    if before is None or above is None or not _KEY_VALUE.match(lines[before - 1]):
+        return None
+    deeper = _indent(lines[line - 1]) > _indent(lines[before - 1])
+    return before if deeper and _indent(lines[before - 1]) < _indent(lines[above - 1]) else None
+
+
+def _previous(lines: list[str], line: int) -> int | None:
+    """The 1-based number of the last line before ``line`` that is neither blank nor a comment."""
+    return next((n for n in range(line - 1, 0, -1)
+                 if lines[n - 1].strip() and not lines[n - 1].lstrip().startswith("#")), None)
 
 
 def _check_expansion(root: yaml.Node, source: str) -> None:

@@ -27,9 +27,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NoReturn
 
 import rfc8785
+
+
+def missing_extra(extra: str, exc: ImportError) -> NoReturn:
+    """An example started without its extra: say which to install, exit 2, no traceback."""
+    print(f"error: {os.path.basename(sys.argv[0])} needs the Python package "
+          f"{exc.name or str(exc)!r}, which is not installed\n"
+          f"  fix: pip install 'failover-harness[{extra}]'", file=sys.stderr)
+    raise SystemExit(2)
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

@@ -12,18 +12,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import anthropic
 import httpx
-import openai
 from jobkit import (
     FALLBACK_MODEL,
     PRIMARY_MODEL,
     Store,
     anthropic_base_url,
     api_key,
+    missing_extra,
     openai_base_url,
     result_of,
 )
+
+try:  # the official SDKs: the [examples] extra
+    import anthropic
+    import openai
+except ImportError as exc:
+    missing_extra("examples", exc)
 
 
 class Failed(Exception):

@@ -1,16 +1,19 @@
 """``check --target`` with a profile whose ``drill:`` section names the service's providers:
-the drills run first, and the scenarios a jobs-only service cannot play (timeouts, out-of-order
-completions, late results, the hedge bound) are judged by the drill instead of "not
-applicable" — with its verdict and evidence, or unknown with the reason.
+the drills run beside the scenarios (:mod:`harness.drill.beside`: at the same time, their key
+spaces apart), the scenarios' side effects are the billed provider calls the drill's fakes count
+(when the profile names no counter), and the scenarios a jobs-only service cannot play
+(timeouts, out-of-order completions, late results, the hedge bound) are judged by the drill
+instead of "not applicable" — with its verdict and evidence, or unknown with the reason.
 
 The command calls :func:`open_check_drill` before it opens its report (a port or profile problem
-exits 2 with nothing written), then :meth:`CheckDrill.run` with the session.
+exits 2 with nothing written), then :meth:`CheckDrill.run` with the session, the target and the
+scenarios' part.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import Any
 
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
 from harness.domain.words import counted, of
+from harness.drill.beside import count_provider_calls, run_beside
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
 from harness.drill.judge import PROMISES
@@ -41,6 +45,25 @@ JUDGED_BY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+class Beside:
+    """The report session as the scenarios see it while the drill runs: every call goes to the
+    session, but the events the drill judges (``holds``) are kept until it has its results."""
+
+    def __init__(self, session: Any, holds: Callable[[Any], bool]) -> None:
+        self.session = session
+        self.holds = holds
+        self.held: list[Any] = []
+
+    def emit(self, event: Any) -> Any:
+        if self.holds(event):
+            self.held.append(event)
+            return event
+        return self.session.emit(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
 def _command(target: str, profile: str, drills: tuple[str, ...], trials: int) -> str:
     return shlex.join(["failover-harness", "drill", "--target", target, "--target-profile",
                        profile, "--drills", ",".join(drills), "--trials", str(trials)])
@@ -61,27 +84,35 @@ class CheckDrill:
     def close(self) -> None:
         self.stack.close()
 
-    def run(self, session: Any, trials: int | None = None) -> None:
-        """Run every drill, emit its events, and from now on judge the scenarios above."""
+    def run(self, session: Any, target: Any, scenarios: Callable[[Any], None],
+            trials: int | None = None) -> None:
+        """The drills and ``scenarios(session)`` in one run (:func:`run_beside`: at the same
+        time); the scenarios' side effects counted as billed provider calls when the profile
+        names no counter; the scenarios the drill judges held back until it has, then judged."""
         self.trials = trials or CHECK_TRIALS
         fakes = ", ".join(f"{n} ({k}) at {u}" for n, k, u in self.engine.fakes)
         session.say(f"drills: {self.profile.name}'s providers served at {fakes}")
-        self.results = self.engine.run(list(NAMES), self.trials)  # one round, all at once
+        if count_provider_calls(target, self.engine):
+            session.say("side effects: billed provider calls of the scenarios' jobs, counted by "
+                        "the drill's fakes (the profile names no counter)")
+        beside = Beside(session, self.judges)
+        self.results = run_beside(self.engine, lambda: scenarios(beside),
+                                  drills=list(NAMES), trials=self.trials)
         for event in drill_events(self.results, lambda name: _command(
                 self.target, self.profile.path, (name,), self.trials)):
             session.emit(event)
-        emit = session.emit
+        for event in beside.held:
+            session.emit(self.rejudge(event))
 
-        def judged_emit(event: Any) -> Any:
-            return emit(self.rejudge(event))
-
-        session.emit = judged_emit
+    def judges(self, event: Any) -> bool:
+        """Is ``event`` a "not applicable" run of a scenario the drill judges?"""
+        return (isinstance(event, ScenarioRun) and event.verdict == "not_applicable"
+                and event.scenario in JUDGED_BY)
 
     def rejudge(self, event: Any) -> Any:
         """A "not applicable" run of a scenario the drill judges, judged by the drill: one
         check per promise (the broken ones first), counts of intents."""
-        if (not isinstance(event, ScenarioRun) or event.verdict != "not_applicable"
-                or event.scenario not in JUDGED_BY or self.results is None):
+        if not self.judges(event) or self.results is None:
             return event
         drills, promises = JUDGED_BY[event.scenario]
         verdicts = [v for d in drills for v in self.results.verdicts.get(d, [])]

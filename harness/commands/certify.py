@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) for t in pairings)
     else:
         total = sum(len(t.contract.goldens) * t.contract.thresholds.samples for t in pairings)
-    audits = audits_for(ws.providers, pairings)  # through a gateway: what the provider got
+    # through a gateway: what the provider got, and what a config in a header makes it send
+    audits = audits_for(ws.providers, pairings, ws.providers_path)
     session = open_session(args, "certify")  # before certifying: its start time is the run's
     for check in undecidable:  # said at load, before any call is spent
         session.say(f"note: {check.text()}")
@@ -97,13 +98,18 @@ def run(args: argparse.Namespace) -> int:
     # A record a harness error left undecided (our bug, not evidence) is never written.
     evidence = ws.lock.commit(result.records)
     failover = {(t.provider.id, t.contract.id): t.failover for t in pairings}
-    how = "replayed from cassettes" if args.replay else mode
+    how: str = "replayed from cassettes" if args.replay else mode
+    fakes = sum(1 for r in result.records if r.fake)
+    if fakes and not args.replay:  # a fake provider answers in process: nothing is "live"
+        how = ("fake providers" if fakes == len(result.records)
+               else f"{how}; {fakes} of {len(result.records)} fake providers")
     rule = "adaptive, mixture SPRT" if args.adaptive else "fixed, Clopper–Pearson"
     session.say(f"certification ({how}; {rule})")
     for record in result.records:
         link = failover.get(record.key, "")
         command = certify_command(record.provider, record.contract, str(args.providers),
-                                  adaptive=args.adaptive)
+                                  args.contracts and str(args.contracts), adaptive=args.adaptive,
+                                  lock=args.lock and str(args.lock))
         fix = ws.fix_for(record, command)
         session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "

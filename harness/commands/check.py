@@ -163,9 +163,11 @@ def run(args: argparse.Namespace) -> int:
                         f"{target.description}; suites: {suites}")
             for warning in getattr(target, "warnings", ()):  # a profile's, said at load
                 session.note(warning)
-            if drill is not None:  # the providers: timeouts, late results judged by the drill
-                drill.run(session, s.trials)
-            _on_target(session, s, scenarios, target)
+            if drill is None:
+                _on_target(session, s, scenarios, target)
+            else:  # both halves at once: timeouts, late results judged by the drill
+                drill.run(session, target, lambda beside: _on_target(beside, s, scenarios,
+                                                                     target), s.trials)
         finally:
             target.close()
             if drill is not None:

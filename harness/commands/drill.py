@@ -71,9 +71,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key-env", default="LITELLM_MASTER_KEY", metavar="NAME",
                         help="variable holding the gateway's key (default: LITELLM_MASTER_KEY)")
     parser.add_argument("--contracts", type=Path, default=None, metavar="DIR",
-                        help="contracts folder (default: contracts/ beside the config)")
+                        help="contracts folder (default: contracts/ beside --providers, or "
+                        "beside the gateway's --config; else in the current folder)")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
-                        help="lock file with the certifications (default: beside the config)")
+                        help="lock file with the certifications (default: <name>.lock.json "
+                        "beside --providers, or beside the gateway's --config)")
     parser.add_argument("--contract-map", action="append", default=[], metavar="GROUP=ID",
                         help="the contract a model group serves (or contracts: in "
                              "failover-harness.yaml)")

@@ -22,7 +22,8 @@ from harness.gateways.export import certified_lists, litellm_source, portkey_exp
 from harness.gateways.options import add_gateway_options, gateway_options
 from harness.gateways.sources import open_workspace
 
-HELP = "Print a LiteLLM config's fallback lists, keeping only certified fallbacks"
+HELP = ("Print a gateway config keeping only certified fallbacks: LiteLLM's fallback lists, "
+        "or a Portkey config's targets")
 EXITS = {
     0: "the config's lists already hold only certified fallbacks",
     1: "some fallback had to be dropped (gate fails on the same links)",

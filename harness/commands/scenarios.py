@@ -34,6 +34,9 @@ EXAMPLES = (
 
 
 
+PATHS_HELP = "scenario files or folders (default: scenarios/, else the shipped ones)"
+
+
 def default_scenarios() -> Path:
     """``scenarios/`` of the working directory, else the ones shipped with the harness (a wheel
     carries them as ``harness/shipped/scenarios``; a checkout has them beside ``harness/``)."""
@@ -83,9 +86,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                 "http://127.0.0.1:8802 --target-profile examples/jobs.profile.yaml"),
                ("run one scenario against a mutant store", "failover-harness scenarios run "
                 "--target mutant:last-write-wins scenarios/out_of_order_completion.yaml"))))
-    run.add_argument("paths", nargs="*", type=Path, metavar="PATH",
-                     help="scenario files or folders (default: scenarios/, else the shipped "
-                     "ones)")
+    run.add_argument("paths", nargs="*", type=Path, metavar="PATH", help=PATHS_HELP)
     add_target_options(run)
     run.add_argument("--trials", type=_positive, default=None, metavar="N",
                      help="run each scenario N times per arrival pattern and report detection "
@@ -98,7 +99,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     describe(listing, "Validate scenario files and list them, with what each needs",
              (("list the shipped scenarios", "failover-harness scenarios list"),),
              {0: "every file is valid"})
-    listing.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    listing.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                         help=PATHS_HELP)
     matrix = sub.add_parser("matrix", help="Run every scenario against the reference store "
                             "and each mutant")
     describe(matrix, "Run every scenario against the reference store and each mutant: each "
@@ -108,11 +110,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                "postgresql://postgres@127.0.0.1:5432/postgres")),
              {0: "every mutant caught, the reference by none",
               1: "a mutant missed, or the reference flagged"})
-    matrix.add_argument("paths", nargs="*", type=Path, metavar="PATH")
+    matrix.add_argument("paths", nargs="*", type=Path, metavar="PATH", help=PATHS_HELP)
     matrix.add_argument("--db", default=None, metavar="URL",
                         help="sqlite:///file.db or postgresql://… shared by all runs "
                         "(default: a temporary SQLite file)")
-    matrix.add_argument("--seed", type=int, default=None)
+    matrix.add_argument("--seed", type=int, default=None,
+                        help="seed for the choices between simultaneous events, the same for "
+                        "every run (default: each scenario's seed:, else 0)")
     add_report_options(matrix)
 
 

@@ -53,6 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+        help="the server's log level (default: info)",
     )
     parser.add_argument(
         "--no-access-log", dest="access_log", action="store_false",

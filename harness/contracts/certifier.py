@@ -34,6 +34,7 @@ from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import load_tokenizer
 from harness.domain.clock import Clock, SystemClock
 from harness.domain.errors import ConfigError
+from harness.providers.classify import REFUSED_EVERY_CALL
 from harness.providers.config import ProvidersFile
 from harness.store import Store, open_store
 
@@ -44,8 +45,9 @@ UNREACHED_STOP = 3  # calls in a row that could not reach a provider: the rest a
 @dataclass
 class _Reach:
     """Do a channel's calls reach a model? Until one has, they go one at a time, and after
-    :data:`UNREACHED_STOP` in a row that could not (DNS, connect, TLS, a refused key), the
-    rest are not sent: the same error 60 times is no more evidence than 3 times."""
+    :data:`UNREACHED_STOP` in a row that could not (DNS, connect, TLS, a refused key) or were
+    refused before any answer (a 4xx: a gateway's missing header), the rest are not sent: the
+    same error 60 times is no more evidence than 3 times."""
 
     reached: bool = False
     in_a_row: int = 0
@@ -58,10 +60,12 @@ class _Reach:
         return self.in_a_row >= UNREACHED_STOP
 
     def note(self, sample: Sample) -> None:
-        if sample.unreached:
+        refused = sample.refused and not self.reached  # refused before any call was answered
+        if sample.unreached or refused:
             self.in_a_row += 1
             if not self.why:
-                self.why, self.error = sample.unreached, sample.error or ""
+                self.why = sample.unreached or f"{REFUSED_EVERY_CALL} ({sample.refused})"
+                self.error = sample.error or ""
         else:
             self.reached, self.in_a_row = True, 0
 

@@ -52,6 +52,9 @@ class Sample:
     # An exception in our own code while processing the answer ("harness error while …"), else
     # "": not the provider's failure, so the sample is not judged (see contracts/judgement.py).
     harness_error: str = ""
+    # The call was refused before any answer ("HTTP 400: <what the server said>"), else "":
+    # judged as a failed call, unless every call was refused (judgement.py: no evidence).
+    refused: str = ""
 
     def judge(self, contract: Contract) -> Judgement:
         if self.error is not None:

@@ -9,6 +9,7 @@ gate asks the same :func:`harness.contracts.standing.standing`, so both always a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from harness.contracts.decidable import plan_check
@@ -30,12 +31,16 @@ class LockFileEligibility:
         *,
         clock: Clock | None = None,
         providers_path: str | None = None,
+        contracts_dir: str | None = None,
     ) -> None:
+        """``contracts_dir``: given when the contracts are not beside the providers file, so
+        every fix command names them (and the lock file, when it is not the default one)."""
         self.providers = providers
         self.contracts = contracts
         self.lock = lock
         self.clock = clock or SystemClock()
         self.providers_path = providers_path
+        self.contracts_dir = contracts_dir
 
     @classmethod
     def from_files(
@@ -58,8 +63,10 @@ class LockFileEligibility:
         """Where the pair stands now, with why and the fixing command."""
         contract = self.contracts.get(contract_id)
         adaptive = contract is not None and not plan_check(contract).fixed_decides
-        command = certify_command(provider_id, contract_id, self.providers_path,
-                                  adaptive=adaptive)
+        default_lock = lock_path_for(Path(self.providers_path or "providers.yaml"))
+        command = certify_command(
+            provider_id, contract_id, self.providers_path, self.contracts_dir, adaptive=adaptive,
+            lock=str(self.lock.path) if self.lock.path != default_lock else None)
         cfg = self.providers.providers.get(provider_id)
         if cfg is None:
             return Standing(
@@ -71,7 +78,7 @@ class LockFileEligibility:
                 provider_id, contract_id, State.MISSING,
                 f"contract {contract_id!r} is not loaded", "add contracts/<id>/contract.yaml",
             )
-        return standing(
+        found = standing(
             provider=provider_id,
             contract=contract_id,
             config_hash=cfg.config_hash(),
@@ -83,6 +90,10 @@ class LockFileEligibility:
             now=self.clock.now(),
             command=command,
         )
+        if found.state is State.MISSING and not self.lock.exists:  # say which file, and why
+            found = replace(found, why=f"{found.why}: {self.lock.path} is missing (no such "
+                            "file)")
+        return found
 
     def is_eligible(self, provider_id: str, contract_id: str) -> tuple[bool, str]:
         """``(eligible, reason)`` for the failover runner."""

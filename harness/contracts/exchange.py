@@ -144,6 +144,7 @@ class Channel:
                 golden_id, index, error=f"{tap.error.classification}: {tap.error.message}",
                 runner=ran,
                 unreached=unreached(tap.error) or gateway_refusal(self.provider, tap.error),
+                refused=refusal(tap.error),
             )
         reply = tap.reply
         assert reply is not None, ran
@@ -171,10 +172,20 @@ def gateway_refusal(cfg: ProviderConfig, exc: ProviderCallError) -> str:
     """Through a gateway, its own refusal (a 4xx naming a header, auth or routing): the
     provider behind it was never reached, so the call is no evidence about it ("" otherwise).
     The reason quotes the gateway, so the fix can name what it asked for."""
-    if not cfg.via or exc.status is None or not 400 <= exc.status < 500 or exc.status == 429:
+    if not cfg.via or not refusal(exc):
         return ""
     text = exc.message.lower()
     if not any(word in text for word in _REFUSAL_WORDS):
+        return ""
+    return f"the gateway refused the request ({refusal(exc)})"
+
+
+def refusal(exc: ProviderCallError) -> str:
+    """``HTTP 400: <what the server said>`` when the call was refused before any answer (a 4xx
+    other than a timeout or a rate limit: a wrong header, key, route or address), else "".
+    A provider whose every call is refused so answered nothing: judgement.py leaves it
+    undecided, whoever refused (a gateway in front of it or the provider itself)."""
+    if exc.status is None or not 400 <= exc.status < 500 or exc.status in (408, 429):
         return ""
     said = re.sub(r"^.*?HTTP \d{3}(?: \S+)?: ", "", exc.message, count=1)
     said = re.sub(r" \[(failed|unknown): [^\]]*\]$", "", said)  # the classification trailer
@@ -183,7 +194,7 @@ def gateway_refusal(cfg: ProviderConfig, exc: ProviderCallError) -> str:
         said = str(body.get("message") or body.get("error", {}).get("message") or said)
     except (ValueError, AttributeError):
         pass
-    return f"the gateway refused the request (HTTP {exc.status}: {said[:200]})"
+    return f"HTTP {exc.status}: {said[:200]}"
 
 
 #: gateways forward the provider's own response headers under a prefix (LiteLLM:

@@ -1,9 +1,12 @@
 """Judge one (provider, contract) pairing on its samples: the checks, the verdict, the record.
 
 What never counts against a provider: a call that could not reach it (``unreached``: no
-evidence about the contract) and a harness error (an exception in our own code while
-processing an answer or judging it). A harness error makes the sampled checks undecided with
-:data:`HARNESS_ERROR` as their reason; certify then keeps the record out of the lock file.
+evidence about the contract), every call refused before any answer (a 4xx from the provider or
+a gateway in front of it — a missing routing header, a wrong key or route: no answer, so no
+evidence either; some refused among answers are judged as failed calls) and a harness error
+(an exception in our own code while processing an answer or judging it). A harness error
+makes the sampled checks undecided with :data:`HARNESS_ERROR` as their reason;
+certify then keeps the record out of the lock file.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from harness.contracts.standing import HARNESS_ERROR
 from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import Tokenizer
 from harness.domain.words import counted
+from harness.providers.classify import REFUSED_EVERY_CALL
 from harness.providers.config import ProviderConfig
 
 NOT_SENT = "not sent (the provider could not be reached)"
@@ -94,6 +98,10 @@ def judge(
     lost = [s for s in samples if s.unreached]
     broken = [s for s in samples if s.harness_error]
     judged = [s for s in samples if not s.unreached and not s.harness_error]
+    if judged and all(s.refused for s in judged):  # no call answered: every one was refused
+        lost = [*(replace(s, unreached=f"{REFUSED_EVERY_CALL} ({s.refused})") for s in judged),
+                *lost]
+        judged = []
     cfg, contract = pairing.provider, pairing.contract
     fake = bool(cfg.is_fake or channel.fake_answers)
     inputs: dict[str, InputTally] = {}
@@ -124,7 +132,8 @@ def judge(
         harness_version=__version__, certified_at=judging.now,
         expires_at=judging.now + timedelta(days=contract.thresholds.valid_days),
         checks=checks, config=cfg.hashed_fields(), sampling=sampling, inputs=inputs,
-        drift=drift(previous, inputs, confidence=contract.thresholds.confidence),
+        drift=drift(previous if inputs else None, inputs,  # no call judged: no drift
+                    confidence=contract.thresholds.confidence),
         provenance=FAKE_PROVENANCE if fake else "", unreached=unreached,
         contract_parts=dict(contract.parts),
     )
@@ -211,9 +220,12 @@ def _primary_reference(contract: Contract, samples: list[Sample]) -> dict[str, d
 def _unreached(cfg: ProviderConfig, lost: list[Sample]) -> str:
     """``could not reach 'x' at URL: DNS lookup failed (ConnectError: …)``."""
     first = lost[0]
+    where = cfg.base_url + (" (the gateway)" if cfg.via else "")
+    if first.refused:  # the server's own words are the reason: quoted once
+        return clean(f"{cfg.id!r} at {where} answered no call: {first.unreached}",
+                     one_line=True, limit=400)
     error = (first.error or "").removeprefix("not sent: ").removeprefix("failed: ")
     error = _CLASSIFIED.sub("", error.removeprefix(f"{cfg.id}: "))
-    where = cfg.base_url + (" (the gateway)" if cfg.via else "")
     return clean(f"could not reach {cfg.id!r} at {where}: {first.unreached} ({error})",
                  one_line=True, limit=400)
 

@@ -33,6 +33,7 @@ class LockFile:
 
     path: Path
     records: dict[tuple[str, str], CertificationRecord] = field(default_factory=dict)
+    exists: bool = True  # False: no file at ``path`` when it was read (an empty lock)
 
     def get(self, provider: str, contract: str) -> CertificationRecord | None:
         return self.records.get((provider, contract))
@@ -72,6 +73,7 @@ class LockFile:
                 os.fsync(fh.fileno())
             os.chmod(tmp, mode)
             os.replace(tmp, self.path)
+            self.exists = True
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -125,7 +127,7 @@ def read_lock(path: Path) -> LockFile:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return LockFile(path)
+        return LockFile(path, exists=False)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the lock file: {exc}", file=str(path), fix=fix) from None
     try:

@@ -99,6 +99,7 @@ def certify_command(
     contracts_dir: str | None = None,
     *,
     adaptive: bool = False,
+    lock: str | None = None,
 ) -> str:
     """The command line that re-certifies one pair (``adaptive``: the contract's fixed plan
     cannot decide, so the command that would decide samples adaptively)."""
@@ -107,6 +108,8 @@ def certify_command(
         parts += ["--providers", providers_path]
     if contracts_dir:
         parts += ["--contracts", contracts_dir]
+    if lock:  # a lock file not beside the providers file: the fix writes the one that was read
+        parts += ["--lock", lock]
     parts += ["--provider", provider, "--contract", contract]
     return shlex.join(parts)
 

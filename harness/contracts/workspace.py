@@ -40,9 +40,13 @@ class Workspace:
         return self.providers_path.parent / "cassettes"
 
     def eligibility(self, clock: Clock | None = None) -> LockFileEligibility:
+        found_anyway = {(d / "contracts").resolve() for d in (self.providers_path.parent,
+                                                                  Path.cwd())}
         return LockFileEligibility(
             self.providers, self.contracts, self.lock, clock=clock,
             providers_path=str(self.providers_path),
+            contracts_dir=None if self.contracts_dir.resolve() in found_anyway
+            else str(self.contracts_dir),
         )
 
     def auto_links(self) -> list[tuple[str, str]]:
@@ -96,9 +100,13 @@ class Workspace:
                     f"that the gateway at {cfg.via} serves model {cfg.model!r}")
         else:
             field = {"key": "api_key_env", "model": "model"}.get(setting, "base_url")
+            if setting == "request" and cfg.headers:
+                field = "headers"
             line = load_yaml(self.providers_path).line_of(("providers", provider, field))
             at = f"{self.providers_path}:{line}" if line else str(self.providers_path)
-            what = {"key": key, "model": "base_url and the model name"}.get(
+            what = {"key": key, "model": "base_url and the model name",
+                    "request": "the headers the server at base_url asks for (a gateway's "
+                    "routing header: headers:, --header) and base_url"}.get(
                         setting, "the network and base_url") + f" ({at}, providers.{provider})"
         return (f"make the provider reachable (network, base_url, API key): check {what} (an "
                 f"earlier record of it, if there is one, stays in the lock file), then run: "

@@ -107,6 +107,12 @@ def read_portkey_config(path: str | Path) -> PortkeyConfig:
                           fix="pass the path of the Portkey config (portkey:config.json)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the file: {exc}", file=str(path)) from None
+    return parse_portkey_config(text, path)
+
+
+def parse_portkey_config(text: str, path: Path) -> PortkeyConfig:
+    """A Portkey config from its JSON ``text`` (a file's, or a ``x-portkey-config`` header's);
+    ``path`` names it in errors."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

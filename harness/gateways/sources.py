@@ -21,6 +21,7 @@ from harness.contracts.judgement import Pairing
 from harness.contracts.workspace import Workspace, workspace_for
 from harness.domain.errors import ConfigError
 from harness.gateways.audit import gateway_audit
+from harness.gateways.header_config import header_audits
 from harness.gateways.litellm_config import LITELLM_PREFIX
 from harness.gateways.portkey_config import PORTKEY_PREFIX, looks_like_portkey
 from harness.gateways.portkey_source import load_portkey_providers
@@ -123,13 +124,20 @@ def with_headers(providers: ProvidersFile, headers: Mapping[str, str] | None) ->
     return out
 
 
-def audits_for(providers: ProvidersFile, targets: Sequence[Pairing]) -> list[PostAudit]:
+def audits_for(providers: ProvidersFile, targets: Sequence[Pairing],
+               path: Path | None = None) -> list[PostAudit]:
     """The post-audits of a certification: the gateway audit when a provider is reached
-    through a gateway (what the provider behind it received; config lines from the source)."""
-    if not any(t.provider.via for t in targets):
-        return []
+    through a gateway (what the provider behind it received; config lines from the source),
+    and, for providers.yaml at ``path``, the audit of a gateway config sent in a header
+    (:mod:`harness.gateways.header_config`; ConfigError now, before any call, when it is
+    wrong)."""
     source = providers.source
-    return [gateway_audit(source.where if source is not None else None)]
+    audits = []
+    if any(t.provider.via for t in targets):
+        audits.append(gateway_audit(source.where if source is not None else None))
+    if path is not None and source is None:
+        audits += header_audits(providers, path, targets)
+    return audits
 
 
 def open_workspace(

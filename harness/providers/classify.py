@@ -170,6 +170,8 @@ _KEY_STATUS = frozenset({401, 403, 407})
 GATEWAY_UNREACHED = "the gateway could not connect to the provider"
 # LiteLLM without a database answers 400 "No connected db." to a key that is not its master key
 GATEWAY_KEY_REFUSED = "the gateway refused the key"
+# every call of a certification refused with a 4xx before any answer (contracts/judgement.py)
+REFUSED_EVERY_CALL = "every call was refused before any answer"
 _CONNECT_WORDS = ("connection error", "apiconnectionerror", "connecterror", "connection refused",
                   "name or service not known", "nodename nor servname")
 _DNS = ("name or service not known", "nodename nor servname", "getaddrinfo", "no address",
@@ -208,7 +210,11 @@ def unreached(exc: ProviderCallError) -> str | None:
 def unreached_setting(text: str) -> str:
     """Which setting to check for a text holding an :func:`unreached` reason: ``key``,
     ``model`` (a 404: the address or the model name), ``upstream`` (behind a gateway: the
-    provider's address as the gateway has it) or ``address`` (network, DNS, TLS, the URL)."""
+    provider's address as the gateway has it), ``request`` (every call refused: the headers
+    the server asks for) or ``address`` (network, DNS, TLS, the URL)."""
+    if REFUSED_EVERY_CALL in text and not any(
+            f"HTTP {status}" in text for status in (*_KEY_STATUS, 404)):
+        return "request"
     if GATEWAY_KEY_REFUSED in text or any(
             _UNREACHED_STATUS[status] in text for status in _KEY_STATUS):
         return "key"

@@ -119,7 +119,7 @@ class Received:
 @dataclass
 class _Log:
     records: list[Received] = field(default_factory=list)
-    by_tag: dict[str, list[Received]] = field(default_factory=dict)
+    by_tag: dict[str | None, list[Received]] = field(default_factory=dict)  # None: untagged
     lock: threading.Condition = field(default_factory=threading.Condition)
 
 
@@ -209,8 +209,8 @@ class RecordingFake(FakeProvider):
         with self._log.lock:
             return list(self._log.records)
 
-    def received_tag(self, tag: str) -> list[Received]:
-        """The requests carrying ``tag`` (an index: a drill looks at them often)."""
+    def received_tag(self, tag: str | None) -> list[Received]:
+        """The requests carrying ``tag`` (None: no tag; an index: a drill looks often)."""
         with self._log.lock:
             return list(self._log.by_tag.get(tag, ()))
 
@@ -230,13 +230,14 @@ class RecordingFake(FakeProvider):
             return self._log.lock.wait_for(
                 lambda: len(self._log.by_tag.get(tag, ())) >= count, timeout_s)
 
-    def open_calls(self, tag: str) -> int:
-        """How many requests carrying ``tag`` are still in flight."""
+    def open_calls(self, tag: str | None) -> int:
+        """How many requests carrying ``tag`` (None: no tag) are still in flight."""
         with self._log.lock:
             return sum(1 for r in self._log.by_tag.get(tag, ()) if r.outcome == "in_flight")
 
-    def wait_settled_tag(self, tag: str, timeout_s: float) -> bool:
-        """Block until no request carrying ``tag`` is in flight (True), or ``timeout_s`` passed."""
+    def wait_settled_tag(self, tag: str | None, timeout_s: float) -> bool:
+        """Block until no request carrying ``tag`` (None: no tag) is in flight (True), or
+        ``timeout_s`` passed."""
         with self._log.lock:
             return self._log.lock.wait_for(
                 lambda: not any(r.outcome == "in_flight" for r in self._log.by_tag.get(tag, ())),
@@ -378,8 +379,7 @@ class RecordingFake(FakeProvider):
                 headers=redact_headers(headers), body=data, tag=tag,
             )
             self._log.records.append(record)
-            if tag is not None:
-                self._log.by_tag.setdefault(tag, []).append(record)
+            self._log.by_tag.setdefault(tag, []).append(record)
             self._log.lock.notify_all()  # wait_arrival
         if self.on_change is not None:
             self.on_change(tag)

@@ -119,7 +119,7 @@ def _act_on(act: ToActOn) -> list[str]:
 
 def _verdict(r: Results, act: ToActOn) -> str:
     parts = [f"{counted(len(act.broken), 'promise')} broken"] if act.broken else []
-    parts += [counted(len(act.others), "other failure")] if act.others else []
+    parts += [act.failures()] if act.others else []
     parts += [f"{len(act.unknowns)} unknown"] if act.unknowns else []
     return (f"**Verdict:** {ICON[r.verdict]} {r.verdict.upper()} (exit {r.exit_code}) — "
             + ", ".join(parts))

@@ -87,6 +87,7 @@ class ReportSession:
         self.header: Header | None = None
         self.results: Results | None = None
         self._folder: Path | None = None
+        self._made_report_dir = False  # the run created report_dir (removed with an unused folder)
 
     # -- the folder -----------------------------------------------------------------------------
     @property
@@ -104,6 +105,7 @@ class ReportSession:
         """A free ``<report_dir>/<UTC time>[-n]`` (not created)."""
         if self.report_dir is None:
             raise RuntimeError("this session writes no report folder")
+        self._made_report_dir = self._made_report_dir or not self.report_dir.exists()
         self.report_dir.mkdir(parents=True, exist_ok=True)
         name = self.started.strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
         candidate, n = self.report_dir / name, 2
@@ -268,6 +270,27 @@ def write_report(results: Results, report_dir: Path) -> Path:
 
 
 _unfinished: weakref.WeakSet[ReportSession] = weakref.WeakSet()
+
+
+def discard_unused() -> list[Path]:
+    """After bad input (exit 2): remove the folder of every session that never finished and
+    holds nothing written (no file with content in it), and the report folder above it when
+    the run created it and it is empty now — bad input writes nothing. A folder with a log in
+    it (a service that would not start) stays: the message points there. Returns what went."""
+    removed = []
+    for session in list(_unfinished):
+        folder = session._folder
+        if folder is None or not folder.exists() or any(
+                p.is_file() and p.stat().st_size for p in folder.rglob("*")):
+            continue
+        _unfinished.discard(session)
+        shutil.rmtree(folder)
+        removed.append(folder)
+        parent = session.report_dir
+        if session._made_report_dir and parent is not None and not any(parent.iterdir()):
+            parent.rmdir()
+            removed.append(parent)
+    return removed
 
 
 def abandon_unfinished() -> list[Path]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from harness.domain.words import counted
 from harness.reports.digest import Problem, problems
-from harness.reports.model import Results, ScenarioRun, TrialSeries
+from harness.reports.model import DrillRun, Results, ScenarioRun, TrialSeries
 
 MAX_PLACES = 4  # scenarios named per promise before "and N more"
 
@@ -60,8 +60,10 @@ def _series_place(ts: TrialSeries, checker: str) -> Place:
     return best
 
 
-def broken_promises(results: Results) -> list[Broken]:
-    """Every promise broken by a scenario run or a trial series, in the order first seen."""
+def broken_promises(results: Results, *, drills: bool = True) -> list[Broken]:
+    """Every promise broken by a scenario run, a trial series or a drill (the drill's promise
+    under its one name: ``one_job_per_intent`` from both halves is one line), in the order first
+    seen."""
     found: dict[str, Broken] = {}
     for event in results.events:
         if isinstance(event, ScenarioRun) and event.verdict == "failed":
@@ -81,6 +83,15 @@ def broken_promises(results: Results) -> list[Broken]:
                               if f.checker == checker and f.first), None)
                 if not b.replay and first is not None and first.replay_command:
                     b.replay = first.replay_command
+        elif isinstance(event, DrillRun) and drills:  # its promises, under the same names
+            for rate in event.promises:
+                if not rate.broken:
+                    continue
+                b = found.setdefault(rate.promise, Broken(rate.promise, rate.title))
+                total = rate.held + rate.broken + rate.unknown + rate.not_judged
+                b.places.append(Place(f"drill {event.drill}", rate.broken, total))
+                if not b.replay and event.command:
+                    b.replay = event.command
     return list(found.values())
 
 
@@ -109,14 +120,20 @@ class ToActOn:
     def __bool__(self) -> bool:
         return bool(self.broken or self.others or self.unknowns)
 
+    def failures(self) -> str:
+        """``3 other failures`` beside broken promises; ``3 failures`` when they are all."""
+        return counted(len(self.others), "other failure" if self.broken else "failure")
+
 
 def to_act_on(results: Results, *, runs: bool = True) -> ToActOn:
     """``runs=False``: leave out what scenario runs found (a caller that showed them in full)."""
     names = _scenario_names(results)
     found = [p for p in problems(results) if runs or p.where.split(" on ")[0] not in names]
+    both = runs and bool(names)  # check --target with a drill: its promises join the scenarios'
     return ToActOn(
-        broken_promises(results) if runs else [],
-        [p for p in found if p.kind == "fail" and p.where.split(" on ")[0] not in names],
+        broken_promises(results, drills=both) if runs else [],
+        [p for p in found if p.kind == "fail" and p.where.split(" on ")[0] not in names
+         and not (both and p.where.startswith("drill "))],
         [p for p in found if p.kind == "unknown"])
 
 

@@ -86,11 +86,15 @@ class History:
         self.ops.append(op)
         return op
 
-    def observe_side_effects(self, moment: str, count: int) -> None:
+    def observe_side_effects(self, moment: str, count: int | None, *, why: str = "") -> None:
         """The target's side-effect counter read at ``moment`` (start | end), as an observer op:
-        the one way the scenario runner and explore record it (the checkers read it)."""
+        the one way the scenario runner and explore record it (the checkers read it). ``None``:
+        it could not be read then (``why``), a failed op."""
         invoke = self.invoke("observer", "side_effects", {"at": moment})
-        self.complete(invoke, "ok", {"count": count})
+        if count is None:
+            self.complete(invoke, "fail", {"error": why})
+        else:
+            self.complete(invoke, "ok", {"count": count})
 
     def lines(self) -> Iterator[str]:
         for op in self.ops:

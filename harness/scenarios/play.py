@@ -19,6 +19,7 @@ from harness.scenarios.model import (
     Crash,
     Create,
     Fault,
+    IntentSpec,
     ListAttempts,
     ListRaces,
     Read,
@@ -31,6 +32,7 @@ from harness.scenarios.scheduler import (
     Scheduler,
 )
 from harness.scenarios.targets.base import Reply, Target, TargetSession
+from harness.scenarios.targets.side_effects import CounterUnsettled
 from harness.scenarios.values import (
     Aliases,
     attempt_value,
@@ -98,7 +100,10 @@ class Play:
                 *self.scenario.checkers, *self.scenario.optional_checkers}:
             return  # a store's counter is read only where a checker judges it
         count = self.session.count_side_effects  # type: ignore[attr-defined]
-        self.history.observe_side_effects(moment, count())
+        try:
+            self.history.observe_side_effects(moment, count())
+        except CounterUnsettled as exc:  # the service was still working: unknown, with why
+            self.history.observe_side_effects(moment, None, why=str(exc))
 
     @staticmethod
     def _describe(step: Step) -> tuple[str, str]:
@@ -238,8 +243,12 @@ class Play:
         return out
 
     # -- jobs ---------------------------------------------------------------------------------
+    def _sent(self, intent: IntentSpec) -> IntentSpec:
+        """The intent as the target is sent it (a profile's body template)."""
+        return self.target.as_sent(intent) if self.target is not None else intent
+
     def _create(self, step: Step, action: Create) -> None:
-        intent = action.intent
+        intent = self._sent(action.intent)
         owner = step.actor
         key = f"{self.run_id}-{action.key}"
         value = {"owner": owner, "key": action.key, "fingerprint": fingerprint_as_compared(
@@ -274,7 +283,7 @@ class Play:
     def _copy(self, step: Step, action: Create, value: dict[str, Any], key: str,
               i: int) -> tuple[dict[str, Any], Callable[[], Reply]]:
         """Copy ``i`` of a mixed group: its invoke value and its request."""
-        intent = action.intent_of_copy(i)
+        intent = self._sent(action.intent_of_copy(i))
         mine = {**value, "fingerprint": fingerprint_as_compared(
                      intent, self.target.fingerprint_mode if self.target else "canonical"),
                 "max_open_attempts": intent.max_open_attempts}
@@ -297,7 +306,7 @@ class Play:
                 invoke = self.history.invoke("calibrate", "create", {
                     **{k: v for k, v in value.items() if k != "expect"}, "key": key})
                 reply, took = arrivals.timed(partial(self.session.create_job, step.actor,
-                                                     raw_key, action.intent.text))
+                                                     raw_key, self._sent(action.intent).text))
                 self.history.complete(invoke, *self._judge(reply, on_ok))
                 samples.append(took)
             latency = arrivals.median_latency_ms(samples)

@@ -27,8 +27,10 @@ from pydantic import (
 )
 
 from harness.domain.redaction import redact_url as redact
+from harness.target.bodies import check_template
 from harness.target.drill_section import DrillSection
 from harness.target.errors import ProfileValueError, explain
+from harness.target.owners import Owners
 from harness.yamlsrc import YamlSource, load_yaml
 
 OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",
@@ -174,7 +176,9 @@ class Profile(_Strict):
     #: ``owners`` is accepted (every profile target has it: owners are tokens)
     capabilities: list[Literal["jobs", "attempts", "timeouts", "hedge", "owners",
                                "replicas"]] = ["jobs"]
-    auth: Auth = Auth()
+    #: how an owner is presented (``owners:``; ``auth:`` is its older spelling, a header only)
+    auth: Auth | None = None
+    owners: Owners | None = None
     headers: dict[str, str] = {}
     created_status: int = 201
     conflict: Answer | Literal["none"] = Answer(status=409)
@@ -205,6 +209,15 @@ class Profile(_Strict):
             data = {**data, "operations": API_MD_OPERATIONS}
             data.setdefault("capabilities", API_MD_CAPABILITIES)
         return data
+
+    @property
+    def owner_form(self) -> Owners:
+        """How an owner is presented: ``owners:``, else ``auth:`` (a header), else the default
+        ``Authorization: Bearer {token}``."""
+        if self.owners is not None:
+            return self.owners
+        auth = self.auth or Auth()
+        return Owners(header=auth.header, value=auth.value)
 
     @property
     def conflict_answer(self) -> Answer | None:
@@ -304,6 +317,16 @@ def load_profile(path: str | Path) -> Profile:
     if not profile.operations["create_job"].key_header:
         raise src.error("create_job has no key_header", ("operations", "create_job"),
                         fix="add key_header: Idempotency-Key (the header carrying the key)")
+    if profile.auth is not None and profile.owners is not None:
+        raise src.error("auth: and owners: both say how an owner is presented", ("auth",),
+                        fix="keep owners: (auth: {header: H, value: V} is owners: {header: H, "
+                        "value: V})")
+    body = profile.operations["create_job"].body
+    if body is not None:
+        wrong = check_template(body)
+        if wrong is not None:
+            raise src.error(f"the create body template: {wrong[0]}",
+                            ("operations", "create_job", "body"), fix=wrong[1])
     _check_observers(src, profile)
     sql = profile.side_effects.sql if profile.side_effects is not None else None
     if sql is not None and sql.url_env:

@@ -25,6 +25,7 @@ def base_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("script", "extra"), [
     ("correct_service.py", "serve"), ("gap_service.py", "serve"),
     ("redis_lock_service.py", "serve"), ("pg_claim_service.py", "serve"),
+    ("drill/correct_service.py", "examples"),  # the official openai / anthropic SDKs
 ])
 def test_an_example_without_its_extra_names_it(base_python: Path, script: str,
                                                extra: str) -> None:

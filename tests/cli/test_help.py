@@ -69,3 +69,21 @@ def test_the_top_level_help_imports_no_command_and_one_command_only_its_own() ->
         out = subprocess.run([sys.executable, "-c", probe.format(only)], check=True,
                              capture_output=True, text=True, timeout=120).stdout
         assert out.strip() == str(expected), (only, out)
+
+
+def test_every_option_and_argument_says_what_it_is() -> None:
+    """No option without help (`scenarios matrix` had two; issue 34)."""
+    bare = [f"{name} {action.option_strings or action.dest}"
+            for name, parser in every_parser() for action in parser._actions
+            if not isinstance(action, argparse._HelpAction | argparse._SubParsersAction)
+            and action.help in (None, "") and action.help is not argparse.SUPPRESS]
+    assert bare == []
+
+
+def test_help_names_where_a_default_really_is() -> None:
+    """drill's --lock / --contracts are beside --providers or the gateway's --config (never
+    "beside the config" alone, which a profile has none of); export names both gateways."""
+    parsers = dict(every_parser())
+    drill = parsers["failover-harness drill"].format_help()
+    assert "beside --providers" in " ".join(drill.split())
+    assert "LiteLLM" in COMMANDS["export"][1] and "Portkey" in COMMANDS["export"][1]

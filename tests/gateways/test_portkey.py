@@ -217,3 +217,113 @@ def test_an_unknown_gateway_says_which_sources_are_known(
     err = capsys.readouterr().err
     assert "LiteLLM" in err and "Portkey" in err
     assert "base_url" in err and "headers" in err
+
+
+def portkey_providers(project: Path, upstreams: Upstreams, gateway: str,
+                      routes: dict[str, dict[str, Any] | None]) -> Path:
+    """providers.yaml with one provider per upstream, each reached at the gateway (``base_url``,
+    no ``via``: any OpenAI-compatible gateway written by hand) with its route in a
+    ``headers:`` value (None: no header)."""
+    providers = {}
+    for name, route in routes.items():
+        provider: dict[str, Any] = {
+            "kind": "openai-chat", "base_url": gateway, "model": "gpt-4.1-mini",
+            "api_key_env": KEY, "tokenizer": "tiktoken:cl100k_base", "context_window": 128000}
+        if route is not None:
+            provider["headers"] = {"x-portkey-config": json.dumps(route)}
+        providers[name] = provider
+    doc = {"providers": providers, "chains": {"ticket_triage": [
+        {"provider": name, "failover": "auto"} for name in routes]}}
+    path = project / "providers.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, width=1000))
+    (project / "failover-harness.yaml").unlink(missing_ok=True)
+    return path
+
+
+def route(upstreams: Upstreams, name: str, **params: Any) -> dict[str, Any]:
+    return {"provider": "openai", "custom_host": upstreams.url(name),
+            "api_key": "sk-fake-upstream-key",
+            "override_params": {"model": "gpt-4.1-mini", **params}}
+
+
+def test_a_fallback_without_its_routing_header_is_undecided_quoting_the_gateway(
+        project: Path, upstreams: Upstreams, portkey: PortkeyGateway,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The fallback's x-portkey-config header missing, no `via:`: Portkey refuses every call
+    (400). No call reached a provider: undecided, the refusal quoted, the lock unchanged."""
+    routes: dict[str, dict[str, Any] | None] = {
+        "primary": route(upstreams, "primary"), "fallback": route(upstreams, "fallback")}
+    path = portkey_providers(project, upstreams, portkey.url, routes)
+    args = ["certify", "--providers", str(path), *QUIET]
+    assert main(args) == 0, capsys.readouterr().out
+    lock = project / "providers.lock.json"
+    before = lock.read_bytes()
+    fallback_before = next(c for c in json.loads(before)["certifications"]
+                           if c["provider"] == "fallback")
+    assert fallback_before["verdict"] == "eligible"
+    capsys.readouterr()
+    routes["fallback"] = None
+    portkey_providers(project, upstreams, portkey.url, routes)
+    upstreams.fakes["fallback"].clear()
+    for only in ([], ["--provider", "fallback"]):
+        code = main([*args, *only])
+        out = capsys.readouterr().out
+        assert code == 3, out
+        assert "INELIGIBLE" not in out, out
+        assert "HTTP 400" in out and (
+            "Either x-portkey-config or x-portkey-provider header is required" in out), out
+        after = json.loads(lock.read_bytes())
+        assert next(c for c in after["certifications"]
+                    if c["provider"] == "fallback") == fallback_before
+    assert lock.read_bytes() != before  # the whole run re-certified the primary …
+    before = lock.read_bytes()
+    assert main([*args, "--provider", "fallback"]) == 3
+    assert lock.read_bytes() == before  # … the fallback alone leaves it byte for byte
+    assert upstreams.calls("fallback") == 0
+    out = capsys.readouterr().out
+    assert "input removed" not in out  # no call judged: no drift to report
+    assert "headers" in out.split("fix:")[1]  # the fix names what the gateway asked for
+
+
+def test_a_temperature_override_in_a_header_config_is_ineligible_naming_gateway_and_config(
+        project: Path, upstreams: Upstreams, portkey: PortkeyGateway,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The Portkey config in a providers.yaml `headers:` value, read as the `portkey:` source
+    reads a config file: its override_params.temperature 0.9 (the contract allows 0.3) reaches
+    the model whatever the client sends."""
+    routes: dict[str, dict[str, Any] | None] = {
+        "primary": route(upstreams, "primary"),
+        "fallback": route(upstreams, "fallback", temperature=0.9)}
+    path = portkey_providers(project, upstreams, portkey.url, routes)
+    code = main(["certify", "--providers", path.name, *QUIET])  # cwd: the project
+    out = capsys.readouterr().out
+    assert code == 1, out
+    header_line = [n for n, line in enumerate(path.read_text().splitlines(), 1)
+                   if "x-portkey-config" in line][1]  # the fallback's, the second provider
+    lock = json.loads((project / "providers.lock.json").read_text())
+    verdicts = {c["provider"]: c["verdict"] for c in lock["certifications"]}
+    assert verdicts == {"primary": "eligible", "fallback": "ineligible"}, out
+    said = next(line for line in out.splitlines() if "ineligible provider 'fallback'" in line)
+    assert "temperature 0.9" in said and f"the Portkey gateway ({portkey.url})" in said, said
+    record = next(c for c in lock["certifications"] if c["provider"] == "fallback")
+    reason = next(k for k in record["checks"] if k["name"] == "gateway_config")["evidence"][0][
+        "reason"]
+    assert "temperature 0.9" in reason and "at most 0.3" in reason, reason
+    assert f"the Portkey gateway ({portkey.url})" in reason, reason
+    assert (f"override_params.temperature in the header's config at "
+            f"providers.yaml:{header_line} (providers.fallback.headers.x-portkey-config)") in reason
+    assert upstreams.calls("fallback") > 0  # the gateway sent it on: the override is real
+    assert {r.body["temperature"] for r in upstreams.fakes["fallback"].received()} == {0.9}
+
+
+def test_a_header_config_the_gateway_cannot_read_is_refused_at_its_line_before_any_call(
+        project: Path, upstreams: Upstreams, capsys: pytest.CaptureFixture[str]) -> None:
+    path = portkey_providers(project, upstreams, "http://127.0.0.1:9/v1", {
+        "primary": route(upstreams, "primary"), "fallback": {"override_params": {}}})
+    assert main(["certify", "--providers", path.name, *QUIET]) == 2
+    err = capsys.readouterr().err
+    line = [n for n, text in enumerate(path.read_text().splitlines(), 1)
+            if "x-portkey-config" in text][1]
+    assert f"providers.yaml:{line} (providers.fallback.headers.x-portkey-config)" in err, err
+    assert "not a Portkey config" in err and "a target needs `provider`" in err, err
+    assert upstreams.calls("primary") == 0

@@ -186,3 +186,17 @@ def test_config_is_immutable() -> None:
     with pytest.raises(ValueError, match="frozen"):
         cfg.model = "x"  # type: ignore[misc]
     assert isinstance(cfg, ProviderConfig)
+
+
+def test_a_yaml_error_under_an_under_indented_line_names_that_line() -> None:
+    """`model:` indented two spaces too few reads as a sibling of `primary:`; YAML fails only on
+    the next line. The message names the under-indented line (issue 34)."""
+    text = GOOD.replace("    model: gpt-4o-mini\n", "  model: gpt-4o-mini\n", 1)
+    lines = text.splitlines()
+    culprit = lines.index("  model: gpt-4o-mini") + 1
+    err = error_for(text)
+    assert err.line == culprit, err
+    assert f"line {culprit + 1} is indented under this line" in err.message
+    assert f"indent line {culprit} like" in (err.fix or "")
+    over = GOOD.replace("    model: gpt-4o-mini\n", "      model: gpt-4o-mini\n", 1)
+    assert error_for(over).line == culprit  # over-indented: the line itself, as before

@@ -26,8 +26,23 @@ def test_every_state_has_its_own_colour_and_a_shape() -> None:
 def test_a_caught_mutant_is_a_success_and_the_reference_failing_is_not() -> None:
     page = render_html(sample_results())
     matrix = page.split('id="matrix"', 1)[1].split("</section>", 1)[0]
-    assert 'class="cell v-pass caught"' in matrix and "✓ caught" in matrix
+    assert 'class="cell v-pass caught"' in matrix and "● caught" in matrix
     assert "v-failed" not in matrix  # the reference fails nothing in the sample
+
+
+def test_each_matrix_symbol_has_one_meaning_and_a_legend() -> None:
+    """✓ was "clean" in the reference column and "caught" in the mutants' (issue 34)."""
+    page = render_html(sample_results())
+    matrix = page.split('id="matrix"', 1)[1].split("</section>", 1)[0]
+    table = matrix.split("<table>", 1)[1]
+    cells = [cell.split(">", 1)[1].split("<", 1)[0] for cell in table.split('<td class="cell')[1:]]
+    meanings: dict[str, set[str]] = {}
+    for text in cells:
+        if text[:1] in "✓●·✗?–":
+            meanings.setdefault(text[0], set()).add(text)
+    assert meanings["✓"] == {"✓ clean"} and meanings["●"] == {"● caught"}, meanings
+    legend = matrix.split('class="legend matrix-legend"', 1)[1].split("</div>", 1)[0]
+    assert all(f"<span>{mark} " in legend for mark in "✓●·✗?–")
 
 
 def test_junit_classnames_are_names_not_urls() -> None:
@@ -174,3 +189,16 @@ def test_a_scenario_where_nothing_ran_says_so_not_zero_ops() -> None:
     run = ScenarioRun("same_key_two_owners", "http://127.0.0.1:8802", "unknown", "unknown")
     assert list(brief_lines(run)) == [
         "UNKNOWN   same_key_two_owners  (nothing ran: the summary says why)"]
+
+
+def test_failures_are_other_failures_only_beside_broken_promises() -> None:
+    """A drill or explore run's failures are all there is: "3 failures", not "3 other
+    failures" (issue 34)."""
+    from harness.reports.markdown import render_markdown
+
+    alone = sample_results(broken=False)
+    act = render_html(alone).split('id="act-verdict"', 1)[1].split("</p>", 1)[0]
+    assert "· 3 failures" in act and "other" not in act, act
+    assert "— 3 failures, 2 unknown" in render_markdown(alone)
+    beside = render_html(sample_results()).split('id="act-verdict"', 1)[1].split("</p>", 1)[0]
+    assert "· 2 promises broken · 3 other failures" in beside, beside

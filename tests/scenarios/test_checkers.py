@@ -122,7 +122,7 @@ def test_one_winner_per_job() -> None:
     good = _two_claims("lost").read(completed_by="B", result_sha256="PB")
     assert check("one_winner_per_job", good).verdict == "valid"
     bad = _two_claims("won")
-    assert "2 attempts won job job: A, B" in check("one_winner_per_job",
+    assert "attempts A and B both won the same job (job)" in check("one_winner_per_job",
                                                   bad).violations[0].message
     misnamed = _two_claims("lost").read(completed_by="A")
     assert "names A as its winner, but B won" in check("one_winner_per_job",

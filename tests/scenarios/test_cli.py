@@ -48,7 +48,7 @@ def test_a_violation_prints_the_promise_the_ops_and_a_replay_that_reproduces_it(
     assert code == 1
     assert "VIOLATED  out_of_order_completion" in out
     assert "promise broken (one_winner_per_job): one winner per job" in out
-    assert "2 attempts won job job: A, B" in out
+    assert "attempts A and B both won the same job (job)" in out
     assert re.search(r"#14-15 +t=30 +worker:A +succeeded\(attempt=A .*\) -> ok .*outcome=won",
                      out)
     replay = re.search(r"replay: (failover-harness replay .*)", out)
@@ -59,7 +59,7 @@ def test_a_violation_prints_the_promise_the_ops_and_a_replay_that_reproduces_it(
     code, again, _ = _run([*words[1:], "--report-dir", str(tmp_path / "replays")], capsys)
     assert code == 1
     assert "history: identical to the recorded run (22 ops)" in again
-    assert "2 attempts won job job: A, B" in again
+    assert "attempts A and B both won the same job (job)" in again
     replayed = sorted((tmp_path / "replays" / "latest" / "runs").iterdir())[0]
     assert (replayed / "history.jsonl").read_bytes() == (folder / "history.jsonl").read_bytes()
 

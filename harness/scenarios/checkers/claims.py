@@ -103,7 +103,9 @@ def one_winner_per_job(items: list[Pair], found: Findings) -> None:
     for job, won in _winners(items).items():
         names = sorted({str(p.invoke.value["attempt"]) for p in won})
         if len(names) > 1:
-            found.violation(f"{len(names)} attempts won job {job}: {', '.join(names)}", won)
+            every = "both" if len(names) == 2 else "all"
+            found.violation(f"attempts {', '.join(names[:-1])} and {names[-1]} {every} won the "
+                            f"same job ({job})", won)
         winner = str(won[0].invoke.value["attempt"])
         for read in _reads(_after(items, won[0]), job):
             named = read.value.get("completed_by")

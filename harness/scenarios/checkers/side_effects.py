@@ -46,6 +46,13 @@ def clicks(items: list[Pair]) -> dict[tuple[str, str], list[Pair]]:
              any(ok(p) for p in group) for group in clicks(items).values())))
 def one_side_effect_per_click(items: list[Pair], found: Findings) -> None:
     observed = side_effects_made(items)
+    failed = [p for p in of(items, "side_effects") if not ok(p)]
+    if observed is None and failed:  # a counter there, but unreadable at that moment
+        why = failed[0].value.get("error") if isinstance(failed[0].value, dict) else None
+        found.unknown(f"the side-effect counter could not be read: {why or 'no reading'}",
+                      "see the service's log; a longer drill.timeouts.job_s gives its worker "
+                      "more time to finish the run's jobs")
+        return
     if observed is None:
         found.unknown(NOT_OBSERVED, COUNTER_FIX)
         return

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from harness.scenarios.targets.http import HttpTarget
 from harness.scenarios.targets.service import ProfileTarget
 from harness.scenarios.targets.stores import StoreTarget
 
+_HOST_PORT = re.compile(r"^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}(?:/\S*)?$")
 TARGET_HELP = (
     "sqlite (default: a temporary file), sqlite:///file.db, postgresql://…, "
     "mutant:<name>[@<db url>], http://host:port[,http://host:port…]"
@@ -40,6 +42,11 @@ def open_target(
     ``race_digest``: for an API.md service (no profile) known to digest lost payloads like the
     reference (``sha256-rfc8785``); a profile says it with ``race_digest:``."""
     text = (text or "sqlite").strip()
+    if all(_HOST_PORT.match(part.strip()) for part in text.split(",")):  # no scheme
+        urls = ",".join(f"http://{part.strip()}" for part in text.split(","))
+        raise UnsupportedTarget(
+            f"target {redact(text)!r} has no scheme: a service's URL starts with http:// (or "
+            f"https://); write --target {redact(urls)}")
     if profile is not None and not text.startswith(("http://", "https://")):
         raise UnsupportedTarget(
             "--target-profile describes an HTTP service; pass --target http://host:port with it"

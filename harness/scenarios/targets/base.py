@@ -15,7 +15,7 @@ from typing import Any, Protocol, Self
 
 from harness.domain.clock import ManualClock
 from harness.domain.redaction import redact_url as redact  # noqa: F401  (its importers)
-from harness.scenarios.model import Scenario
+from harness.scenarios.model import IntentSpec, Scenario
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +123,11 @@ class Target(ABC):
         does not map, so promises nothing about (a profile without versions); none for API.md
         targets."""
         return frozenset()
+
+    def as_sent(self, intent: IntentSpec) -> IntentSpec:
+        """``intent`` as the target is sent it: its text is the request body (a profile's body
+        template makes it the service's own body); itself for API.md targets."""
+        return intent
 
     def terms(self) -> dict[str, str]:
         """How the target's answers are named in promises and messages (its own statuses, when

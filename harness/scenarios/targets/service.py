@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -32,11 +32,21 @@ from typing import Any
 import httpx
 
 from harness.domain.clock import ManualClock
-from harness.scenarios.model import Fault, Scenario
+from harness.providers.recording import RecordingFake
+from harness.scenarios.model import Fault, IntentSpec, Scenario
 from harness.scenarios.targets import faults
+from harness.scenarios.targets.answers import matches, translated
 from harness.scenarios.targets.base import Reply, Target, TargetSession, redact
+from harness.scenarios.targets.bodies import probe_intents, sent_intent, template_problem
 from harness.scenarios.targets.http import owner_tokens, split_urls
-from harness.scenarios.targets.preflight import check_owners, everything_404, wrong_base_url
+from harness.scenarios.targets.preflight import (
+    check_creates,
+    check_named_owner,
+    check_owners,
+    everything_404,
+    wrong_base_url,
+)
+from harness.scenarios.targets.provider_calls import ProviderCalls
 from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
@@ -55,19 +65,12 @@ from harness.target.model import (
     profile_warnings,
     transport_detail,
 )
+from harness.target.owners import present
 
 __all__ = ["Answer", "Auth", "FaultTrigger", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]
 BACKOFF_CAP_S = 0.5
-#: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
-#: taken as the key-reuse refusal: the body was accepted once, so the key is what is refused
-REFUSALS = frozenset({400, 409, 412, 422})
-KEY_REUSED = "idempotency_key_reused"
-#: API.md's problem codes: a body naming one says what the answer is, whatever its status
-API_CODES = frozenset({"idempotency_key_missing", "idempotency_key_invalid", "invalid_request",
-                       KEY_REUSED, "attempt_in_flight", "job_completed", "invalid_transition",
-                       "not_found", "unauthenticated"})
-LISTS = ("list_attempts", "list_races")
+PROBE_OWNER = "alice"  # the owner the preflight reads and creates as, when owners are names
 
 class ProfileSession(TargetSession):
     """API.md operations translated through a profile, over httpx."""
@@ -94,6 +97,9 @@ class ProfileSession(TargetSession):
         if effects is not None:
             self.counter = target.sql_counter or open_counter(
                 effects.http, effects.sql, http=self.http, base_url=target.urls[0])
+        elif target.provider_calls is not None:  # billed provider calls, from the drill's fakes
+            self.counter = target.provider_calls
+            target.provider_calls.read_status = self._raw_status
 
     def close(self) -> None:
         self.http.close()
@@ -103,10 +109,8 @@ class ProfileSession(TargetSession):
         op = self.profile.operations[op_name]
         with self.lock:
             base = self.target.urls[next(self.turn) % len(self.target.urls)]
-        headers = {}
-        token = self.target.tokens.get(owner)
-        if token is not None:
-            headers[self.profile.auth.header] = self.profile.auth.value.format(token=token)
+        shown = present(self.profile.owner_form, owner, self.target.tokens.get(owner))
+        headers = dict(shown.headers)
         if key is not None and op.key_header:
             headers[op.key_header] = key
         url = base + op.path.format(**{k: v for k, v in values.items() if isinstance(v, str)})
@@ -115,7 +119,8 @@ class ProfileSession(TargetSession):
         if content is not None:
             headers["Content-Type"] = "application/json"
         try:
-            response = self.http.request(op.method, url, content=content, headers=headers)
+            response = self.http.request(op.method, url, content=content, headers=headers,
+                                         params=shown.params or None)
         except httpx.TransportError as exc:
             self._note()
             never = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
@@ -125,91 +130,28 @@ class ProfileSession(TargetSession):
             response.extensions = {**response.extensions, "harness_resent": note}
         return response
 
+    def _raw_status(self, owner: str, job_id: str) -> str | None:
+        """The job's status as the service words it (the drill's ``observe.status_field``)."""
+        drill = self.profile.drill
+        response = self._send(owner, "get_job", {"job_id": job_id})
+        if isinstance(response, Reply) or drill is None or drill.observe is None:
+            return None
+        try:
+            value = pick(response.json(), drill.observe.status_field)
+        except ValueError:
+            return None
+        return None if value is None else str(value)
+
     def _note(self) -> str:
         """Why this thread's last request was sent again on a new connection ('' if not)."""
         return self.resending.take_note() if self.resending is not None else ""
 
-    def _matches(self, answer: Any, response: httpx.Response, body: Any) -> bool:
-        if answer is None or response.status_code != answer.status:
-            return False
-        return answer.code is None or pick(body, answer.code_field) == answer.code
-
-    def _key_reused(self, response: httpx.Response, body: Any) -> bool:
-        """A create's answer is the key-reused refusal: the declared conflict answer (or, with
-        ``conflict: none``, any refusal in :data:`REFUSALS`) — unless the body names another of
-        API.md's codes (a 409 ``attempt_in_flight`` is never a reused key)."""
-        conflict = self.profile.conflict_answer
-        if conflict is None:
-            return response.status_code in REFUSALS
-        if not self._matches(conflict, response, body):
-            return False
-        if conflict.code is not None:
-            return True
-        code = pick(body, conflict.code_field or "code") if isinstance(body, dict) else None
-        return not (isinstance(code, str) and code in API_CODES and code != KEY_REUSED)
-
     def _translate(self, op_name: OperationName, response: httpx.Response | Reply) -> Reply:
         if isinstance(response, Reply):
             return response
-        reply = self._translated(op_name, response)
+        reply = translated(self.profile, op_name, response)
         resent = response.extensions.get("harness_resent")
         return replace(reply, resent=resent) if resent else reply
-
-    def _replay_shape(self, op: Operation, response: httpx.Response, body: Any) -> bool:
-        """The profile's replay shape (``replay: {status: 409, body: original}``): that status,
-        carrying the job."""
-        shape = self.profile.replay_shape
-        return (shape is not None and response.status_code == shape.status
-                and isinstance(body, dict) and pick(body, op.fields.get("id", "id")) is not None)
-
-    def _translated(self, op_name: OperationName, response: httpx.Response) -> Reply:
-        try:
-            body = response.json() if response.content else None
-        except ValueError:
-            body = response.text
-        status = response.status_code
-        op = self.profile.operations[op_name]
-        replayed = None
-        if op_name == "create_job":  # the service's replay mark, on any answer (a cached 500)
-            marker = self.profile.replay_mark
-            if marker is not None:  # unmarked replays: whether it is one is not observable
-                replayed = response.headers.get(marker.name, "").lower() == marker.value.lower()
-            elif self.profile.replay_shape is not None:
-                replayed = False
-            if self._replay_shape(op, response, body):
-                return Reply(200, self._fields(op, body), replayed=True)
-            if self._key_reused(response, body):
-                # API.md's code, the service's own status (reports show what it really answered)
-                return Reply(status, {"code": KEY_REUSED, "status": status}, replayed=replayed)
-        if 200 <= status < 300:
-            if op_name in LISTS:
-                items = body if op.top_level_list else pick(body, op.items)
-                mapped = [self._fields(op, item) for item in items] \
-                    if isinstance(items, list) else None
-                return Reply(status, mapped)
-            if op_name == "create_job":
-                created = status == self.profile.created_status and not replayed
-                return Reply(201 if created else 200, self._fields(op, body), replayed=replayed)
-            return Reply(status, self._fields(op, body))
-        code = pick(body, "code") if isinstance(body, dict) else None
-        if status == 404:
-            code = "not_found"
-        problem = {"code": code if isinstance(code, str) else f"http_{status}", "status": status}
-        if isinstance(body, dict) and "blocking_attempt_id" in body:  # API.md's attempt_in_flight
-            problem["blocking_attempt_id"] = body["blocking_attempt_id"]
-        excerpt = response.text[:200] if status >= 500 else ""
-        return Reply(status, problem, excerpt=excerpt, replayed=replayed)
-
-    @staticmethod
-    def _fields(op: Operation, body: Any) -> Any:
-        """Their answer in API.md's field names (``fields:``; none: it already uses them)."""
-        if not op.fields:
-            return body
-        mapped = {ours: pick(body, theirs) for ours, theirs in op.fields.items()}
-        for field_name, table in op.values.items():
-            if mapped.get(field_name) in table:
-                mapped[field_name] = table[mapped[field_name]]
-        return mapped
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:
         content = body_text.encode("utf-8")
@@ -233,6 +175,10 @@ class ProfileSession(TargetSession):
         if kind is not None:  # still busy when the engine stopped asking
             code = "still_in_progress" if kind == "in_flight" else "still_locked"
             reply = replace(reply, body={"code": code, "status": reply.status})
+        calls = self.target.provider_calls
+        if calls is not None and reply.ok and isinstance(reply.body, dict) and \
+                reply.body.get("id") is not None:
+            calls.made(owner, str(reply.body["id"]))
         if not busy:
             return reply
         return replace(reply, busy=tuple(sorted(busy.items())), busy_ms=round(last_busy * 1000, 1))
@@ -252,7 +198,7 @@ class ProfileSession(TargetSession):
                 body = response.json() if response.content else None
             except ValueError:
                 body = None
-            if self._matches(in_flight, response, body):
+            if matches(in_flight, response, body):
                 return "in_flight", retry_after
         if response.status_code in self.profile.locked.statuses:
             return "locked", retry_after
@@ -346,6 +292,16 @@ class ProfileTarget(Target):
         self.race_digest = self.profile.race_digest
         sql = self.profile.side_effects.sql if self.profile.side_effects else None
         self.sql_counter = SqlSideEffects(sql, env) if sql is not None else None
+        self.provider_calls: ProviderCalls | None = None
+
+    def count_provider_calls(self, fakes: Sequence[RecordingFake]) -> bool:
+        """Count side effects as billed provider calls of ``fakes`` (the drill's), when the
+        profile names no counter of its own and has a ``drill:`` section; True if so."""
+        if self.profile.side_effects is not None or self.profile.drill is None:
+            return False
+        self.provider_calls = ProviderCalls(fakes, self.profile.drill)
+        self.capabilities = self.capabilities | {"side_effects"}
+        return True
 
     def promises(self) -> dict[str, Any]:
         """What the profile promises about errors and held keys (written into fault ops)."""
@@ -397,9 +353,15 @@ class ProfileTarget(Target):
                                "capabilities: for a load balancer)"}
             return (f"needs {', '.join(why.get(m, m) for m in missing)}, which profile "
                     f"{self.profile.name!r} does not declare")
-        if not self.tokens and len({s.actor for s in scenario.steps}) > 1:  # one caller
-            return ("needs two owners: give --tokens-file with a bearer token per owner "
-                    "({token: owner}) to judge owner scoping")
+        if self.profile.owner_form.needs_tokens and not self.tokens and \
+                len({s.actor for s in scenario.steps}) > 1:  # one caller
+            return ("needs two owners: give --tokens-file with a token per owner ({token: "
+                    "owner}) to judge owner scoping, or present owners by name (owners: "
+                    "{header: X-Owner, value: \"{owner}\"})")
+        template = self.profile.operations["create_job"].body
+        problem = template_problem(template, scenario) if template is not None else None
+        if problem is not None:
+            return problem
         for step in scenario.steps:
             if isinstance(step.action, Fault) and \
                     self.profile.fault(step.action.kind) is None:
@@ -408,22 +370,37 @@ class ProfileTarget(Target):
                         f"{', '.join(self.profile.faults or {}) or 'none'})")
         return None
 
+    def as_sent(self, intent: IntentSpec) -> IntentSpec:
+        """The intent as the service's own body, when the profile has a create body template."""
+        template = self.profile.operations["create_job"].body
+        return intent if template is None else sent_intent(template, intent)
+
     def preflight(self) -> None:
-        """The service answers, and accepts every owner's token (a read of a missing job)."""
+        """The service answers, accepts every owner (a read of a missing job), and does not
+        refuse every create (two creates, fresh keys)."""
 
         session = ProfileSession(self)
+        form = self.profile.owner_form
         try:
             create = self.profile.operations["create_job"].path
             if "{" not in create and everything_404(session.http, self.urls[0], (create,)):
                 raise wrong_base_url(self.description, f"GET {create} answered 404")
-            check_owners(session, list(self.tokens) or [""], self.description,
-                         tokens_given=bool(self.tokens))
+            if form.needs_tokens:
+                check_owners(session, list(self.tokens) or [""], self.description,
+                             tokens_given=bool(self.tokens))
+                owner = next(iter(self.tokens), "")
+            else:
+                owner = PROBE_OWNER
+                check_named_owner(session, owner, self.description, form.place)
+            check_creates(session, owner, [self.as_sent(i).text for i in probe_intents()],
+                          self.description)
         finally:
             session.close()
 
     def unready(self, scenario: Scenario) -> tuple[str, str] | None:
         actors = {s.actor for s in scenario.steps}
-        absent = sorted(actors - set(self.tokens)) if self.tokens else []
+        tokens = self.profile.owner_form.needs_tokens
+        absent = sorted(actors - set(self.tokens)) if self.tokens and tokens else []
         if absent:
             return (f"no token for {'owner' if len(absent) == 1 else 'owners'} "
                     f"{', '.join(absent)} in the tokens file",

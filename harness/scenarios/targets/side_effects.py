@@ -34,6 +34,11 @@ class CounterError(ConfigError):
             "side_effects from the profile"))
 
 
+class CounterUnsettled(Exception):
+    """The counter could not be read at this moment (the service was still working): the run's
+    side-effect promise is unknown, with this reason."""
+
+
 class Counter(Protocol):
     """Reads the number of side effects so far."""
     def count(self) -> int: ...

@@ -1,0 +1,130 @@
+"""A gateway's config carried in a providers.yaml header: Portkey's ``x-portkey-config``.
+
+A provider written by hand in front of Portkey (``base_url`` at the gateway, its route in
+``headers: {x-portkey-config: '<JSON>'}``) carries the same config a ``portkey:config.json``
+source holds. It is read the same way (:func:`~harness.gateways.portkey_config
+.parse_portkey_config`), so what it makes the gateway change in every request is judged: an
+``override_params.temperature`` above the contract's ``max_temperature`` makes the provider
+ineligible, naming the temperature, the gateway and the header's line in providers.yaml — the
+client's own temperature says nothing about what the model is sent. Its ``${NAME}`` variables are
+read as the client reads them. The check (``gateway_config``) is added after the samples, to
+every record the calls reached (no call reached: no verdict, as everywhere).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.contracts.certifier import PostAudit
+from harness.contracts.judgement import Pairing
+from harness.contracts.model import Contract
+from harness.contracts.records import CertificationRecord, ContractCheck, Evidence
+from harness.domain.errors import ConfigError
+from harness.gateways.portkey_config import PortkeyConfig, parse_portkey_config
+from harness.providers.config import ProviderConfig, ProvidersFile
+from harness.yamlsrc import load_yaml
+
+CHECK = "gateway_config"
+HEADERS = {"x-portkey-config": "Portkey"}  # header (lower case) → the gateway that reads it
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderConfig:
+    """The gateway config one provider sends in a header, and where providers.yaml writes it."""
+
+    provider: str
+    gateway: str  # "Portkey"
+    header: str
+    where: str  # providers.yaml:12 (providers.fallback.headers.x-portkey-config)
+    config: PortkeyConfig
+
+
+def header_configs(
+    providers: ProvidersFile, path: Path, only: Collection[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, HeaderConfig]:
+    """Provider id (of ``only``, else all) → the gateway config in its headers; ConfigError at
+    the header's line when the value is not a config the gateway reads."""
+    env = os.environ if env is None else env
+    out: dict[str, HeaderConfig] = {}
+    source = None
+    for pid, cfg in providers.providers.items():
+        if only is not None and pid not in only:
+            continue
+        names = [name for name in cfg.headers if name.lower() in HEADERS]
+        if not names:
+            continue
+        if source is None:
+            source = load_yaml(path)
+        name = names[0]
+        field = f"providers.{pid}.headers.{name}"
+        line = source.line_of(("providers", pid, "headers", name))
+        text = cfg.header_values(env)[name]
+        try:
+            config = parse_portkey_config(text, Path(name))
+        except ConfigError as exc:
+            problem = str(exc).split("\n", 1)[0]
+            raise ConfigError(
+                f"the {name} header is not a {HEADERS[name.lower()]} config ({problem})",
+                file=str(path), line=line, field=field,
+                fix=exc.fix or "write the gateway's config as JSON in the header") from None
+        out[pid] = HeaderConfig(pid, HEADERS[name.lower()], name,
+                                f"{path}:{line} ({field})" if line else f"{path} ({field})",
+                                config)
+    return out
+
+
+def header_config_audit(configs: Mapping[str, HeaderConfig]) -> PostAudit:
+    """The post-audit adding :func:`header_config_check` to the records of ``configs``."""
+
+    async def audit(records: list[CertificationRecord],
+                    pairings: list[Pairing]) -> list[CertificationRecord]:
+        contracts = {p.contract.id: p.contract for p in pairings}
+        by_id = {p.provider.id: p.provider for p in pairings}
+        out = []
+        for record in records:
+            found = configs.get(record.provider)
+            if found is None or record.unreached or record.contract not in contracts:
+                out.append(record)
+                continue
+            check = header_config_check(contracts[record.contract], by_id[record.provider], found)
+            verdict = "ineligible" if check.decision == "fail" else record.verdict
+            out.append(replace(record, checks=(*record.checks, check), verdict=verdict))
+        return out
+
+    return audit
+
+
+def header_config_check(contract: Contract, cfg: ProviderConfig,
+                        found: HeaderConfig) -> ContractCheck:
+    """Does the header's config keep every request within the contract? (its targets'
+    ``override_params.temperature`` against ``max_temperature``)."""
+    limit = contract.thresholds.max_temperature
+    gateway = f"the {found.gateway} gateway ({cfg.base_url})"
+    evidence: list[Evidence] = []
+    for target in found.config.targets:
+        value = target.override_params.get("temperature")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > limit:
+            param = ("override_params.temperature" if target.where == "(config)"
+                     else f"{target.where}.override_params.temperature")
+            evidence.append(Evidence("*", (
+                f"{gateway} sets temperature {value:g} (the client sends {cfg.temperature:g}, "
+                f"the contract allows at most {limit:g}): {param} in the header's config at "
+                f"{found.where}")))
+    figures = {"header": found.header, "targets": len(found.config.targets),
+               "max_temperature": limit}
+    if evidence:
+        return ContractCheck.build(CHECK, "fail", evidence[0].reason, figures, evidence)
+    return ContractCheck.build(
+        CHECK, "pass", f"the {found.header} config keeps every request within the contract "
+        f"(temperature at most {limit:g})", figures, [])
+
+
+def header_audits(providers: ProvidersFile, path: Path,
+                  pairings: Sequence[Pairing]) -> list[PostAudit]:
+    """The header-config audit when a provider of ``pairings`` sends a gateway config."""
+    configs = header_configs(providers, path, {p.provider.id for p in pairings})
+    return [header_config_audit(configs)] if configs else []
