@@ -57,7 +57,7 @@ class Finding:
     """One promise's verdict on one intent."""
 
     promise: str
-    verdict: str  # held | broken | unknown | not_judged
+    verdict: str  # held | broken | unknown | not_applicable (the promises' words)
     message: str = ""
     fix: str = ""
 
@@ -165,7 +165,7 @@ def answered_by(ev: IntentEvidence, setup: Setup, winner: Call | None) -> str | 
 
 def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
     if chat:
-        return Finding(ONE_JOB, "not_judged", "a chat call creates no job")
+        return Finding(ONE_JOB, "not_applicable", "a chat call creates no job")
     ids = list(dict.fromkeys(s.job_id for s in ev.submissions if s.job_id))
     if not ids:
         return Finding(ONE_JOB, "unknown", "no submit answered a job id",
@@ -178,7 +178,7 @@ def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
 
 def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     if not drill.timeout:
-        return Finding("timeout_not_failure", "not_judged", "the primary does not time out here")
+        return Finding("timeout_not_failure", "not_applicable", "the primary does not time out here")
     if chat:
         bad = [s for s in ev.submissions if s.status is not None and s.status >= 400]
         if bad:
@@ -261,7 +261,7 @@ def _completed_at(ev: IntentEvidence, chat: bool) -> float | None:
 def _after_completion(ev: IntentEvidence, setup: Setup, chat: bool) -> Finding:
     done = _completed_at(ev, chat)
     if done is None:
-        return Finding("no_call_after_completion", "not_judged", "never observed complete")
+        return Finding("no_call_after_completion", "not_applicable", "never observed complete")
     tol = max(0.05, setup.section.timeouts.provider_s / 10)
     later = [c for c in sorted(ev.calls, key=lambda c: c.at) if c.at > done + tol]
     if later:
@@ -287,7 +287,7 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
     else:
         results = [(o.at, o.result) for o in ev.observations if o.status == "succeeded"]
     if not results:
-        return None, Finding(ONE_WINNER, "not_judged", "no complete result was observed")
+        return None, Finding(ONE_WINNER, "not_applicable", "no complete result was observed")
     first_at, first = results[0]
     changed = next(((t, r) for t, r in results[1:] if r != first), None)
     calls = {c.ident: c for c in ev.calls}
@@ -340,7 +340,7 @@ def _billed(ev: IntentEvidence, setup: Setup) -> Finding:
 
 def _cut(ev: IntentEvidence, drill: Drill, chat: bool, winner: Call | None) -> Finding:
     if drill.name != "stream-cut":
-        return Finding("cut_not_success", "not_judged", "no stream is cut here")
+        return Finding("cut_not_success", "not_applicable", "no stream is cut here")
     if not any(c.outcome == "cut" for c in ev.calls):
         return Finding("cut_not_success", "unknown", "no call was cut (the service never "
                        "reached the primary's stream)", "check the primary's role and port")
@@ -375,17 +375,17 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     if last.status == "succeeded":
         return Finding("completed", "held", f"{last.raw_status!r}")
     if last.status == "failed" and drill.timeout:
-        return Finding("completed", "not_judged", "reported failed (see timeout_not_failure)")
+        return Finding("completed", "not_applicable", "reported failed (see timeout_not_failure)")
     return Finding("completed", "broken", f"the job ended {last.raw_status!r} "
                    f"({last.status}) within timeouts.job_s: failover did not complete")
 
 
 def _certified(winner: Call | None, setup: Setup) -> Finding:
     if winner is None or winner.role != "fallback":
-        return Finding("fallback_certified", "not_judged", "no fallback answered")
+        return Finding("fallback_certified", "not_applicable", "no fallback answered")
     verdict = setup.certify(winner.provider) if setup.certify else None
     if verdict is None:
-        return Finding("fallback_certified", "not_judged", f"{winner.provider} answered; the "
+        return Finding("fallback_certified", "not_applicable", f"{winner.provider} answered; the "
                        "profile names no contract, so the lock was not consulted")
     ok, why = verdict
     return Finding("fallback_certified", "held" if ok else "broken",

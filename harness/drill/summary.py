@@ -16,6 +16,13 @@ from harness.drill.judge import PROMISES, IntentVerdict
 from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
 MAX_INTENTS_SHOWN = 5
+#: the promises' words (held | broken | unknown | not_applicable) as results@2 and drill.json
+#: publish them: a promise a drill does not judge was published as "not_judged"
+PUBLISHED = {"not_applicable": "not_judged"}
+
+
+def published(word: str) -> str:
+    return PUBLISHED.get(word, word)
 OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}
 
 
@@ -50,11 +57,11 @@ def _event(results: DrillResults, name: str, verdicts: list[IntentVerdict],
 
 
 def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
-    counts = {"held": 0, "broken": 0, "unknown": 0, "not_judged": 0}
+    counts = {"held": 0, "broken": 0, "unknown": 0, "not_applicable": 0}
     example = ""
     for v in verdicts:
         f = v.of(promise)
-        kind = f.verdict if f is not None else "not_judged"
+        kind = f.verdict if f is not None else "not_applicable"
         counts[kind] += 1
         if f is not None and not example and kind in ("broken", "unknown"):
             example = f.message
@@ -68,7 +75,7 @@ def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
     else:
         text = "not judged here"
     return PromiseRate(promise, PROMISES[promise], counts["held"], counts["broken"],
-                       counts["unknown"], counts["not_judged"], text, example)
+                       counts["unknown"], counts["not_applicable"], text, example)
 
 
 def _intent(v: IntentVerdict) -> DrilledIntent:
@@ -76,7 +83,7 @@ def _intent(v: IntentVerdict) -> DrilledIntent:
     return DrilledIntent(
         tag=ev.tag, trial=ev.trial, verdict=v.verdict,  # type: ignore[arg-type]
         findings=tuple(DrillFinding(f.promise, f.verdict, f.message, f.fix)  # type: ignore[arg-type]
-                       for f in v.findings if f.verdict != "not_judged"),
+                       for f in v.findings if f.verdict != "not_applicable"),
         winner=v.winner, answered_by=v.answered_by,
         calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
         retries=v.retries[0], retries_with_key=v.retries[1],
@@ -102,7 +109,7 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
         "calls": calls, "outcomes": outcomes, "billed_completions": sum(c.billed for c in ev.calls),
         "late_primary_answer": _late(ev), "retries": v.retries[0],
         "retries_with_idempotency_key": v.retries[1], "note": ev.note or None,
-        "findings": {f.promise: {"verdict": f.verdict, "message": f.message}
+        "findings": {f.promise: {"verdict": published(f.verdict), "message": f.message}
                      for f in v.findings},
     }
 

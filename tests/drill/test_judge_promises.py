@@ -195,7 +195,7 @@ def test_judge_the_fallback_against_the_lock(tmp_path: Path, certified: bool,
     ev = _ev("hang", [HANG, FALLBACK], [_done(ANSWER, 0.6)])
     setup = _setup(tmp_path, certify=lambda p: (certified, f"{p}: as the lock says"))
     assert _findings(ev, setup)["fallback_certified"] == verdict
-    assert _findings(ev, _setup(tmp_path))["fallback_certified"] == "not_judged"
+    assert _findings(ev, _setup(tmp_path))["fallback_certified"] == "not_applicable"
 
 
 def test_judge_who_answered_and_keys_on_retries(tmp_path: Path) -> None:
