@@ -178,7 +178,8 @@ def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
 
 def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     if not drill.timeout:
-        return Finding("timeout_not_failure", "not_applicable", "the primary does not time out here")
+        return Finding("timeout_not_failure", "not_applicable",
+                       "the primary does not time out here")
     if chat:
         bad = [s for s in ev.submissions if s.status is not None and s.status >= 400]
         if bad:
