@@ -72,6 +72,7 @@ from harness.providers.fake import (
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
 from harness.providers.secrets import redact_headers
+from harness.providers.sse import sse_events
 
 STREAM_CUT = "stream-cut"
 TAG = re.compile(r"drill-[0-9a-f]{12}")  # how a drill names its requests inside the prompt
@@ -413,7 +414,7 @@ class RecordingFake(FakeProvider):
         content = self._content(Behaviour.parse(behaviour), call)
         text = (json.dumps(content.value, ensure_ascii=False) if content.kind == "json"
                 else str(content.value))
-        events = _sse(self.kind, call.model, text)
+        events = sse_events(self.kind, call.model, text)
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream"),
                                 (b"cache-control", b"no-cache")]})
@@ -465,35 +466,3 @@ def _replaying(body: bytes, receive: Any) -> Any:
         return await receive()
 
     return replay
-
-
-def _sse(kind: str, model: str, text: str) -> list[bytes]:
-    """The answer ``text`` as the kind's server-sent events, in three pieces of text."""
-    third = max(1, len(text) // 3)
-    pieces = [text[:third], text[third: 2 * third], text[2 * third:]]
-    if kind == "openai-chat":
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            data = {"id": "chatcmpl-fakestream", "object": "chat.completion.chunk",
-                    "created": 1767225600, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            return f"data: {json.dumps(data)}\n\n".encode()
-        return [chunk({"role": "assistant", "content": pieces[0]}),
-                *(chunk({"content": p}) for p in pieces[1:]), chunk({}, "stop"),
-                b"data: [DONE]\n\n"]
-
-    def event(name: str, data: dict[str, Any]) -> bytes:
-        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
-    usage = {"input_tokens": 3, "output_tokens": 3}
-    return [
-        event("message_start", {"message": {
-            "id": "msg_fakestream", "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
-        event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
-        *(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": p}})
-          for p in pieces),
-        event("content_block_stop", {"index": 0}),
-        event("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                "usage": {"output_tokens": 3}}),
-        event("message_stop", {}),
-    ]
-
