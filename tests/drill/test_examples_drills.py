@@ -160,23 +160,27 @@ QUEUE_DRILLS = "control,hang,late,5xx"
 QUEUE_CONCURRENCY = 8  # a worker pool of the queue's size: jobs do not wait in line for it
 
 
-@pytest.mark.parametrize(("script", "profile", "rules", "may_break"), [
-    ("redis_queue_service.py", "redis-queue", {
+@pytest.mark.parametrize(("script", "profile", "args", "rules", "may_break"), [
+    ("redis_queue_service.py", "redis-queue", (), {
         "within_hedge": ("hang",),  # the redelivered run calls while the first is unresolved
     }, {"within_hedge", "billed_within_bound", "no_call_after_completion"}),
-    ("redis_redelivery_service.py", "redis-redelivery", {
+    # its lease and follow-up as test_examples_services.py runs it (a shorter --visibility)
+    ("redis_redelivery_service.py", "redis-redelivery", ("--visibility", "1.0", "--followup",
+                                                         "1.5"), {
         "one_winner_per_job": ("control", "hang", "late", "5xx"),  # the re-run overwrites
     }, {"one_winner_per_job", "within_hedge", "billed_within_bound",
         "no_call_after_completion"}),
 ])
 def test_a_queue_twin_breaks_its_rule_in_every_trial(
         start_service: Callable[..., Any], tmp_path: Path, redis_url: str, script: str,
-        profile: str, rules: dict[str, tuple[str, ...]], may_break: set[str]) -> None:
+        profile: str, args: tuple[str, ...], rules: dict[str, tuple[str, ...]],
+        may_break: set[str]) -> None:
     """Real Redis; settle at the profile's default (it covers the redelivery)."""
     if not (EXAMPLES / script).is_file():
         pytest.skip(f"examples/drill/{script} is not in this checkout")
     code, rates, out, _ = drill(start_service, tmp_path, script, profile, "--redis", redis_url,
-                                settle=None, drills=QUEUE_DRILLS, concurrency=QUEUE_CONCURRENCY)
+                                *args, settle=None, drills=QUEUE_DRILLS,
+                                concurrency=QUEUE_CONCURRENCY)
     assert_twin(code, rates, out, rules, may_break)
 
 
