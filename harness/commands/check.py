@@ -44,7 +44,7 @@ from harness.contracts.standing import certify_command
 from harness.domain.errors import ConfigError
 from harness.domain.words import counted
 from harness.gateways.options import add_gateway_options, gateway_options
-from harness.gateways.sources import open_workspace, source_file
+from harness.gateways.sources import audits_for, open_workspace, source_file
 from harness.project import MAX_TRIALS, find_project, load_project
 from harness.reports.redaction import register_target_secrets
 from harness.scenarios.emit import detection_matrix, scenario_run
@@ -156,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         drill = None
         try:
             target_secrets(target, s.target)
-            target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
-            drill = open_check_drill(s.target, s.target_profile, os.environ)  # docs/drill.md
+            # docs/drill.md; the fakes listen before the preflight's creates reach them
+            drill = open_check_drill(s.target, s.target_profile, os.environ, target)
+            target.preflight()  # out of reach, refusing an owner or every create: exit 2 now
             session = open_session(args, "check", targets=[target.description])
             session.say(f"check: {counted(len(scenarios), 'scenario')} against "
                         f"{target.description}; suites: {suites}")
@@ -166,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
             if drill is None:
                 _on_target(session, s, scenarios, target)
             else:  # both halves at once: timeouts, late results judged by the drill
-                drill.run(session, target, lambda beside: _on_target(beside, s, scenarios,
-                                                                     target), s.trials)
+                drill.run(session, lambda beside: _on_target(beside, s, scenarios, target),
+                          s.trials)
         finally:
             target.close()
             if drill is not None:
@@ -310,15 +311,18 @@ def _certification(session: Any, args: argparse.Namespace, s: CheckSettings,
         total = sum(t.contract.thresholds.budget_for(len(t.contract.goldens)) if adaptive
                     else len(t.contract.goldens) * t.contract.thresholds.samples
                     for t in targets)
+        # through a gateway: what the provider got, and what a config in a header makes it send
+        audits = audits_for(workspace.providers, targets, workspace.providers_path)
         progress, task = _progress("certifying", total)
         with progress:
             result = asyncio.run(certify(targets, on_progress=lambda n: progress.advance(task, n),
-                                         adaptive=adaptive))
+                                         adaptive=adaptive, audits=audits))
         workspace.lock.commit(result.records)  # unreached: no evidence; under a file lock
         for record in result.records:
             link = failover.get(record.key, "")
             command = certify_command(record.provider, record.contract, str(s.providers),
-                                      adaptive=adaptive)
+                                      args.contracts and str(args.contracts), adaptive=adaptive,
+                                      lock=args.lock and str(args.lock))
             fix = workspace.fix_for(record, command)
             session.emit(certification(record, link, fix=fix, gated=link == "auto"))
     session.emit(gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),

@@ -5,6 +5,8 @@ evidence and the gate."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import cache
 
 import jinja2
@@ -15,6 +17,7 @@ from harness.reports.model import (
     Case,
     Certification,
     DetectionMatrix,
+    DrilledIntent,
     DrillRun,
     ExploreResult,
     GateVerdict,
@@ -30,6 +33,9 @@ from harness.reports.timeline import legend_mark, render_svg
 LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed", "cancelled",
           "crash", "created", "replayed", "refused", "unknown", "abandoned", "late", "reset",
           "cut", "released")
+
+
+_NUMBER = re.compile(r"#\d+")  # a provider call's number: gpt#12 and gpt#3 are alike
 
 
 @cache
@@ -51,6 +57,48 @@ def _first_runs(series: TrialSeries) -> list[tuple[str, object]]:
         if failure.first is not None:
             seen.setdefault((failure.first.pattern, failure.first.trial), []).append(failure)
     return [(", ".join(f.title for f in fs), fs) for fs in seen.values()]  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class DrillShape:
+    """One distinct way intents failed: the first intent drawn, the others only named."""
+
+    drill: DrillRun
+    intent: DrilledIntent
+    alike: list[tuple[str, DrilledIntent]]  # (drill name, intent) of the same shape
+
+
+def _drill_shapes(drills: list[DrillRun]) -> list[DrillShape]:
+    """The failing and unknown intents of every drill, one per distinct shape: the same
+    verdict, promises found broken or unknown, and lanes (their providers, marks and endings;
+    call numbers aside) — fifteen near-identical diagrams are one diagram "and 14 more like
+    it"."""
+    shapes: dict[tuple[object, ...], DrillShape] = {}
+    for drill in drills:
+        for intent in drill.intents:
+            findings = tuple(sorted((f.promise, f.verdict) for f in intent.findings
+                                    if f.verdict in ("broken", "unknown")))
+            lanes = tuple((_NUMBER.sub("#", lane.label), lane.provider,
+                           tuple(e.kind for e in lane.events), lane.outcome)
+                          for lane in (intent.timeline.lanes if intent.timeline else ()))
+            key = (intent.verdict, findings, lanes)
+            if key in shapes:
+                shapes[key].alike.append((drill.drill, intent))
+            else:
+                shapes[key] = DrillShape(drill, intent, [])
+    return list(shapes.values())
+
+
+def _drill_legend(drills: list[DrillRun]) -> list[tuple[str, str]]:
+    """The marks the drills' diagrams use, each with its name (the check report has one too)."""
+    kinds: list[str] = []
+    for drill in drills:
+        for intent in drill.intents:
+            for lane in intent.timeline.lanes if intent.timeline else ():
+                for kind in (*(e.kind for e in lane.events), lane.outcome):
+                    if kind and kind not in kinds:
+                        kinds.append(kind)
+    return [(k.replace("_", " "), legend_mark(k)) for k in kinds]
 
 
 def _mutant_counts(m: DetectionMatrix) -> tuple[int, int]:
@@ -78,6 +126,8 @@ def render_html(results: Results) -> str:
         replays=results.of(ReplayComparison),
         cases=results.of(Case),
         drills=results.of(DrillRun),
+        drill_shapes=_drill_shapes(results.of(DrillRun)),
+        drill_legend=_drill_legend(results.of(DrillRun)),
         check_names=names,
         svg=render_svg,
         histogram=histogram_svg,

@@ -28,7 +28,7 @@ from harness.contracts.events import (
     Statistic,
 )
 from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict, Verdict
-from harness.drill.events import DrillRun
+from harness.drill.events import DrilledIntent, DrillRun
 from harness.explore.events import ExploreResult, ScheduleStep
 from harness.scenarios.events import (
     Check,
@@ -64,6 +64,7 @@ __all__ = [
     "DetectionMatrix",
     "Drift",
     "DrillRun",
+    "DrilledIntent",
     "Event",
     "Evidence",
     "ExploreResult",

@@ -61,6 +61,7 @@ def legend_mark(kind: str) -> str:
 # the history's process names, as a reader calls them
 LANE_NAMES = {"nemesis": "faults", "observer": "side-effect counter"}
 LANE_H, LEFT, RIGHT, TOP = 34, 170, 30, 26
+CHAR_W = 7.2  # a 12 px label character, at most (labels are never cut: the margin grows)
 
 
 def _seconds(seconds: float) -> str:
@@ -78,10 +79,15 @@ def render_svg(timeline: Timeline, *, width: int = 900, css: str = "timeline") -
     height = TOP + LANE_H * max(len(lanes), 1) + 24
     last = max((e.t for lane in lanes for e in lane.events), default=1.0)
     span = timeline.duration or last or 1.0
-    scale = (width - LEFT - RIGHT) / span
+    names = [LANE_NAMES.get(lane.label, lane.label) for lane in lanes]
+    longest = max((len(text) for lane, name in zip(lanes, names, strict=True)
+                   for text in (name, lane.provider)), default=0)
+    left = max(LEFT, round(16 + CHAR_W * longest))  # the labels' margin: as wide as they are
+    width = max(width, left + 300 + RIGHT)  # …and the lanes keep room
+    scale = (width - left - RIGHT) / span
 
     def x(t: float) -> float:
-        return LEFT + t * scale
+        return left + t * scale
 
     out = [
         f'<svg class="{css}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
@@ -96,11 +102,16 @@ def render_svg(timeline: Timeline, *, width: int = 900, css: str = "timeline") -
                    'stroke="#e5e7eb"/>')
         out.append(f'<text x="{x(t):.1f}" y="{height - 6}" font-size="11" text-anchor="middle" '
                    f'fill="#6b7280">{_fmt(t)}</text>')
-    for row, lane in enumerate(lanes):
+    for row, (lane, name) in enumerate(zip(lanes, names, strict=True)):
         y = TOP + row * LANE_H + LANE_H / 2
-        name = LANE_NAMES.get(lane.label, lane.label)
-        label = escape(name + (f" · {lane.provider}" if lane.provider else ""))
-        out.append(f'<text x="8" y="{y + 4:.1f}" font-size="12" fill="#111827">{label}</text>')
+        if lane.provider:  # the provider's role under the lane's name: neither is cut
+            out.append(f'<text class="lane-label" x="8" y="{y - 2:.1f}" font-size="12" '
+                       f'fill="#111827">{escape(name)}</text>'
+                       f'<text class="lane-role" x="8" y="{y + 11:.1f}" font-size="11" '
+                       f'fill="#6b7280">{escape(lane.provider)}</text>')
+        else:
+            out.append(f'<text class="lane-label" x="8" y="{y + 4:.1f}" font-size="12" '
+                       f'fill="#111827">{escape(name)}</text>')
         if lane.events:
             start, end = lane.events[0].t, lane.events[-1].t
             colour = COLOURS.get(lane.outcome or "", "#93c5fd")
@@ -115,7 +126,7 @@ def render_svg(timeline: Timeline, *, width: int = 900, css: str = "timeline") -
             out.append(mark(event.kind, x(event.t), y, title=title))
         if lane.outcome:
             version = f" v{lane.claim_version}" if lane.claim_version is not None else ""
-            end_x = x(lane.events[-1].t) if lane.events else LEFT
+            end_x = x(lane.events[-1].t) if lane.events else left
             out.append(f'<text x="{end_x + 9:.1f}" y="{y - 8:.1f}" font-size="11" '
                        f'fill="{COLOURS.get(lane.outcome, "#374151")}">'
                        f'{escape(lane.outcome)}{version}</text>')

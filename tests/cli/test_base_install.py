@@ -26,9 +26,19 @@ EXTRA_ONLY = ("fastapi", "starlette", "uvicorn", "hypothesis", "tokenizers", "ps
               "psycopg_pool", "respx", "uvloop", "httptools")
 
 
-def base_requirements() -> list[str]:
+def base_requirements(*extras: str) -> list[str]:
+    """The base dependencies, and those of ``extras`` (``failover-harness[x]`` in an extra is
+    expanded to x's own list, as pip would)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
-    return list(project["dependencies"])
+    out, todo = list(project["dependencies"]), list(extras)
+    while todo:
+        for text in project["optional-dependencies"][todo.pop()]:
+            req = Requirement(text)
+            if canonicalize_name(req.name) == "failover-harness":
+                todo += sorted(req.extras)
+            else:
+                out.append(text)
+    return out
 
 
 def closure(requirements: list[str]) -> dict[str, metadata.Distribution]:
@@ -51,8 +61,9 @@ def closure(requirements: list[str]) -> dict[str, metadata.Distribution]:
     return found
 
 
-def base_venv(where: Path) -> Path:
-    """A venv holding only the base closure and ``harness``; its python."""
+def base_venv(where: Path, *extras: str) -> Path:
+    """A venv holding only the base closure (and that of ``extras``) and ``harness``; its
+    python."""
     venv.EnvBuilder(with_pip=False, symlinks=True).create(where)
     python = where / "bin" / "python"
     purelib = subprocess.run(
@@ -60,7 +71,7 @@ def base_venv(where: Path) -> Path:
         check=True, capture_output=True, text=True,
     ).stdout.strip()
     site = Path(purelib)
-    for dist in closure(base_requirements()).values():
+    for dist in closure(base_requirements(*extras)).values():
         base = Path(str(dist.locate_file("")))
         for file in dist.files or []:
             if file.parts[0] == ".." or "__pycache__" in file.parts or file.suffix == ".pth":

@@ -314,6 +314,11 @@ def test_a_temperature_override_in_a_header_config_is_ineligible_naming_gateway_
             f"providers.yaml:{header_line} (providers.fallback.headers.x-portkey-config)") in reason
     assert upstreams.calls("fallback") > 0  # the gateway sent it on: the override is real
     assert {r.body["temperature"] for r in upstreams.fakes["fallback"].received()} == {0.9}
+    # check certifies the same way (and gates on it)
+    (project / "providers.lock.json").unlink()
+    assert main(["check", "--providers", path.name]) == 1
+    out = capsys.readouterr().out
+    assert "temperature 0.9" in out and f"the Portkey gateway ({portkey.url})" in out, out
 
 
 def test_a_header_config_the_gateway_cannot_read_is_refused_at_its_line_before_any_call(
