@@ -42,6 +42,7 @@ from harness.reports.session import ReportSession
 from harness.target.drill_profile import DrillProfile, load_drill, profile_from
 
 TRIALS = 10  # intents per drill by default: enough for a rate ("broken in 3 of 10 intents")
+CONCURRENCY = 36  # intents at work at once by default (a settling one gives its place back)
 NO_CONTRACT = "(none)"  # a Portkey config mapped to no contract: its fallbacks are not judged
 ENV_ONLY = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\}\s*)+")
 
@@ -219,7 +220,7 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
                    for name, verdicts in results.verdicts.items()}}, indent=2) + "\n",
         encoding="utf-8")
     intents = sum(len(v) for v in results.verdicts.values())
-    at_once = f"concurrency {args.concurrency}" if args.concurrency else "all at once"
+    at_once = f"{args.concurrency} at work at once"
     session.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "
                 f"{results.wall_s:.2f} s ({at_once}); every intent's counts in {details}")
     return session.finish()
@@ -233,9 +234,9 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, default=TRIALS, metavar="N",
                         help=f"intents per drill (default: {TRIALS}, so that each promise "
                         "gets a rate)")
-    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
-                        help="intents at work at once (default: all of them, one round; a "
-                        "settling intent does not count)")
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY, metavar="N",
+                        help=f"intents at work at once, every drill's mixed in one round "
+                        f"(default: {CONCURRENCY}; a settling intent does not count)")
     parser.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
                         help="serve provider NAME on PORT (overrides the profile; repeatable)")
     parser.add_argument("--providers", type=Path, default=None, metavar="FILE",
