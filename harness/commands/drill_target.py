@@ -219,7 +219,7 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
         "drills": {name: [intent_json(v) for v in verdicts]
                    for name, verdicts in results.verdicts.items()}}, indent=2) + "\n",
         encoding="utf-8")
-    intents = sum(len(v) for v in results.verdicts.values())
+    intents = sum(len(v) for v in results.verdicts.values()) + (results.unreached is not None)
     at_once = f"{args.concurrency} at work at once"
     session.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "
                 f"{results.wall_s:.2f} s ({at_once}); every intent's counts in {details}")
