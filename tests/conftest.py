@@ -4,7 +4,11 @@ real Redis, on servers this session starts (tests/_servers.py) unless the enviro
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
+import subprocess
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,8 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def scenario_project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A fresh pytester project holding a copy of the shipped scenarios/*.yaml."""
-    import shutil
-
     scenarios = pytester.path / "scenarios"
     scenarios.mkdir()
     for shipped in (ROOT / "scenarios").glob("*.yaml"):
@@ -33,15 +35,77 @@ def scenario_project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A copy of the shipped providers.yaml, contracts and scenarios: a test that certifies
+    them writes its providers.lock.json here, never into the checkout."""
+    shutil.copy(ROOT / "providers.yaml", tmp_path / "providers.yaml")
+    shutil.copytree(ROOT / "contracts", tmp_path / "contracts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
+    return tmp_path
+
+
 TEMPLATE_DB = f"harness_test_template_{os.getpid()}"  # per session: runs never share it
-SERVER_FIXTURES = {"pg_server", "pg_template", "pg_dsn"}
+SERVER_FIXTURES = {"pg_server", "pg_template", "pg_dsn", "pg_password_dsn"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test on a PostgreSQL fixture is marked ``postgres`` (CI reruns those on PG 15)."""
+# Session fixtures whose server takes seconds to start and whose fakes live in the worker's
+# process: under pytest-xdist every test using one runs on one worker (GatewayGroups below), so
+# each gateway starts once per run, not once per worker.
+ONE_WORKER_FIXTURES = {"gateway": "litellm", "portkey": "portkey"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test on a PostgreSQL fixture is marked ``postgres`` (CI reruns those on PG 15);
+    an xdist worker writes down which tests use a slow-to-start gateway (GatewayGroups)."""
+    groups: dict[str, str] = {}
     for item in items:
-        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if SERVER_FIXTURES & names:
             item.add_marker(pytest.mark.postgres)
+        group = next((g for f, g in ONE_WORKER_FIXTURES.items() if f in names), None)
+        if group:
+            groups[item.nodeid] = group
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # every worker collects the same tests: the last write wins
+        path = _groups_file(workerinput["testrunuid"])
+        partial = path.with_suffix(f".{workerinput['workerid']}")
+        partial.write_text(json.dumps(groups), encoding="utf-8")
+        partial.replace(path)
+
+
+def _groups_file(testrunuid: str) -> Path:
+    return Path(tempfile.gettempdir()) / f"harness-xdist-groups-{testrunuid}.json"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("xdist") \
+            and config.getoption("testrunuid", None) is None:
+        config.option.testrunuid = uuid.uuid4().hex  # the controller knows where groups are
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist load`` (what ``-n`` means) with the tests of each gateway kept on one worker.
+    pytest-xdist's own ``loadgroup`` cannot: it renames node ids, which pytest 9.2 ignores."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # optional extra: test (pytest-xdist)
+
+    class GatewayGroups(LoadScopeScheduling):
+        """Each test is its own unit of work, except the tests of one gateway: one unit."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once every worker has collected
+                path = _groups_file(config.option.testrunuid)
+                self.groups = json.loads(path.read_text("utf-8")) if path.exists() else {}
+                path.unlink(missing_ok=True)
+            return self.groups.get(nodeid, nodeid)
+
+    return GatewayGroups(config, log)
 
 
 def _replace_db(dsn: str, dbname: str) -> str:
@@ -84,6 +148,64 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     _SERVERS.close()
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: twice the cores, at least 4 and at most 16, since the suite mostly waits
+    (servers, subprocesses, loopback sockets); PYTEST_XDIST_AUTO_NUM_WORKERS still decides."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own hook reads it
+    return min(max(4, 2 * len(os.sched_getaffinity(0))), 16)
+
+
+# -- nothing written into the checkout ---------------------------------------------------------
+# Every test works in its own temporary folder. A file a test leaves in the repository is most
+# often git-ignored (reports/, providers.lock.json), so nobody sees it: the run that starts the
+# session (the xdist controller, or a plain run) compares `git status --ignored` before and after
+# and fails the run naming what appeared. Caches and installs are allowed.
+ALLOWED_LEFTOVERS = ("__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache",
+                     ".venv", "node_modules", ".egg-info")
+_BEFORE = pytest.StashKey[set[str] | None]()
+_LEFT = pytest.StashKey[list[str]]()
+
+
+def _ignored_in_checkout() -> set[str] | None:
+    """The ignored paths ``git status`` shows in this checkout, caches left out; None without
+    git or outside a checkout (an installed wheel, an sdist)."""
+    git = shutil.which("git")
+    if git is None or not (ROOT / ".git").exists():
+        return None
+    done = subprocess.run([git, "status", "--porcelain", "--ignored", "--", "."], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        return None
+    return {line[3:] for line in done.stdout.splitlines() if line.startswith("!! ")
+            and not any(part in line for part in ALLOWED_LEFTOVERS)}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller or a plain run
+        session.config.stash[_BEFORE] = _ignored_in_checkout()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_BEFORE, None)
+    after = _ignored_in_checkout() if before is not None else None
+    if before is None or after is None or not after - before:
+        return
+    session.config.stash[_LEFT] = sorted(after - before)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left = config.stash.get(_LEFT, [])
+    if left:
+        terminalreporter.write_sep("=", "tests wrote into the checkout", red=True, bold=True)
+        terminalreporter.write_line(
+            f"new in {ROOT}: {', '.join(left)}; fix: give the test its tmp_path (--report-dir, "
+            "monkeypatch.chdir), then delete them")
+
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> str:
     """The DSN of this session's PostgreSQL server (its ``postgres`` database):
@@ -120,6 +242,25 @@ def pg_dsn(pg_template: str) -> Iterator[str]:
     yield _replace_db(pg_template, name)
     with _admin(pg_template) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pg_password_dsn(pg_server: str) -> Iterator[tuple[str, str]]:
+    """A DSN with a password the server accepts, and that password: a login role of this test
+    with a password of its own (no other text contains it), owning a fresh empty database.
+    A server asking for passwords (scram-sha-256, md5) checks it; a trust server ignores it;
+    either way the DSN connects. The admin role must be allowed to CREATE ROLE."""
+    token = uuid.uuid4().hex[:12]
+    role, name, password = f"harness_r_{token}", f"harness_p_{token}", f"Pw-{token}-canary"
+    with _admin(pg_server) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        admin.execute(f"CREATE DATABASE {name} OWNER {role}")
+    parts = urlsplit(pg_server)
+    netloc = f"{role}:{password}@{parts.netloc.rpartition('@')[2]}"  # host[:port]
+    yield urlunsplit(parts._replace(netloc=netloc, path=f"/{name}")), password
+    with _admin(pg_server) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"DROP ROLE IF EXISTS {role}")
 
 
 @pytest.fixture

@@ -1,9 +1,10 @@
 """``check --target`` with a profile whose ``drill:`` section names the service's providers:
 the drills run beside the scenarios (:mod:`harness.drill.beside`: at the same time, their key
-spaces apart), the scenarios' side effects are the billed provider calls the drill's fakes count
-(when the profile names no counter), and the scenarios a jobs-only service cannot play
-(timeouts, out-of-order completions, late results, the hedge bound) are judged by the drill
-instead of "not applicable" — with its verdict and evidence, or unknown with the reason.
+spaces apart), the scenarios' side effects are the calls to the primary provider the drill's
+fakes count (one per handler run, when the profile names no counter), and the scenarios a
+jobs-only service cannot play (timeouts, out-of-order completions, late results, the hedge
+bound) are judged by the drill instead of "not applicable" — with its verdict and evidence, or
+unknown with the reason.
 
 The command calls :func:`open_check_drill` before it opens its report (a port or profile problem
 exits 2 with nothing written), then :meth:`CheckDrill.run` with the session and the
@@ -80,7 +81,7 @@ class CheckDrill:
     results: DrillResults | None = None
     trials: int = CHECK_TRIALS
     judged: dict[str, ScenarioRun] = field(default_factory=dict)
-    #: the fakes count the scenarios' side effects (billed provider calls)
+    #: the fakes count the scenarios' side effects (calls to the primaries)
     lent: bool = False
 
     def close(self) -> None:
@@ -89,14 +90,14 @@ class CheckDrill:
     def run(self, session: Any, scenarios: Callable[[Any], None],
             trials: int | None = None) -> None:
         """The drills and ``scenarios(session)`` in one run (:func:`run_beside`: at the same
-        time); the scenarios' side effects counted as billed provider calls when the profile
+        time); the scenarios' side effects counted as calls to the primaries when the profile
         names no counter; the scenarios the drill judges held back until it has, then judged."""
         self.trials = trials or CHECK_TRIALS
         fakes = ", ".join(f"{n} ({k}) at {u}" for n, k, u in self.engine.fakes)
         session.say(f"drills: {self.profile.name}'s providers served at {fakes}")
         if self.lent:
-            session.say("side effects: billed provider calls of the scenarios' jobs, counted by "
-                        "the drill's fakes (the profile names no counter)")
+            session.say("side effects: the scenarios' handler runs, one per call to a primary "
+                        "provider, counted by the drill's fakes (the profile names no counter)")
         beside = Beside(session, self.judges)
         self.results = run_beside(self.engine, lambda: scenarios(beside),
                                   drills=list(NAMES), trials=self.trials)

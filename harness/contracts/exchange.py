@@ -180,12 +180,22 @@ def gateway_refusal(cfg: ProviderConfig, exc: ProviderCallError) -> str:
     return f"the gateway refused the request ({refusal(exc)})"
 
 
+#: words of a 4xx about what the contract asks (its schema, its prompts' length): the provider
+#: read the request and cannot do it, which is evidence about the contract, not a refusal
+_CONTRACT_WORDS = ("response_format", "json_schema", "schema", "context length",
+                   "context_length", "context window", "maximum context", "max_tokens",
+                   "too many tokens", "prompt is too long")
+
+
 def refusal(exc: ProviderCallError) -> str:
     """``HTTP 400: <what the server said>`` when the call was refused before any answer (a 4xx
-    other than a timeout or a rate limit: a wrong header, key, route or address), else "".
-    A provider whose every call is refused so answered nothing: judgement.py leaves it
-    undecided, whoever refused (a gateway in front of it or the provider itself)."""
+    other than a timeout or a rate limit: a wrong header, key, route or address), else "" —
+    also for a 4xx about what the contract asks (its schema, its length). A provider whose
+    every call is refused so answered nothing: judgement.py leaves it undecided, whoever
+    refused (a gateway in front of it or the provider itself)."""
     if exc.status is None or not 400 <= exc.status < 500 or exc.status in (408, 429):
+        return ""
+    if any(word in exc.message.lower() for word in _CONTRACT_WORDS):
         return ""
     said = re.sub(r"^.*?HTTP \d{3}(?: \S+)?: ", "", exc.message, count=1)
     said = re.sub(r" \[(failed|unknown): [^\]]*\]$", "", said)  # the classification trailer

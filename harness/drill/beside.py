@@ -4,9 +4,9 @@ The two never meet in the service's key space: the drill's keys are fresh per in
 (``{key}``: ``drill-key-<uuid>``), the scenarios' are prefixed with their run's id, and every
 provider call of the drill carries its intent's tag while the scenarios' carry none. So the drills
 run on a thread of their own while the scenarios play on the caller's, and the provider calls the
-scenarios cause are their side effects (:meth:`ProfileTarget.count_provider_calls`, for a profile
-that names no counter). A drill whose submit sends one fixed key (no ``{key}``) runs after the
-scenarios instead: its intents would share that key.
+scenarios cause are their side effects (:meth:`ProfileTarget.count_provider_calls`: one call to a
+primary per handler run, for a profile that names no counter). A drill whose submit sends one
+fixed key (no ``{key}``) runs after the scenarios instead: its intents would share that key.
 
 No argparse, no report session of its own: the caller hands in the scenarios' part (a callable)
 and gets the drill's results back, to emit with the scenarios' events in one report.
@@ -33,10 +33,11 @@ def separate_key_spaces(profile: DrillProfile) -> bool:
 
 
 def count_provider_calls(target: Target, engine: Engine) -> bool:
-    """Make the drill's fakes the target's side-effect counter (billed provider calls), when its
-    profile names none; True if so."""
+    """Make the drill's fakes the target's side-effect counter (a call to a primary provider is
+    one handler run), when its profile names none; True if so."""
     attach = getattr(target, "count_provider_calls", None)
-    return bool(attach is not None and attach([s.fake for s in engine.served]))
+    primaries = [s.fake for s in engine.served if s.upstream.role == "primary"]
+    return bool(attach is not None and attach(primaries, [s.fake for s in engine.served]))
 
 
 def run_beside(engine: Engine, scenarios: Callable[[], None], *, drills: Sequence[str],

@@ -13,17 +13,19 @@ every record the calls reached (no call reached: no verdict, as everywhere).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness.contracts.certifier import PostAudit
 from harness.contracts.judgement import Pairing
 from harness.contracts.model import Contract
 from harness.contracts.records import CertificationRecord, ContractCheck, Evidence
 from harness.domain.errors import ConfigError
-from harness.gateways.portkey_config import PortkeyConfig, parse_portkey_config
+from harness.gateways.portkey_config import parse_portkey_config
 from harness.providers.config import ProviderConfig, ProvidersFile
 from harness.yamlsrc import load_yaml
 
@@ -39,7 +41,7 @@ class HeaderConfig:
     gateway: str  # "Portkey"
     header: str
     where: str  # providers.yaml:12 (providers.fallback.headers.x-portkey-config)
-    config: PortkeyConfig
+    targets: list[tuple[str, dict[str, Any]]]  # (where in the config, its override_params)
 
 
 def header_configs(
@@ -47,7 +49,9 @@ def header_configs(
     env: Mapping[str, str] | None = None,
 ) -> dict[str, HeaderConfig]:
     """Provider id (of ``only``, else all) → the gateway config in its headers; ConfigError at
-    the header's line when the value is not a config the gateway reads."""
+    the header's line when the value is not JSON. A value that is no JSON object (a saved
+    config's id, on Portkey's hosted service) holds nothing to read; a config the ``portkey:``
+    source cannot address (virtual keys, conditional routing) still has its overrides read."""
     env = os.environ if env is None else env
     out: dict[str, HeaderConfig] = {}
     source = None
@@ -63,18 +67,40 @@ def header_configs(
         field = f"providers.{pid}.headers.{name}"
         line = source.line_of(("providers", pid, "headers", name))
         text = cfg.header_values(env)[name]
+        if not text.lstrip().startswith("{"):
+            continue
         try:
-            config = parse_portkey_config(text, Path(name))
+            targets = [(t.where, t.override_params)
+                       for t in parse_portkey_config(text, Path(name)).targets]
         except ConfigError as exc:
-            problem = str(exc).split("\n", 1)[0]
-            raise ConfigError(
-                f"the {name} header is not a {HEADERS[name.lower()]} config ({problem})",
-                file=str(path), line=line, field=field,
-                fix=exc.fix or "write the gateway's config as JSON in the header") from None
+            try:
+                targets = _overrides(json.loads(text), (), {})
+            except ValueError:
+                problem = str(exc).split("\n", 1)[0]
+                raise ConfigError(
+                    f"the {name} header is not a {HEADERS[name.lower()]} config ({problem})",
+                    file=str(path), line=line, field=field,
+                    fix="write the gateway's config as JSON in the header") from None
         out[pid] = HeaderConfig(pid, HEADERS[name.lower()], name,
                                 f"{path}:{line} ({field})" if line else f"{path} ({field})",
-                                config)
+                                targets)
     return out
+
+
+def _overrides(node: Any, loc: tuple[str | int, ...],
+               inherited: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Each leaf target's ``override_params`` (inherited, then its own), as Portkey applies
+    them, for a config the strict reader refuses; a shape Portkey would refuse holds none."""
+    if not isinstance(node, dict):
+        return []
+    own = node.get("override_params")
+    params = {**inherited, **own} if isinstance(own, dict) else inherited
+    children = node.get("targets")
+    if not isinstance(children, list):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        return [(where or "(config)", params)]
+    return [found for i, child in enumerate(children)
+            for found in _overrides(child, (*loc, "targets", i), params)]
 
 
 def header_config_audit(configs: Mapping[str, HeaderConfig]) -> PostAudit:
@@ -105,16 +131,16 @@ def header_config_check(contract: Contract, cfg: ProviderConfig,
     limit = contract.thresholds.max_temperature
     gateway = f"the {found.gateway} gateway ({cfg.base_url})"
     evidence: list[Evidence] = []
-    for target in found.config.targets:
-        value = target.override_params.get("temperature")
+    for where, params in found.targets:
+        value = params.get("temperature")
         if isinstance(value, int | float) and not isinstance(value, bool) and value > limit:
-            param = ("override_params.temperature" if target.where == "(config)"
-                     else f"{target.where}.override_params.temperature")
+            param = ("override_params.temperature" if where == "(config)"
+                     else f"{where}.override_params.temperature")
             evidence.append(Evidence("*", (
                 f"{gateway} sets temperature {value:g} (the client sends {cfg.temperature:g}, "
                 f"the contract allows at most {limit:g}): {param} in the header's config at "
                 f"{found.where}")))
-    figures = {"header": found.header, "targets": len(found.config.targets),
+    figures = {"header": found.header, "targets": len(found.targets),
                "max_temperature": limit}
     if evidence:
         return ContractCheck.build(CHECK, "fail", evidence[0].reason, figures, evidence)

@@ -35,7 +35,9 @@ LEGEND = ("started", "dispatched", "timed_out", "result", "won", "lost", "failed
           "cut", "released")
 
 
-_NUMBER = re.compile(r"#\d+")  # a provider call's number: gpt#12 and gpt#3 are alike
+# a provider call's number and scripted behaviour: "gpt#12 (slow:750)" and "gpt#3 (hang)" are
+# alike when their marks are (the marks say what happened)
+_NUMBER = re.compile(r"#\d+| \([^)]*\)$")
 
 
 @cache
@@ -71,8 +73,8 @@ class DrillShape:
 def _drill_shapes(drills: list[DrillRun]) -> list[DrillShape]:
     """The failing and unknown intents of every drill, one per distinct shape: the same
     verdict, promises found broken or unknown, and lanes (their providers, marks and endings;
-    call numbers aside) — fifteen near-identical diagrams are one diagram "and 14 more like
-    it"."""
+    call numbers and scripts aside) — fifteen near-identical diagrams are one diagram "and 14
+    more like it"."""
     shapes: dict[tuple[object, ...], DrillShape] = {}
     for drill in drills:
         for intent in drill.intents:

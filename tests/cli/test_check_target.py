@@ -177,11 +177,11 @@ def test_a_broken_project_file_is_exit_2_naming_the_line_and_the_fix(
 
 @pytest.mark.postgres
 def test_a_dsn_password_appears_in_no_file_and_no_line_of_output(
-        pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    password = "Sup3r-S3cret-pw"
-    head, _, tail = pg_dsn.partition("://")
+        pg_password_dsn: tuple[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dsn, password = pg_password_dsn  # a role of this test whose password the server checks
+    head, _, tail = dsn.partition("://")
     user, _, host = tail.partition("@")
-    dsn = f"{head}://{user.split(':')[0]}:{password}@{host}"  # trust auth: any password works
     scenarios = tmp_path / "scenarios"
     scenarios.mkdir()
     # a scenario whose verdict is unknown: its run folder and replay command name the database

@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def gate(ws: Path) -> int:
     return main(["gate", "--providers", str(ws / "providers.yaml"), "--contracts",
-                 str(ws / "contracts"), "--lock", str(ws / "providers.lock.json")])
+                 str(ws / "contracts"), "--lock", str(ws / "providers.lock.json"),
+                 "--report-dir", str(ws / "reports")])
 
 
 def test_gate_executes_the_contracts_business_model(workspace: Path,

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from harness.contracts.certifier import UNREACHED_STOP
+from harness.contracts.exchange import refusal
 from harness.contracts.fakes import golden_answer
 from harness.contracts.loader import load_contracts
 from harness.providers.behaviours import Behaviour
+from harness.providers.classify import ProviderCallError
 from harness.providers.fake import FakeProvider
 from harness.providers.fake_server import FakeServer
 from tests.contracts.conftest import Project, provider
@@ -74,3 +76,25 @@ def test_refusals_among_answers_are_judged_as_failed_calls(
                   if r["provider"] == "fallback")
     assert record["verdict"] == "ineligible" and not record.get("unreached")
     assert "HTTP 400" in out
+
+
+def _error(status: int, said: str) -> ProviderCallError:
+    return ProviderCallError(f"HTTP {status}: {json.dumps({'error': {'message': said}})}",
+                             classification="failed", provider_id="p", status=status)
+
+
+@pytest.mark.parametrize(("status", "said", "refused"), [
+    (400, "Either x-portkey-config or x-portkey-provider header is required", True),
+    (400, "Invalid model name passed in model=triage", True),
+    (422, "Unprocessable request", True),
+    (400, "Invalid schema for response_format 'ticket': 'additionalProperties' is required",
+     False),  # the provider read the contract's schema and cannot do it: evidence
+    (400, "This model's maximum context length is 8192 tokens", False),
+    (429, "Rate limit reached", False),  # says nothing either way: not a refusal
+    (500, "Internal error", False),
+])
+def test_which_4xx_is_a_refusal(status: int, said: str, refused: bool) -> None:
+    found = refusal(_error(status, said))
+    assert bool(found) is refused, found
+    if refused:
+        assert found == f"HTTP {status}: {said}"  # the server's words, quoted once

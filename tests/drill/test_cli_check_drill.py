@@ -47,7 +47,9 @@ drill:
 ])
 def test_cli_check_judges_the_timeout_scenarios_by_the_drill(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        start_service: Callable[..., object], script: str, verdicts: set[str]) -> None:
+        start_service: Callable[..., object], script: str, verdicts: set[str],
+        workspace: Path) -> None:
+    monkeypatch.chdir(workspace)  # check certifies ./providers.yaml: its lock file lands here
     primary, fallback = free_port(), free_port()
     monkeypatch.setenv("PRIMARY_PORT", str(primary))
     monkeypatch.setenv("FALLBACK_PORT", str(fallback))

@@ -57,13 +57,14 @@ def test_without_an_own_worker_status_and_version_are_judged(tmp_path: Path, ext
 
 def test_check_on_a_service_with_its_own_worker_raises_no_false_alarm(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        start_service: Callable[..., object]) -> None:
+        start_service: Callable[..., object], workspace: Path) -> None:
+    monkeypatch.chdir(workspace)  # check certifies ./providers.yaml: its lock file lands here
     primary, fallback = free_port(), free_port()
     monkeypatch.setenv("PRIMARY_PORT", str(primary))
     monkeypatch.setenv("FALLBACK_PORT", str(fallback))
     service = start_service("correct_service.py", ["--timeout", "0.5"],
                             provider_env(primary, fallback))
-    scenarios = tmp_path / "scenarios"
+    scenarios = tmp_path / "idle"  # the workspace has the shipped ones in scenarios/
     scenarios.mkdir()
     for name in IDLE:
         (scenarios / f"{name}.yaml").write_text(

@@ -16,6 +16,11 @@ from harness.cli import main
 Text = Callable[..., str]
 
 
+def replays(tmp_path: Path) -> list[str]:
+    """The options that keep a replay's report folder in the test's tmp_path."""
+    return ["--report-dir", str(tmp_path / "replays")]
+
+
 def explore(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code = main(["explore", *args])
     return code, capsys.readouterr().out
@@ -51,7 +56,7 @@ def test_a_race_is_found_shrunk_and_replays_three_times_out_of_three(
     assert f"The promise ({promise})" in explanation and "Who won, what was lost:" in explanation
     assert f"failover-harness replay {folder} --target" in out
     for _ in range(3):
-        code = main(["replay", str(folder), "--target", target])
+        code = main(["replay", str(folder), "--target", target, *replays(tmp_path)])
         replayed = capsys.readouterr().out
         assert code == 1, replayed
         assert "schedule and history: identical to the recorded run" in replayed
@@ -66,10 +71,11 @@ def test_commit_steps_are_recorded_and_replayed(
     assert code == 1, out
     folder = repro_of(out)
     assert "commit_steps: true" in (folder / "scenario.yaml").read_text(encoding="utf-8")
-    assert main(["replay", str(folder), "--target", target]) == 1
+    assert main(["replay", str(folder), "--target", target, *replays(tmp_path)]) == 1
     assert "schedule and history: identical" in capsys.readouterr().out
     # The scenario file alone is a repro too (its folder's recordings are compared).
-    assert main(["replay", str(folder / "scenario.yaml"), "--target", target]) == 1
+    assert main(["replay", str(folder / "scenario.yaml"), "--target", target,
+                 *replays(tmp_path)]) == 1
     assert "schedule and history: identical" in capsys.readouterr().out
 
 
@@ -92,7 +98,7 @@ def test_a_fixed_store_diverges_and_a_tampered_repro_is_caught(
                         "double-click", "--seed", "4", "--report-dir", str(tmp_path))
     folder = repro_of(out)
     # The reference store runs other statements: the recorded schedule no longer applies.
-    code = main(["replay", str(folder), "--target", target_text()])
+    code = main(["replay", str(folder), "--target", target_text(), *replays(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1 and "DIVERGED  the schedule diverged" in out
     assert "the verdict is now passed" in out
@@ -101,7 +107,8 @@ def test_a_fixed_store_diverges_and_a_tampered_repro_is_caught(
     lines = history.read_text(encoding="utf-8").splitlines()
     history.write_text("\n".join([*lines[:-1], lines[-1].replace('"tab', '"TAB')]) + "\n",
                        encoding="utf-8")
-    code = main(["replay", str(folder), "--target", target_text("check-then-insert")])
+    code = main(["replay", str(folder), "--target", target_text("check-then-insert"),
+                 *replays(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1 and f"DIVERGED  history op #{len(lines) - 1} differs" in out
 

@@ -154,8 +154,8 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
                        f"http://127.0.0.1:{ports['drill-primary']}/v1", timeout=1),
             deployment("drill-fallback", "openai/gpt-4o-mini",
                        f"http://127.0.0.1:{ports['drill-fallback']}/v1"),
-            deployment("nowhere", "openai/gpt-4o-mini",  # nothing listens there
-                       f"http://127.0.0.1:{free_port()}/v1"),
+            deployment("nowhere", "openai/gpt-4o-mini",  # nothing listens there; no retries
+                       f"http://127.0.0.1:{free_port()}/v1", num_retries=0),  # (2 by default)
             deployment("hot", "openai/gpt-4o-mini", f"{fakes['hot'].url}/v1",
                        temperature=0.9),  # above the contract's max_temperature (0.3)
         ],

@@ -321,14 +321,41 @@ def test_a_temperature_override_in_a_header_config_is_ineligible_naming_gateway_
     assert "temperature 0.9" in out and f"the Portkey gateway ({portkey.url})" in out, out
 
 
-def test_a_header_config_the_gateway_cannot_read_is_refused_at_its_line_before_any_call(
+def test_a_header_config_that_is_not_json_is_refused_at_its_line_before_any_call(
         project: Path, upstreams: Upstreams, capsys: pytest.CaptureFixture[str]) -> None:
     path = portkey_providers(project, upstreams, "http://127.0.0.1:9/v1", {
-        "primary": route(upstreams, "primary"), "fallback": {"override_params": {}}})
+        "primary": route(upstreams, "primary"), "fallback": route(upstreams, "fallback")})
+    text = path.read_text()
+    cut = text.rindex("x-portkey-config: '") + len("x-portkey-config: '")
+    path.write_text(text[:cut] + '{"provider": "openai",' + text[text.index("'", cut):])
     assert main(["certify", "--providers", path.name, *QUIET]) == 2
     err = capsys.readouterr().err
     line = [n for n, text in enumerate(path.read_text().splitlines(), 1)
             if "x-portkey-config" in text][1]
     assert f"providers.yaml:{line} (providers.fallback.headers.x-portkey-config)" in err, err
-    assert "not a Portkey config" in err and "a target needs `provider`" in err, err
+    assert "not a Portkey config (" in err and "not valid JSON" in err, err
     assert upstreams.calls("primary") == 0
+
+
+@pytest.mark.parametrize(("config", "where"), [
+    ({"virtual_key": "vk-fallback", "override_params": {"temperature": 0.9}},
+     "override_params.temperature"),
+    ({"strategy": {"mode": "conditional", "conditions": []}, "override_params":
+      {"temperature": 0.9}, "targets": [{"virtual_key": "a"}, {"virtual_key": "b"}]},
+     "targets[0].override_params.temperature"),
+])
+def test_a_hosted_portkey_config_in_a_header_still_has_its_overrides_read(
+        project: Path, upstreams: Upstreams, capsys: pytest.CaptureFixture[str],
+        config: dict[str, Any], where: str) -> None:
+    """Virtual keys and conditional routing (Portkey's hosted service): the `portkey:` source
+    cannot address them, yet the overrides reach the model all the same. A saved config's id
+    holds nothing to read."""
+    path = portkey_providers(project, upstreams, "fake://conformant",
+                             {"primary": None, "fallback": config})
+    assert main(["certify", "--providers", path.name, *QUIET]) == 1
+    out = capsys.readouterr().out
+    assert "sets temperature 0.9" in out and where in out, out
+    doc = yaml.safe_load(path.read_text())
+    doc["providers"]["fallback"]["headers"]["x-portkey-config"] = "pc-saved-config-1234"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["certify", "--providers", path.name, *QUIET]) == 0

@@ -98,14 +98,14 @@ def test_the_chance_of_passes_follows_the_recorded_rate() -> None:
 
 @pytest.mark.postgres
 def test_a_run_on_a_database_whose_password_was_removed_is_never_replayed_elsewhere(
-        pg_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        pg_password_dsn: tuple[str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """qa Q15: the folder keeps the DSN without its password; replay without --target must not
     fall back to the reference SQLite store (which would say PASS): exit 2 naming the target."""
-    head, rest = pg_dsn.split("://", 1)
-    user_host = rest.split("@", 1)
-    user, host = (user_host[0].split(":", 1)[0], user_host[1]) if len(user_host) == 2 \
-        else ("postgres", user_host[0])
-    target = f"mutant:last-write-wins@{head}://{user}:not-shown-9c1@{host}"  # trust auth
+    dsn, password = pg_password_dsn  # a role of this test whose password the server checks
+    head, rest = dsn.split("://", 1)
+    user, host = rest.split(":", 1)[0], rest.split("@", 1)[1]
+    target = f"mutant:last-write-wins@{dsn}"
     scenario = ROOT / "scenarios" / "out_of_order_completion.yaml"
     code, text = _run(["scenarios", "run", str(scenario), "--target", target, "--report-dir",
                        str(tmp_path / "a")], capsys)
@@ -113,6 +113,6 @@ def test_a_run_on_a_database_whose_password_was_removed_is_never_replayed_elsewh
     folder = next((tmp_path / "a" / "latest").resolve().glob("runs/*"))
     code, text = _run(["replay", str(folder), "--report-dir", str(tmp_path / "b")], capsys)
     assert code == 2, text
-    assert "on sqlite" not in text and "not-shown-9c1" not in text
+    assert "on sqlite" not in text and password not in text
     assert f"this run ran on mutant:last-write-wins@{head}://{user}@{host}" in text
     assert "PGPASSWORD" in text

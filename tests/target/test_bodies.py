@@ -13,6 +13,7 @@ from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError
 from harness.scenarios import load_scenario
 from harness.scenarios.model import Create
+from harness.scenarios.targets.bodies import probe_intents
 from harness.scenarios.targets.service import ProfileTarget
 from harness.target.bodies import body_text, check_template, intent_view, render, respelled
 from harness.target.model import load_profile
@@ -148,3 +149,11 @@ def test_a_reorderable_body_is_respelt_for_the_other_spellings(tmp_path: Path) -
     assert sent[0].text.startswith('{"model"') and sent[1].text.startswith('{"text"')
     assert [json.loads(s.text) for s in sent] == [sent[0].body] * 3  # one body, spelt two ways
     assert len({s.fingerprint for s in sent}) == 1
+
+
+def test_the_preflight_renders_every_template_that_loaded(tmp_path: Path) -> None:
+    body = '{text: "{prompt}", n: "{intent.input.priority}", t: "{intent.params.temperature}"}'
+    path = write(tmp_path, HEAD + f"    body: {body}\n")
+    target = ProfileTarget("http://service.test", path, env={})
+    sent = [target.as_sent(i) for i in probe_intents()]
+    assert sent[0].body["n"] == 1 and sent[0].text != sent[1].text

@@ -89,4 +89,4 @@ def test_both_halves_on_the_correct_service(tmp_path: Path, monkeypatch: pytest.
     assert code == 0, out
     assert "drill hang" in seen and seen["duplicate_arrivals"] == "passed"
     assert seen["same_key_two_owners"] == "passed"  # owners by name: no tokens file
-    assert "billed provider calls" in out
+    assert "one per call to a primary provider" in out

@@ -1,6 +1,7 @@
-"""Side effects as billed provider calls (issue 30 item 4): a service with no counter endpoint,
-whose worker calls a provider once per job, is judged on ``one_side_effect_per_click`` by the
-calls a recording fake received — held on the correct service, broken by check-then-insert."""
+"""Side effects as provider calls (issue 30 item 4): a service with no counter endpoint, whose
+worker calls its primary provider once per job, is judged on ``one_side_effect_per_click`` by the
+calls a recording fake received — held on the correct service, broken by check-then-insert; a
+fallback call within one job's failover is not a second side effect."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def judge(flaw: str | None, provider: tuple[RecordingFake, str], tmp_path: Path,
     patterns = ["burst"] if scenario.arrival is not None else None
     with twin(flaw, provider=url) as base, ProfileTarget(base, path, env={}) as target:
         assert "side_effects" not in target.capabilities
-        assert target.count_provider_calls([fake])
+        assert target.count_provider_calls([fake], [fake])
         assert "side_effects" in target.capabilities
         trials = run_trials(scenario, target, trials=1, patterns=patterns)
     verdicts = [v for run in trials.all_runs for v in side_effect_checks(run)]
@@ -82,3 +83,18 @@ def test_retries_after_completion_bill_nothing_more(
     # replay_fidelity's re-serialised retry is, through a one-key body, the same request
     assert judge(None, provider, tmp_path, DETECTION / "replay_fidelity.yaml") == ["valid"]
     assert len([r for r in provider[0].received() if r.tag is None]) == 1
+
+
+def test_a_hedge_within_one_job_is_not_a_second_side_effect(
+        provider: tuple[RecordingFake, str], tmp_path: Path) -> None:
+    primary, url = provider
+    fallback = RecordingFake("openai-chat", name="claude")
+    path = tmp_path / "p.yaml"
+    path.write_text(PROFILE + DRILL, encoding="utf-8")
+    scenario = load_scenario(DUPLICATES)
+    with FakeServer(fallback) as second, twin(provider=url, hedge=second.url) as base, \
+            ProfileTarget(base, path, env={}) as target:
+        assert target.count_provider_calls([primary], [primary, fallback])
+        trials = run_trials(scenario, target, trials=1, patterns=["burst"])
+    assert [v for run in trials.all_runs for v in side_effect_checks(run)] == ["valid"]
+    assert len(fallback.received()) == 1  # the hedge was called, and is not counted

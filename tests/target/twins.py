@@ -5,7 +5,8 @@ and its defective twins: ``POST /jobs`` takes ``{"text": …}`` (anything else: 
 ``GET /jobs/{id}`` answers the owner's job (another owner's: 404). No side-effect counter.
 
 With ``provider``, a worker sends each job's text to an OpenAI chat-completions provider at that
-base URL once, and the job succeeds or fails on its answer.
+base URL once, and the job succeeds or fails on its answer; with ``hedge`` too, it then also asks
+that second provider (a hedge within the same job: one handler run, two calls).
 
 The flaws: ``check-then-insert`` (looks the key up, then inserts without a lock: concurrent
 duplicates become jobs of their own), ``ignores-owner`` (keys and reads are global),
@@ -57,6 +58,7 @@ class Jobs:
 
     flaw: str | None
     provider: str | None
+    hedge: str | None = None
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     keys: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # → (id, digest)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -109,9 +111,13 @@ class Jobs:
     def _work(self, job: dict[str, Any]) -> None:
         job["status"] = "running"
         try:
-            answer = httpx.post(f"{self.provider}/v1/chat/completions", timeout=10, json={
-                "model": "gpt-test", "messages": [{"role": "user", "content": job["text"]}]})
-            answer.raise_for_status()
+            for base in (self.provider, self.hedge):
+                if base is None:
+                    continue
+                answer = httpx.post(f"{base}/v1/chat/completions", timeout=10,
+                                    headers={"Authorization": "Bearer sk-test"}, json={
+                    "model": "gpt-test", "messages": [{"role": "user", "content": job["text"]}]})
+                answer.raise_for_status()
             job["result"] = {"text": answer.json()["choices"][0]["message"]["content"]}
             job["status"] = "succeeded"
         except (httpx.HTTPError, KeyError, ValueError):
@@ -178,10 +184,11 @@ def _public(job: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def twin(flaw: str | None = None, *, provider: str | None = None) -> Iterator[str]:
+def twin(flaw: str | None = None, *, provider: str | None = None,
+         hedge: str | None = None) -> Iterator[str]:
     """The service (with ``flaw``, one of :data:`FLAWS`) on a loopback port: its base URL."""
     assert flaw is None or flaw in FLAWS, flaw
-    jobs = Jobs(flaw, provider)
+    jobs = Jobs(flaw, provider, hedge)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(jobs))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -22,8 +22,8 @@ COUNTER_FIX = ("name a side-effect counter in the target profile (--target-profi
                "side_effects: {http: {path: /stats, field: jobs}} or side_effects: {sql: "
                "{url_env: JOBS_DB, query: \"SELECT count(*) FROM jobs\"}}; or, for an LLM job "
                "service, describe its providers under drill: and run check --target, which "
-               "counts billed provider calls (docs/detection.md, 'Side effects, observed "
-               "directly')")
+               "counts the calls to its primary provider (docs/detection.md, 'Side effects, "
+               "observed directly')")
 
 
 def side_effects_made(items: list[Pair]) -> tuple[int, list[Pair]] | None:

@@ -11,6 +11,7 @@ from typing import Any
 from harness.domain import Intent
 from harness.scenarios.model import Create, IntentSpec, Scenario
 from harness.target.bodies import (
+    BASE,
     MissingField,
     body_text,
     can_reorder,
@@ -76,10 +77,12 @@ def template_problem(template: Any, scenario: Scenario) -> str | None:
 
 
 def probe_intents() -> list[IntentSpec]:
-    """Two intents the preflight creates, each under a fresh key (never a scenario's)."""
+    """Two intents the preflight creates, each under a fresh key (never a scenario's): the
+    template check's base intent with a ticket of their own, so every template that loaded
+    renders them."""
     out = []
-    for i, ticket in enumerate(("failover-harness preflight probe", "another probe"), 1):
-        body = {"contract": "failover_harness_preflight", "input": {"ticket": ticket}}
+    for i in (1, 2):
+        body = {**BASE, "input": {**BASE["input"], "ticket": f"failover-harness preflight {i}"}}
         out.append(IntentSpec(name=f"preflight-{i}", body=body,
                               text=json.dumps(body, separators=(",", ":")),
                               fingerprint=Intent.from_json(body).fingerprint,

@@ -49,7 +49,8 @@ def check_owners(session: TargetSession, owners: Iterable[str], description: str
             f"{description} refused a request without a token ({status} {code})",
             field="--tokens-file",
             fix="pass --tokens-file ({token: owner}) or HARNESS_TOKENS; a service taking its key "
-                "in another header needs the profile's auth: too")
+                "in another header needs the profile's owners: too, and one taking the owner's "
+                "name: owners: {header: X-Owner, value: \"{owner}\"} (no tokens)")
     others = [o for o, *_ in refused[1:]]
     also = f" ({', '.join(others)}'s too)" if others else ""
     fix = TOKENS_FIX if status == 401 else (

@@ -1,14 +1,18 @@
-"""Side effects as billed provider calls: what an LLM job service's handler costs, counted by the
+"""Side effects as provider calls: what an LLM job service's handler does, counted by the
 drill's recording fakes while the scenarios run (a profile with ``drill:`` and no
 ``side_effects:`` counter).
 
-The scenarios' requests carry no drill tag, so their provider calls are the fakes' untagged
-calls; a drill running at the same time tags every call of its own. The service calls its
-providers from its own worker, after the create was answered, so a reading waits until the
-service has settled: every job the scenarios made has a final status (the drill's
-``observe.statuses``: succeeded or failed) and no untagged call is still open. A reading that
-cannot wait that long raises :class:`~harness.scenarios.targets.side_effects.CounterUnsettled`:
-the run's side-effect promise is then unknown, with the reason, never judged on half a count.
+One run of the handler is one call to the primary provider: a job's fallback and hedge calls are
+that run's failover (the drill judges their number against ``policy.max_billed_calls``), so the
+counter counts the primaries' calls — a duplicate that ran the handler again calls the primary
+again, even when every answer names one job. The scenarios' requests carry no drill tag, so
+their calls are the fakes' untagged ones; a drill running at the same time tags its own. The
+service calls its providers from its own worker, after the create was answered, so a reading
+waits until the service has settled: every job the scenarios made has a final status (the
+drill's ``observe.statuses``: succeeded or failed) and no untagged call is still open. A reading
+that cannot wait that long raises
+:class:`~harness.scenarios.targets.side_effects.CounterUnsettled`: the run's side-effect promise
+is then unknown, with the reason, never judged on half a count.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ ReadStatus = Callable[[str, str], str | None]
 
 
 class ProviderCalls:
-    """A side-effect counter reading the fakes' billed untagged calls once the service settled."""
+    """A side-effect counter reading the primaries' untagged calls once the service settled."""
 
-    def __init__(self, fakes: Sequence[RecordingFake], drill: DrillSection) -> None:
-        self.fakes = list(fakes)
+    def __init__(self, primaries: Sequence[RecordingFake], fakes: Sequence[RecordingFake],
+                 drill: DrillSection) -> None:
+        self.primaries = list(primaries)  # their calls are counted: one per handler run
+        self.fakes = list(fakes)  # every provider: a reading waits until none is called
         self.drill = drill
         self.lock = threading.Lock()
         #: job id → owner: jobs the scenarios made whose final status was not seen yet
@@ -48,8 +54,8 @@ class ProviderCalls:
         return t.job_s + 2 * t.provider_s + 1.0
 
     def count(self) -> int:
-        """Billed untagged provider calls so far, once every known job is final and no
-        untagged call is open (CounterUnsettled if that does not happen within the budget)."""
+        """Untagged calls to the primaries so far (handler runs), once every known job is final
+        and no untagged call is open (CounterUnsettled if that does not happen in the budget)."""
         deadline = time.monotonic() + self.budget_s
         self._jobs_final(deadline)
         for fake in self.fakes:
@@ -58,8 +64,7 @@ class ProviderCalls:
                 raise CounterUnsettled(
                     f"a provider call to {fake.name} was still open {self.budget_s:.1f} s after "
                     "the run: the service may still be calling")
-        return sum(1 for fake in self.fakes for r in fake.received()
-                   if r.tag is None and r.billed)
+        return sum(1 for fake in self.primaries for r in fake.received() if r.tag is None)
 
     def _jobs_final(self, deadline: float) -> None:
         statuses = self.drill.observe.statuses if self.drill.observe is not None else None

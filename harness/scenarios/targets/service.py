@@ -97,7 +97,7 @@ class ProfileSession(TargetSession):
         if effects is not None:
             self.counter = target.sql_counter or open_counter(
                 effects.http, effects.sql, http=self.http, base_url=target.urls[0])
-        elif target.provider_calls is not None:  # billed provider calls, from the drill's fakes
+        elif target.provider_calls is not None:  # calls to the primaries: the drill's fakes
             self.counter = target.provider_calls
             target.provider_calls.read_status = self._raw_status
 
@@ -294,12 +294,14 @@ class ProfileTarget(Target):
         self.sql_counter = SqlSideEffects(sql, env) if sql is not None else None
         self.provider_calls: ProviderCalls | None = None
 
-    def count_provider_calls(self, fakes: Sequence[RecordingFake]) -> bool:
-        """Count side effects as billed provider calls of ``fakes`` (the drill's), when the
-        profile names no counter of its own and has a ``drill:`` section; True if so."""
+    def count_provider_calls(self, primaries: Sequence[RecordingFake],
+                             fakes: Sequence[RecordingFake]) -> bool:
+        """Count side effects as calls to ``primaries`` (the drill's fakes of the primary
+        providers; ``fakes``: all of them), when the profile names no counter of its own and has
+        a ``drill:`` section; True if so."""
         if self.profile.side_effects is not None or self.profile.drill is None:
             return False
-        self.provider_calls = ProviderCalls(fakes, self.profile.drill)
+        self.provider_calls = ProviderCalls(primaries, fakes, self.profile.drill)
         self.capabilities = self.capabilities | {"side_effects"}
         return True
 
