@@ -323,6 +323,9 @@ class Engine:
             drill, trial = job
             slot = Slot(places)
             slot.take()
+            if self.stop.is_set():  # the run was interrupted while this intent waited
+                slot.give_back()
+                return
             try:
                 verdict = judge_intent(IntentRun(self, drill, trial, slot).run(), drill, setup)
             finally:
