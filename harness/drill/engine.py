@@ -208,9 +208,10 @@ class Engine:
     def script(self, tag: str, primary: str, *, hold_primary: bool, hold_fallback: bool) -> None:
         """The tag's scripts: the primary's behaviour, the fallbacks answer; held answers go
         when the intent lets them go, at the latest (the drill's own backstop) after the
-        fallback's cap (half the provider timeout) or the intent's budget."""
+        fallback's backstop (three quarters of the provider timeout: within the service's own
+        timeout for the call) or the intent's budget."""
         self._woken[tag] = threading.Event()
-        cap = self.section.timeouts.provider_s / 2
+        cap = self.section.timeouts.provider_s * 0.75
         for item in self.served:
             if item.upstream.role == "primary":
                 item.fake.script_tag(tag, primary, hold=hold_primary, hold_max_s=self.budget)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,8 +22,9 @@ from harness.drill.entry import DrillSettings, drill
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import DrillSection
 from tests._servers import free_port
+from tests.drill.conftest import ROOT
 
-TIMEOUT_S = 0.3  # the service's provider timeout
+TIMEOUT_S = 0.5  # the service's provider timeout (a held fallback answer waits half of it)
 
 
 class Jobs:
@@ -93,7 +97,8 @@ def _profile(primary: int, fallback: int) -> DrillProfile:
         "submit": {"path": "/jobs", "headers": {"Idempotency-Key": "{key}"},
                    "body": {"text": "summarise {tag}"}},
         "observe": {"path": "/jobs/{job_id}", "result_field": "result.text", "poll_s": 0.02,
-                    "statuses": {"succeeded": ["succeeded"], "running": ["running"]}},
+                    "statuses": {"succeeded": ["succeeded"], "failed": ["failed"],
+                                 "running": ["running"]}},
         "providers": [{"name": "gpt", "wire": "openai", "role": "primary", "port": primary},
                       {"name": "claude", "wire": "anthropic", "role": "fallback",
                        "port": fallback}],
@@ -135,3 +140,83 @@ def test_a_double_click_sends_both_submits_at_once_and_a_re_click_after_the_time
         assert verdict.of("one_job_per_intent").verdict == "held"  # type: ignore[union-attr]
     assert outcome.verdict == "pass", [f for v in outcome.results.verdicts[drills[0]]
                                        for f in v.findings if f.verdict != "held"]
+
+
+class Flawed(Jobs):
+    """``brief-failed``: the job shows ``failed`` from the primary's timeout until the fallback
+    answers (a few milliseconds when it answers at once); ``rerun``: 1 s after completion the
+    job is run again (a redelivery) and the new answer overwrites the result."""
+
+    def __init__(self, primary: str, fallback: str, flaw: str) -> None:
+        super().__init__(primary, fallback, together=False)
+        self.flaw = flaw
+
+    def work(self, key: str, text: str) -> None:
+        messages = [{"role": "user", "content": text}]
+        with httpx.Client(timeout=TIMEOUT_S) as http, contextlib.suppress(httpx.HTTPError):
+            http.post(f"{self.primary}/v1/chat/completions", json={
+                "model": "m", "messages": messages}, headers={"Authorization": "Bearer k"})
+        if self.flaw == "brief-failed":
+            with self.lock:
+                self.jobs[key]["status"] = "failed"
+        for run in range(2 if self.flaw == "rerun" else 1):
+            if run:
+                threading.Event().wait(1.0)  # the queue's redelivery delay (its own)
+            answer = httpx.post(f"{self.fallback}/v1/messages", json={
+                "model": "m", "max_tokens": 8, "messages": messages}, timeout=5,
+                headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}).json()
+            with self.lock:
+                self.jobs[key].update(status="succeeded",
+                                      result={"text": answer["content"][0]["text"]})
+
+
+def serve(flaw: str, primary: int, fallback: int) -> None:
+    """Serve a :class:`Flawed` service in a process of its own (prints its URL)."""
+    service = Flawed(f"http://127.0.0.1:{primary}", f"http://127.0.0.1:{fallback}", flaw)
+    print(service.url, flush=True)
+    service.server.serve_forever()
+
+
+@pytest.fixture
+def flawed(request: pytest.FixtureRequest) -> Iterator[tuple[str, int, int]]:
+    """A :class:`Flawed` service in its own process (a service under drill does not share the
+    drill's interpreter): (url, primary port, fallback port)."""
+    primary, fallback = free_port(), free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-c", f"from tests.drill.test_clicks import serve; "
+         f"serve({request.param!r}, {primary}, {fallback})"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://"), url
+        yield url, primary, fallback
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.mark.parametrize(("flawed", "broken"), [
+    ("brief-failed", {"timeout_not_failure"}),
+    ("rerun", {"one_winner_per_job", "no_call_after_completion", "billed_within_bound",
+               "within_hedge"}),
+], indirect=["flawed"])
+def test_held_answers_and_settle_catch_a_brief_failed_and_a_rerun_every_time(
+        flawed: tuple[str, int, int], broken: set[str]) -> None:
+    """Ten hang intents at once: the held fallback answer makes the brief ``failed`` seen in
+    every one; settling (2 s of quiet) past the re-run (1 s after completion) makes the
+    overwrite seen in every one."""
+    url, primary, fallback = flawed
+    profile = _profile(primary, fallback)
+    section = profile.section.model_copy(update={"timeouts": profile.section.timeouts
+                                                 .model_copy(update={"settle_s": 2.0})})
+    outcome = drill(DrillSettings(profile=DrillProfile("flawed", section), target=url,
+                                  env={}, drills=("hang",), trials=10, probe=False))
+    [event] = outcome.events
+    rates = {p.promise: p for p in event.promises}
+    assert {p for p, r in rates.items() if r.broken} == broken, event.promises
+    for promise in broken - {"within_hedge", "billed_within_bound"}:
+        assert rates[promise].broken == 10, rates[promise]  # every intent
