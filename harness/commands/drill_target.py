@@ -213,12 +213,10 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
     session, results = opened[0], outcome.results
     for event in outcome.events:
         session.emit(event)
-    details = session.folder / "drill.json"
-    details.write_text(json.dumps({
+    details = session.write_file("drill.json", {  # scrubbed of secrets like every report file
         "target": target, "profile": profile.name, "trials": args.trials,
         "drills": {name: [intent_json(v) for v in verdicts]
-                   for name, verdicts in results.verdicts.items()}}, indent=2) + "\n",
-        encoding="utf-8")
+                   for name, verdicts in results.verdicts.items()}})
     intents = sum(len(v) for v in results.verdicts.values()) + (results.unreached is not None)
     at_once = f"{args.concurrency} at work at once"
     session.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "

@@ -30,10 +30,12 @@ from harness.drill.evidence import (
 )
 from harness.drill.intent import IntentRun, Slot
 from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
-from harness.drill.watch import classify, fill, listed, read_chat
+from harness.drill.watch import classify, fill, listed, read_chat, unreadable
 from harness.providers.recording import RecordingFake
 from harness.providers.secrets import redact
+from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile, Upstream
+from harness.target.ids import fill_path
 from harness.target.model import pick
 
 
@@ -363,25 +365,29 @@ class Engine:
             return Submission(at, None, error=redact(f"{type(exc).__name__}: {exc}"),
                               ended_at=self.now())
         try:
-            data = response.json()
+            data, unread = json_body(response), ""
         except ValueError:
-            data = None
+            data, unread = None, unreadable(response)
         job = pick(data, submit.id_field)
+        error = unread if response.is_success else redact(response.text[:200])
         return Submission(at, response.status_code, job_id=None if job is None else str(job),
-                          error="" if response.is_success else redact(response.text[:200]),
-                          ended_at=self.now())
+                          error=error, ended_at=self.now())
 
     def observe(self, job: str) -> Observation:
         observe = self.section.observe
         at = self.now()
         try:
             response = self.client.request(
-                observe.method, observe.path.replace("{job_id}", job),
+                observe.method, fill_path(observe.path, {"job_id": job}),
                 headers=self.profile.headers(self.env, "observe"))
-            data = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            status = response.status_code if isinstance(exc, ValueError) else None
-            return Observation(at, "error", None, None, status, self.now())
+        except httpx.HTTPError as exc:
+            return Observation(at, "error", None, None, None, self.now(),
+                               error=redact(f"no answer ({type(exc).__name__}: {exc})"))
+        try:
+            data = json_body(response)
+        except ValueError:
+            return Observation(at, "error", None, None, response.status_code, self.now(),
+                               error=f"HTTP {response.status_code} and {unreadable(response)}")
         raw = pick(data, observe.status_field)
         result = pick(data, observe.result_field)
         text = None if result is None else (result if isinstance(result, str)
@@ -417,9 +423,11 @@ def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     epoch = time.monotonic()
     t = profile.section.timeouts
     client_timeout = t.job_s + late_ms(t.provider_s) / 1000 + 5
+    # every request to the service: a total deadline (the intent's budget) and a body limit
+    transport = BoundedTransport(deadline_s=client_timeout, limits=httpx.Limits(
+        max_connections=max(10, (concurrency or 64) * 3)))
     with serving(profile, upstreams, epoch) as served, httpx.Client(
-            base_url=target.rstrip("/"), timeout=client_timeout,
-            limits=httpx.Limits(max_connections=max(10, (concurrency or 64) * 3))) as client:
+            base_url=target.rstrip("/"), timeout=client_timeout, transport=transport) as client:
         yield Engine(profile, target, env, served, epoch, client, concurrency=concurrency)
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from harness.domain.words import counted
 from harness.drill.drills import Drill, late_ms
 from harness.drill.evidence import IntentEvidence
+from harness.target.ids import UnusableId, path_segment
 
 if TYPE_CHECKING:  # the engine runs intents; an intent only calls back into it
     from harness.drill.engine import Engine
@@ -106,8 +107,9 @@ class IntentRun:
         clicking: list[threading.Thread] = []
         try:
             clicking = self._submit(ev)
-            if jobs and any(s.job_id for s in list(ev.submissions)):
-                self._watch(ev, holds)
+            job = self._job(ev) if jobs else None
+            if job is not None:
+                self._watch(ev, holds, job)
             else:
                 self._settle_calls(ev)
         finally:
@@ -167,9 +169,25 @@ class IntentRun:
         one()
 
     # -- watching -----------------------------------------------------------------------------
-    def _watch(self, ev: IntentEvidence, holds: Holds) -> None:
+    def _job(self, ev: IntentEvidence) -> str | None:
+        """The job the submits named, if it can be watched: an id is data, one path segment
+        (else this intent is unknown, naming it); a submit answer that was not JSON, said."""
+        job = next((s.job_id for s in list(ev.submissions) if s.job_id), None)
+        first = ev.submissions[0]
+        if job is None and first.error and first.status is not None and first.status < 300:
+            ev.cause = (f"the service answered the submit with HTTP {first.status} and "
+                        f"{first.error}", "make the submit's answer JSON holding the job's id "
+                        "(at drill.submit.id_field)")
+        try:
+            if job is not None:
+                path_segment(job)
+        except UnusableId as exc:
+            ev.cause, job = (str(exc), "the service must answer ids that fit in a URL path "
+                             "segment (no control characters, at most 1,024 characters)"), None
+        return job
+
+    def _watch(self, ev: IntentEvidence, holds: Holds, job: str) -> None:
         e = self.engine
-        job = next(s.job_id for s in list(ev.submissions) if s.job_id)
         poll = e.poll_s
         # the budget counts from when the service took the job (a loaded service's submit
         # may itself take seconds)
