@@ -147,9 +147,11 @@ TWINS: dict[str, Twin] = {
     "check-then-insert": ("correct_service.py", "check-then-insert",
                           ("--defect", "check-then-insert"), SETTLE_S, {
         "one_job_per_intent": ("double-click",),  # both submits from one barrier
-        # two jobs for one intent: two workers, two winners, calls after the first completed
+        # two jobs for one intent: two workers, two winners, calls after the first completed;
+        # its check-then-insert gap (0.25 s in every create) slows the whole service: once in
+        # 110 intents a job did not finish within the budget (completed)
     }, {"one_job_per_intent", "within_hedge", "billed_within_bound", "one_winner_per_job",
-        "no_call_after_completion"}),
+        "no_call_after_completion", "completed"}),
 }
 
 
