@@ -1,8 +1,7 @@
 """`check --target` on the example service's defective twins (issue 30), through their shipped
 profiles (``POST /jobs {"text": …}``, ``X-Owner``, no counter, a ``drill:``): each fails on its
 own rule, and the one refusing every create stops at the preflight with exit 2. The twins are
-``examples/drill/correct_service.py --defect …``; before the examples had defects, nothing to
-run."""
+``examples/drill/correct_service.py --defect …``."""
 
 from __future__ import annotations
 
@@ -16,10 +15,8 @@ from tests._servers import free_port
 from tests.drill.conftest import EXAMPLES, Service, provider_env
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-HAS_DEFECTS = "--defect" in (EXAMPLES / "jobkit.py").read_text(encoding="utf-8")
 
 
-@pytest.mark.skipif(not HAS_DEFECTS, reason="examples/drill has no --defect twins yet")
 @pytest.mark.parametrize(("defect", "scenario", "rule"), [
     ("check-then-insert", "detection/duplicate_arrivals.yaml", "one_job_per_intent"),
     ("owner-blind", "same_key_two_owners.yaml", "owners_isolated"),
