@@ -36,13 +36,15 @@ from harness.yamlsrc import load_yaml
 CHECK_TRIALS = 3
 #: a shipped scenario a jobs-only service cannot play → the drills and promises that judge it
 JUDGED_BY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "timeout_unknown": (("hang", "late"), ("timeout_not_failure",)),
-    "timeout_while_still_running": (("hang", "double-click"),
-                                    ("timeout_not_failure", "one_job", "within_hedge")),
-    "out_of_order_completion": (("late",), ("one_winner",)),
-    "late_result_after_completion": (("late",), ("one_winner",)),
-    "cancel_then_late_result": (("late",), ("one_winner", "billed_within_bound")),
-    "hedge_bound": (("hang", "late"), ("within_hedge", "billed_within_bound")),
+    "timeout_unknown": (("hang", "late"), ("timeout_not_failure", "within_hedge")),
+    "timeout_while_still_running": (("hang", "double-click", "re-click"),
+                                    ("timeout_not_failure", "one_job_per_intent",
+                                     "within_hedge")),
+    "out_of_order_completion": (("late",), ("one_winner_per_job",)),
+    "late_result_after_completion": (("late",), ("one_winner_per_job",
+                                                 "no_call_after_completion")),
+    "cancel_then_late_result": (("late",), ("one_winner_per_job", "billed_within_bound")),
+    "hedge_bound": (("hang", "late", "re-click"), ("within_hedge", "billed_within_bound")),
 }
 
 
@@ -101,42 +103,61 @@ class CheckDrill:
                 and event.scenario in JUDGED_BY)
 
     def rejudge(self, event: Any) -> Any:
-        """A "not applicable" run of a scenario the drill judges, judged by the drill."""
+        """A "not applicable" run of a scenario the drill judges, judged by the drill: one
+        check per promise (the broken ones first), counts of intents."""
         if not self.judges(event) or self.results is None:
             return event
         drills, promises = JUDGED_BY[event.scenario]
         verdicts = [v for d in drills for v in self.results.verdicts.get(d, [])]
-        findings = [f for v in verdicts for f in v.findings if f.promise in promises]
-        broken = [f for f in findings if f.verdict == "broken"]
-        unknown = [f for f in findings if f.verdict == "unknown"]
-        held = [f for f in findings if f.verdict == "held"]
-        # an intent the drill could not run at all (no provider call) is unknown for everything
-        unknown += [f for v in verdicts for f in v.findings
-                    if f.verdict == "unknown" and f.promise == "completed" and not v.evidence.calls]
-        what = " and ".join(PROMISES[p] for p in promises)
-        rate = (f"{of(len(broken), len(verdicts), 'intent')} broke it" if broken
-                else f"held in {counted(len(held), 'finding')} over "
-                     f"{counted(len(verdicts), 'intent')}")
-        reason = (f"judged by the drill ({', '.join(drills)}, {counted(self.trials, 'trial')} "
-                  f"each): {rate}")
+        checks = sorted((_check(p, verdicts) for p in promises),
+                        key=lambda c: ("invalid", "unknown", "valid").index(c.verdict))
+        broken = [c.name for c in checks if c.verdict == "invalid"]
+        unknown = [c for c in checks if c.verdict == "unknown"]
+        bad = [v for v in verdicts if any(f.verdict == "broken" and f.promise in promises
+                                          for f in v.findings)]
+        each = f"{', '.join(drills)}, {counted(self.trials, 'trial')} each"
         verdict: ScenarioVerdict = "passed"
         outcome: Outcome = "pass"
-        check: CheckVerdict = "valid"
         if broken:
-            verdict, outcome, check = "failed", "fail", "invalid"
-        elif unknown or not held:
-            verdict, outcome, check = "unknown", "unknown", "unknown"
-            if not held and not unknown:
-                reason = "judged by the drill, which saw no evidence for it"
+            verdict, outcome = "failed", "fail"
+            reason = (f"judged by the drill ({each}): {' and '.join(broken)} broken in "
+                      f"{of(len(bad), len(verdicts), 'intent')}")
+        elif unknown:
+            verdict, outcome = "unknown", "unknown"
+            reason = (f"judged by the drill ({each}): {' and '.join(c.name for c in unknown)} "
+                      "unknown")
+        else:
+            reason = (f"judged by the drill ({each}): {' and '.join(promises)} held in "
+                      f"{counted(len(verdicts), 'intent')}")
+        fix = next((u.fix for c in unknown for u in c.unknowns if u.fix), "")
         return replace(
             event, verdict=verdict, outcome=outcome, source="drill", reason=reason,
-            fix=unknown[0].fix if unknown and not broken else "",
+            fix=fix if not broken else "",
             replay_command=_command(self.target, self.profile.path, drills, self.trials),
-            checks=(Check(name="drill", promise=f"{what} (judged by the drill)",
-                          verdict=check,
-                          violations=tuple(Violation(f.message, kind=f.promise)
-                                           for f in broken[:3]),
-                          unknowns=tuple(Unknown(f.message, f.fix) for f in unknown[:1])),))
+            checks=tuple(checks))
+
+
+def _check(promise: str, verdicts: list[Any]) -> Check:
+    """One promise over the drill's intents: invalid if an intent broke it, unknown if one
+    could not judge it (or none did), else valid."""
+    findings = [f for v in verdicts for f in v.findings if f.promise == promise]
+    # an intent the drill could not run at all (no provider call) is unknown for everything
+    blind = [f for v in verdicts for f in v.findings
+             if f.verdict == "unknown" and f.promise == "completed" and not v.evidence.calls]
+    broken = [f for f in findings if f.verdict == "broken"]
+    unknown = [f for f in findings if f.verdict == "unknown"] + blind
+    held = [f for f in findings if f.verdict == "held"]
+    verdict: CheckVerdict = ("invalid" if broken else "unknown" if unknown or not held
+                             else "valid")
+    if verdict == "unknown" and not unknown:
+        unknown_list: tuple[Unknown, ...] = (
+            Unknown("judged by the drill, which saw no evidence for it", ""),)
+    else:
+        unknown_list = tuple(Unknown(f.message, f.fix) for f in unknown[:1])
+    return Check(name=promise, promise=f"{PROMISES[promise]} (judged by the drill)",
+                 verdict=verdict,
+                 violations=tuple(Violation(f.message, kind=f.promise) for f in broken[:3]),
+                 unknowns=unknown_list if verdict == "unknown" else ())
 
 
 def open_check_drill(target: str | None, profile_path: str | None,
@@ -153,6 +174,6 @@ def open_check_drill(target: str | None, profile_path: str | None,
     profile = load_drill(profile_path)
     url = target.split(",")[0]
     stack = ExitStack()
-    engine = stack.enter_context(drilling(profile, target=url, env=env, concurrency=16))
+    engine = stack.enter_context(drilling(profile, target=url, env=env))  # one round
     lent = scenarios_target is not None and count_provider_calls(scenarios_target, engine)
     return CheckDrill(profile, url, engine, stack, lent=lent)
