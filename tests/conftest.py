@@ -19,6 +19,7 @@ import pytest
 
 from harness.store import SqlStore, open_store
 from tests import _servers
+from tests.gateways.servers import gateway, portkey  # noqa: F401  (one of each per session)
 
 pytest_plugins = ["pytester"]
 
