@@ -54,12 +54,13 @@ def free_port() -> int:
 
 def _section(timeout: float) -> DrillSection:
     return DrillSection.model_validate({
-        "submit": {"path": "/v1/jobs", "headers": {"Idempotency-Key": "{key}"},
-                   "body": {"input": {"text": "Summarise ticket {tag} in one line."}}},
-        "observe": {"path": "/v1/jobs/{job_id}", "result_field": "result.text",
+        "submit": {"path": "/jobs", "headers": {"Idempotency-Key": "{key}", "X-Owner": "bench"},
+                   "body": {"text": "Summarise ticket {tag} in one line."}},
+        "observe": {"path": "/jobs/{job_id}", "headers": {"X-Owner": "bench"},
+                    "result_field": "result.text",
                     "statuses": {"succeeded": ["succeeded"], "failed": ["failed"],
-                                 "running": ["running", "starting"]},
-                    "races": {"path": "/v1/jobs/{job_id}/races"}},
+                                 "running": ["queued", "running"]},
+                    "races": {"path": "/jobs/{job_id}/races"}},
         "providers": [{"name": "gpt", "wire": "openai", "role": "primary", "port": 1},
                       {"name": "claude", "wire": "anthropic", "role": "fallback", "port": 1}],
         "timeouts": {"provider_s": timeout, "job_s": 10},

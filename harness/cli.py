@@ -10,25 +10,44 @@ Exit codes: 0 every promise holds, 1 a violation or an ineligible provider, 2 ba
 configuration, 3 no violation but some verdict unknown (missing, stale, indeterminate).
 """
 
+# ruff: noqa: E402 - the early signal handlers below come before the (slow) imports
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
 import os
-import re
 import signal
 import sys
+
+
+def _starting(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM while the CLI is still starting (importing): nothing was done yet, so
+    nothing to undo, and no traceback: the exit code says which signal (130, 143)."""
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0]) == "failover-harness":
+    signal.signal(signal.SIGINT, _starting)  # main() replaces them with the run's own
+    signal.signal(signal.SIGTERM, _starting)
+
+import _thread
+import argparse
+import asyncio
+import contextlib
+import importlib
+import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness import __version__
 from harness.commands._help import describe, epilog
 from harness.console import clean
 from harness.domain.errors import HarnessError
+from harness.domain.interrupt import interrupt_all, resume_all
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
+from harness.reports.redaction import RedactingStream
 from harness.reports.session import abandon_unfinished, discard_unused
 
 # name -> (module, its one-line HELP); keep sorted. Only the chosen command's module is
@@ -65,6 +84,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 _ALL = "*"
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+_STARTED = time.time()  # a report folder older than this is an earlier run's
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell shows for `yes | head -1`
 
 
@@ -112,6 +132,19 @@ def build_parser(only: str | None = _ALL) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. ``argv`` None: the process's own command line — a signal then also
+    makes sure the process ends within :data:`GRACE_S`, whatever a thread is doing."""
+    with _signals(hard_exit=argv is None), _redacted_stdio():
+        try:
+            code = _main(argv)
+        except KeyboardInterrupt as exc:  # while the command was being chosen and imported
+            code = _interrupted(exc)
+    if _signalled and argv is None:  # interrupted, and everything is closed and written:
+        _exit_now(code)  # skip the interpreter's teardown (seen: 1.8 s on a loaded machine)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     install_log_redaction()  # no registered secret reaches a log line, whatever logs it
     words = list(argv) if argv is not None else sys.argv[1:]
     parser = build_parser(_chosen(words))
@@ -122,11 +155,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     guard = sys.stdout = _ClosedPipeGuard(sys.stdout)
     try:
-        with _terminate_as_interrupt():
-            return _run(args)
+        return _run(args)
     finally:
         if sys.stdout is guard:
             sys.stdout = guard.stream
+
+
+@contextlib.contextmanager
+def _redacted_stdio() -> Iterator[None]:
+    """While a command runs, stdout and stderr remove every registered secret from whatever
+    is printed (a command's line, a library's, a traceback): the last writer of each line."""
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, RedactingStream):
+        sys.stdout = RedactingStream(sys.stdout)
+    if not isinstance(sys.stderr, RedactingStream):
+        sys.stderr = RedactingStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _chosen(words: Sequence[str]) -> str | None:
@@ -142,21 +189,79 @@ class Terminated(KeyboardInterrupt):
     for, stores are closed; the exit code is 143 (128 + SIGTERM) instead of 130."""
 
 
+_signalled: list[int] = []  # the signal that interrupted the run, if one did
+
+#: after Ctrl-C or SIGTERM, the process ends within this many seconds (the run unwinds first;
+#: a thread still stuck then does not keep it alive, nor the ports it holds open)
+GRACE_S = 1.0
+
+
 @contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """While a command runs (in the main thread), SIGTERM raises :class:`Terminated`."""
+def _signals(*, hard_exit: bool) -> Iterator[None]:
+    """While a command runs (in the main thread): Ctrl-C raises KeyboardInterrupt and SIGTERM
+    :class:`Terminated`, after every connection to a target was shut
+    (:func:`harness.domain.interrupt.interrupt_all`); a second signal is ignored. With
+    ``hard_exit`` the process also ends :data:`GRACE_S` after the signal, whatever still runs."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _signalled.clear()
 
-    def terminate(signum: int, frame: object) -> None:
-        raise Terminated()
+    def on_signal(signum: int, frame: object) -> None:
+        for each in (signal.SIGINT, signal.SIGTERM):  # the first one is being handled
+            signal.signal(each, signal.SIG_IGN)
+        if not _signalled:  # (not again when the interrupt is delivered a second time)
+            _signalled.append(signum)
+            interrupt_all()
+            if hard_exit:
+                _exit_after(GRACE_S, 128 + signum)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop here: unwind from where the main thread is
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt() from None
+        # inside asyncio.run: cancel its tasks, as its own Ctrl-C handler would (an exception
+        # raised into the loop would leave a task's "exception never retrieved" traceback)
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.call_soon_threadsafe(lambda: None)  # wake the loop to run the cancellations
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    def on_unraisable(unraisable: Any) -> None:
+        """The signal's exception raised inside a weakref callback or a ``__del__``, where
+        Python only prints it ("Exception ignored in …") and goes on: deliver it again to the
+        main thread, quietly, so the run does end."""
+        if not (_signalled and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            previous_hook(unraisable)
+            return
+        signal.signal(_signalled[0], on_signal)
+        _thread.interrupt_main(signal.Signals(_signalled[0]))
+
+    previous = {each: signal.signal(each, on_signal) for each in (signal.SIGINT, signal.SIGTERM)}
+    previous_hook, sys.unraisablehook = sys.unraisablehook, on_unraisable
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+        sys.unraisablehook = previous_hook
+        if _signalled and not hard_exit:  # a command run in process: the process goes on
+            resume_all()
+
+
+def _exit_now(code: int) -> None:
+    """End the process now with ``code``, its output flushed."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def _exit_after(seconds: float, code: int) -> None:
+    """End the process with ``code`` in ``seconds`` unless it ended by itself (files are
+    replaced whole, so none is torn; the kernel closes every port)."""
+
+    timer = threading.Timer(seconds, _exit_now, (code,))
+    timer.daemon = True
+    timer.start()
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -179,13 +284,40 @@ def _run(args: argparse.Namespace) -> int:
         _quiet_stdout()
         return EXIT_CLOSED_PIPE
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
-        terminated = isinstance(exc, Terminated)
-        _print_error("terminated (SIGTERM)" if terminated else "interrupted")
-        for folder in abandon_unfinished():  # a report folder with no results in it
-            print(f"  unfinished report folder renamed: {folder}", file=sys.stderr)
-        return 143 if terminated else 130
+        _say_stale_latest(args)
+        return _interrupted(exc)
+    except asyncio.CancelledError:  # asyncio.run's tasks, cancelled by a signal
+        if not _signalled:
+            raise
+        _say_stale_latest(args)
+        return _interrupted(Terminated() if _signalled[-1] == signal.SIGTERM
+                            else KeyboardInterrupt())
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
+        _say_stale_latest(args)
         return _internal_error(exc)
+
+
+def _say_stale_latest(args: argparse.Namespace) -> None:
+    """A run that could not finish says that ``<report dir>/latest`` still shows an earlier
+    run (it may be a PASS), never leaves it to look like this run's report."""
+    if not hasattr(args, "report_dir"):
+        return
+    link = (args.report_dir or Path("reports")) / "latest"
+    try:
+        earlier = link.stat().st_mtime < _STARTED
+    except OSError:  # no latest (or a dangling one): nothing that could be mistaken
+        return
+    if earlier:
+        print(f"note: {link} still points at an earlier run ({link.resolve().name}); this run "
+              "wrote no report", file=sys.stderr)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    terminated = isinstance(exc, Terminated)
+    _print_error("terminated (SIGTERM)" if terminated else "interrupted")
+    for folder in abandon_unfinished():  # a report folder with no results in it
+        print(f"  unfinished report folder renamed: {folder}", file=sys.stderr)
+    return 143 if terminated else 130
 
 
 # The verbs a message's advice starts with ("…; use sqlite:///file.db or …").

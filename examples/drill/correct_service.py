@@ -1,9 +1,9 @@
 """A correct LLM job service: one job per key, a timeout is not a failure, one bounded hedge,
 one winner.
 
-- ``POST /v1/jobs`` (``Idempotency-Key``) inserts the job with one statement under a UNIQUE
-  (owner, key) in SQLite; a duplicate (the same input as RFC 8785 canonical JSON) gets the same
-  job and starts no second worker; another input under the key is 409.
+- ``POST /jobs`` (``{"text": …}``, ``Idempotency-Key``, ``X-Owner``; the API is jobkit.py's)
+  inserts the job with one statement under a UNIQUE (owner, key) in SQLite; a duplicate (the
+  same body) gets the same job and starts no second worker; another body under the key is 409.
 - The worker streams the input's text to the primary with the official ``openai`` SDK
   (``OPENAI_BASE_URL``, ``max_retries=0``). If the primary has not answered after ``--timeout``
   seconds, its attempt becomes *unknown* (never failed: the job stays ``running``) and ONE hedge
@@ -12,9 +12,12 @@ one winner.
   outcome is unknown (reset, cut stream) only when the hedge delay has passed. At most 2 provider
   calls per job, so at most 2 billed.
 - Each finished attempt claims the result with a compare-and-swap on the job's version; the loser
-  (typically the primary's late answer) is discarded and recorded in ``GET /v1/jobs/{id}/races``.
+  (typically the primary's late answer) is discarded and recorded in ``GET /jobs/{id}/races``.
   A cut stream is never a result.
 - The primary call is abandoned after ``--abandon-after`` seconds (default 3 x timeout).
+
+``--defect`` makes it a twin that breaks one API rule (jobkit.py): ``check-then-insert``,
+``owner-blind``, ``replay-other-body``, ``refuse-creates``.
 
 Run: ``OPENAI_BASE_URL=http://127.0.0.1:9001/v1 ANTHROPIC_BASE_URL=http://127.0.0.1:9002
 python examples/drill/correct_service.py --port 8900 --timeout 0.5`` (prints ``listening on …``).
@@ -43,14 +46,14 @@ class HedgedWorker:
         threading.Thread(target=self.run, args=(job,), daemon=True).start()
 
     def run(self, job: dict[str, Any]) -> None:
-        prompt, began = jobkit.prompt_of(job), time.monotonic()
+        prompt, began = job["text"], time.monotonic()
         attempt = self.store.start_attempt(job["id"], "openai")
         ended, failed = threading.Event(), threading.Event()
 
         def primary() -> None:
             try:
                 text = llm.ask_openai(self.primary, prompt, stream=self.stream)
-                self.store.claim(attempt, jobkit.result_of("openai", text))
+                self.store.claim(attempt, text)
             except llm.Failed as exc:
                 self.store.end_attempt(attempt, "failed", str(exc))
                 failed.set()
@@ -64,11 +67,15 @@ class HedgedWorker:
         if not failed.is_set() and not self.store.is_complete(job["id"]):
             # open or unknown: the hedge waits for its delay, counted from the primary's start
             if not ended.is_set():
-                self.store.end_attempt(attempt, "unknown", f"no answer in {self.timeout} s")
+                self.timed_out(job, attempt)
             time.sleep(max(0.0, self.timeout - (time.monotonic() - began)))  # the hedge delay
         if self.store.is_complete(job["id"]):
             return
         self.hedge(job, prompt, failed)
+
+    def timed_out(self, job: dict[str, Any], attempt: jobkit.Attempt) -> None:
+        """The primary did not answer in time: its outcome is unknown, the job stays running."""
+        self.store.end_attempt(attempt, "unknown", f"no answer in {self.timeout} s")
 
     def hedge(self, job: dict[str, Any], prompt: str, primary_failed: threading.Event) -> None:
         attempt = self.store.start_attempt(job["id"], "anthropic")
@@ -82,17 +89,18 @@ class HedgedWorker:
         except llm.Unknown as exc:
             self.store.end_attempt(attempt, "unknown", str(exc))
             return
-        self.store.claim(attempt, jobkit.result_of("anthropic", text))
+        self.store.claim(attempt, text)
 
 
-def main() -> None:
-    args = jobkit.arguments(__doc__, abandon_after=(float, 0.0, "seconds before the primary "
-                                                    "call is abandoned (default 3 x timeout)"),
+def main(worker: type[HedgedWorker] = HedgedWorker, doc: str | None = __doc__) -> None:
+    """Serve the API with ``worker`` (a twin passes its own subclass and docstring)."""
+    args = jobkit.arguments(doc, abandon_after=(float, 0.0, "seconds before the primary "
+                                                "call is abandoned (default 3 x timeout)"),
                             stream=(str, "yes", "stream from the primary: yes | no"))
-    store = jobkit.Store(args.db)
-    worker = HedgedWorker(store, args.timeout, args.abandon_after or 3 * args.timeout,
-                          args.stream != "no")
-    jobkit.serve_stdlib(store, worker.start, args.host, args.port)
+    store = jobkit.store_of(args)
+    hedged = worker(store, args.timeout, args.abandon_after or 3 * args.timeout,
+                    args.stream != "no")
+    jobkit.serve_stdlib(store, hedged.start, args.host, args.port)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,30 @@
-"""What the example job services share: their SQLite job store, their HTTP API, their providers.
+"""What the example job services share: their SQLite job store, their HTTP API, their options.
 
 Not part of failover-harness: these services stand for *your* LLM job service. Each one is a
-jobs API (``POST /v1/jobs`` with an ``Idempotency-Key`` header and ``{"input": {"text": …}}``,
-``GET /v1/jobs/{id}``, ``GET /v1/jobs/{id}/attempts``, ``GET /v1/jobs/{id}/races``,
-``GET /healthz``) in front of a worker that sends the input's text as the prompt to a primary
-provider (the OpenAI chat-completions wire at ``OPENAI_BASE_URL``) and a fallback (the Anthropic
-messages wire at ``ANTHROPIC_BASE_URL``). The services differ only in how the worker times out,
-falls back and writes the result; that is where the bugs people report live.
+jobs API in front of a worker that sends the job's text as the prompt to a primary provider (the
+OpenAI chat-completions wire at ``OPENAI_BASE_URL``) and a fallback (the Anthropic messages wire
+at ``ANTHROPIC_BASE_URL``):
 
-Owners come from ``Authorization: Bearer <owner>`` (a toy: the token *is* the owner; no token is
-the owner ``anonymous``).
+- ``POST /jobs`` with ``{"text": "<prompt>"}`` (that one string field, nothing else: else 422
+  ``invalid_body``), the header ``Idempotency-Key`` (400 without) and the owner in ``X-Owner``
+  (401 without; a name, not a secret). 201 a new job; 200 with ``Idempotent-Replayed: true``
+  for the same owner, key and body; 409 ``idempotency_key_reused`` for another body. Keys are
+  per owner.
+- ``GET /jobs/{id}`` (``X-Owner``; another owner's job is 404): ``{"id", "status": "queued" |
+  "running" | "succeeded" | "failed", "result": {"text"} | null, "provider"}``;
+  ``GET /jobs/{id}/attempts`` and ``GET /jobs/{id}/races`` (late results dropped);
+  ``GET /healthz``.
+
+The services differ in how the worker times out, falls back and writes the result. ``--defect``
+(every service has it) breaks the API instead, one rule each, for the scenarios of
+``check --target`` to find:
+
+- ``check-then-insert``: the key is looked up, then the job inserted, with no unique constraint
+  and ``--check-gap`` seconds of the request's other work in between (a quota look-up on
+  another server): a true double click makes two jobs.
+- ``owner-blind``: keys are global and a job is shown to anyone who asks (an owner leak).
+- ``replay-other-body``: another body under a used key gets the first job (200), not 409.
+- ``refuse-creates``: every create is answered 422 (a body the service does not take).
 """
 
 from __future__ import annotations
@@ -21,6 +36,7 @@ import json
 import os
 import sqlite3
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -29,7 +45,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
-import rfc8785
+DEFECTS = ("none", "check-then-insert", "owner-blind", "replay-other-body", "refuse-creates")
 
 
 def missing_extra(extra: str, exc: ImportError) -> NoReturn:
@@ -42,11 +58,10 @@ def missing_extra(extra: str, exc: ImportError) -> NoReturn:
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
-  id TEXT PRIMARY KEY, owner TEXT NOT NULL, idempotency_key TEXT NOT NULL,
-  fingerprint TEXT NOT NULL, input TEXT NOT NULL, status TEXT NOT NULL,
-  version INTEGER NOT NULL, completed_by TEXT, result TEXT, error TEXT,
-  created_at REAL NOT NULL, updated_at REAL NOT NULL,
-  UNIQUE (owner, idempotency_key));
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, key_scope TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL, fingerprint TEXT NOT NULL, text TEXT NOT NULL,
+  status TEXT NOT NULL, version INTEGER NOT NULL, completed_by TEXT, provider TEXT,
+  result TEXT, error TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL{unique});
 CREATE TABLE IF NOT EXISTS attempts (
   id TEXT PRIMARY KEY, job_id TEXT NOT NULL, provider TEXT NOT NULL, state TEXT NOT NULL,
   read_version INTEGER NOT NULL, error TEXT, started_at REAL NOT NULL, ended_at REAL);
@@ -54,11 +69,12 @@ CREATE TABLE IF NOT EXISTS races (
   attempt_id TEXT NOT NULL, job_id TEXT NOT NULL, at REAL NOT NULL,
   payload_sha256 TEXT NOT NULL, winner_attempt_id TEXT, reason TEXT NOT NULL);
 """
+UNIQUE = ",\n  UNIQUE (key_scope, idempotency_key)"
 OPEN_STATES = ("starting", "running", "unknown")
 
 
 class KeyReused(Exception):
-    """The key is the owner's already, for another input."""
+    """The key is the owner's already, for another body."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +86,14 @@ class Attempt:
 
 
 class Store:
-    """Jobs, attempts and races in one SQLite file (WAL; a connection per thread)."""
+    """Jobs, attempts and races in one SQLite file (WAL; a connection per thread).
+    ``defect`` (one of :data:`DEFECTS`) is the one API rule this store breaks, if any."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, path: str, defect: str = "none", check_gap: float = 0.25) -> None:
+        self.path, self.defect, self.check_gap = path, defect, check_gap
         self._local = threading.local()
-        self._db().executescript(SCHEMA)
+        unique = "" if defect == "check-then-insert" else UNIQUE
+        self._db().executescript(SCHEMA.format(unique=unique))
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -86,34 +104,62 @@ class Store:
             self._local.db = db
         return db
 
-    def create_job(self, owner: str, key: str, job_input: Any) -> tuple[dict[str, Any], bool]:
-        """One insert-or-conflict statement: (the job, whether this call created it)."""
-        text = rfc8785.dumps(job_input).decode()  # canonical: 1.0 is 1, key order is moot
+    def create_job(self, owner: str, key: str, text: str) -> tuple[dict[str, Any], bool]:
+        """(the job, whether this call created it); :class:`KeyReused` for another body."""
+        scope = "" if self.defect == "owner-blind" else owner  # THE BUG of owner-blind
         fingerprint = hashlib.sha256(text.encode()).hexdigest()
+        if self.defect == "check-then-insert":
+            job_id = self._check_then_insert(owner, scope, key, fingerprint, text)
+        else:  # one insert-or-conflict statement under UNIQUE (key_scope, key)
+            job_id = self._insert(owner, scope, key, fingerprint, text,
+                                  " ON CONFLICT (key_scope, idempotency_key) DO NOTHING")
+        if job_id is not None:
+            return dict(self._db().execute("SELECT * FROM jobs WHERE id = ?",
+                                           (job_id,)).fetchone()), True
+        row = self._db().execute("SELECT * FROM jobs WHERE key_scope = ? AND"
+                                 " idempotency_key = ?", (scope, key)).fetchone()
+        if row["fingerprint"] != fingerprint and self.defect != "replay-other-body":
+            raise KeyReused(key)  # (replay-other-body: THE BUG, the first job is answered)
+        return dict(row), False
+
+    def _check_then_insert(self, owner: str, scope: str, key: str, fingerprint: str,
+                           text: str) -> str | None:
+        """THE BUG of check-then-insert: a look-up, other work, then an insert, no constraint."""
+        found = self._db().execute("SELECT 1 FROM jobs WHERE key_scope = ? AND"
+                                   " idempotency_key = ?", (scope, key)).fetchone()
+        if found is not None:
+            return None
+        time.sleep(self.check_gap)  # the request's other work (a quota look-up elsewhere)
+        return self._insert(owner, scope, key, fingerprint, text, "")
+
+    def _insert(self, owner: str, scope: str, key: str, fingerprint: str, text: str,
+                on_conflict: str) -> str | None:
+        """The new job's id, or None if the key was taken (``on_conflict``)."""
         now, job_id = time.time(), uuid.uuid4().hex
-        created = self._db().execute(
-            "INSERT INTO jobs (id, owner, idempotency_key, fingerprint, input, status, version,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'running', 1, ?, ?)"
-            " ON CONFLICT (owner, idempotency_key) DO NOTHING",
-            (job_id, owner, key, fingerprint, text, now, now)).rowcount == 1
-        row = self._db().execute("SELECT * FROM jobs WHERE owner = ? AND idempotency_key = ?",
-                                 (owner, key)).fetchone()
-        if row["fingerprint"] != fingerprint:
-            raise KeyReused(key)
-        return _job(row), created
+        inserted = self._db().execute(
+            "INSERT INTO jobs (id, owner, key_scope, idempotency_key, fingerprint, text, status,"
+            " version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', 1, ?, ?)"
+            + on_conflict, (job_id, owner, scope, key, fingerprint, text, now,
+                            now)).rowcount == 1
+        return job_id if inserted else None
 
     def job(self, job_id: str, owner: str | None = None) -> dict[str, Any] | None:
+        """The job (None if there is none, or it is another owner's)."""
         row = self._db().execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        if row is None or (owner is not None and row["owner"] != owner):
+        if row is None:
             return None
-        return _job(row)
+        if owner is not None and row["owner"] != owner and self.defect != "owner-blind":
+            return None
+        return dict(row)
 
     def start_attempt(self, job_id: str, provider: str) -> Attempt:
         attempt = Attempt(uuid.uuid4().hex, job_id, provider, self._version(job_id))
-        self._db().execute(
-            "INSERT INTO attempts (id, job_id, provider, state, read_version, started_at)"
-            " VALUES (?, ?, ?, 'running', ?, ?)",
-            (attempt.id, job_id, provider, attempt.read_version, time.time()))
+        db = self._db()
+        db.execute("INSERT INTO attempts (id, job_id, provider, state, read_version, started_at)"
+                   " VALUES (?, ?, ?, 'running', ?, ?)",
+                   (attempt.id, job_id, provider, attempt.read_version, time.time()))
+        db.execute("UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'queued'",
+                   (job_id,))
         return attempt
 
     def end_attempt(self, attempt: Attempt, state: str, error: str = "") -> None:
@@ -122,20 +168,20 @@ class Store:
         self._db().execute("UPDATE attempts SET state = ?, error = ?, ended_at = ? WHERE id = ?",
                            (state, error or None, ended, attempt.id))
 
-    def claim(self, attempt: Attempt, result: Any) -> bool:
-        """The compare-and-swap: True if this attempt's result became the job's; else the
-        payload is dropped and the lost claim recorded as a race, in the same transaction."""
+    def claim(self, attempt: Attempt, text: str) -> bool:
+        """The compare-and-swap: True if this attempt's answer became the job's result; else
+        the answer is dropped and the lost claim recorded as a race, in the same transaction."""
         db, now = self._db(), time.time()
         db.execute("BEGIN IMMEDIATE")
         try:
             won = db.execute(
-                "UPDATE jobs SET result = ?, completed_by = ?, status = 'succeeded',"
-                " version = version + 1, updated_at = ? WHERE id = ? AND version = ?"
-                " AND completed_by IS NULL",
-                (json.dumps(result), attempt.id, now, attempt.job_id,
+                "UPDATE jobs SET result = ?, provider = ?, completed_by = ?, status = 'succeeded',"
+                " error = NULL, version = version + 1, updated_at = ? WHERE id = ? AND"
+                " version = ? AND completed_by IS NULL",
+                (text, attempt.provider, attempt.id, now, attempt.job_id,
                  attempt.read_version)).rowcount == 1
             if not won:
-                digest = hashlib.sha256(json.dumps(result, sort_keys=True).encode()).hexdigest()
+                digest = hashlib.sha256(text.encode()).hexdigest()
                 db.execute(
                     "INSERT INTO races SELECT ?, id, ?, ?, completed_by, 'the job was completed"
                     " by another attempt' FROM jobs WHERE id = ?",
@@ -148,12 +194,12 @@ class Store:
             raise
         return won
 
-    def write_result(self, attempt: Attempt, result: Any) -> None:
+    def write_result(self, attempt: Attempt, text: str) -> None:
         """A plain write, no compare-and-swap (what the flawed twins do)."""
         self._db().execute(
-            "UPDATE jobs SET result = ?, completed_by = ?, status = 'succeeded', error = NULL,"
-            " version = version + 1, updated_at = ? WHERE id = ?",
-            (json.dumps(result), attempt.id, time.time(), attempt.job_id))
+            "UPDATE jobs SET result = ?, provider = ?, completed_by = ?, status = 'succeeded',"
+            " error = NULL, version = version + 1, updated_at = ? WHERE id = ?",
+            (text, attempt.provider, attempt.id, time.time(), attempt.job_id))
         self.end_attempt(attempt, "succeeded")
 
     def set_status(self, job_id: str, status: str, error: str = "") -> None:
@@ -180,68 +226,63 @@ class Store:
                                       (job_id,)).fetchone()[0])
 
 
-def _job(row: sqlite3.Row) -> dict[str, Any]:
-    return {"id": row["id"], "idempotency_key": row["idempotency_key"],
-            "input": json.loads(row["input"]), "status": row["status"],
-            "version": row["version"], "completed_by": row["completed_by"],
-            "result": json.loads(row["result"]) if row["result"] else None,
-            "error": row["error"]}
+def shown(job: dict[str, Any]) -> dict[str, Any]:
+    """A job as ``GET /jobs/{id}`` shows it."""
+    result = None if job["result"] is None else {"text": job["result"]}
+    return {"id": job["id"], "status": job["status"], "result": result,
+            "provider": job["provider"]}
 
 
 # -- the API, independent of the HTTP stack ----------------------------------------------------
 Reply = tuple[int, dict[str, str], Any]
 
 
-def create(store: Store, owner: str, key: str | None, body: Any,
+def problem(status: int, error: str, detail: str) -> Reply:
+    return status, {}, {"error": error, "detail": detail}
+
+
+def create(store: Store, owner: str | None, key: str | None, body: Any,
            start_worker: Callable[[dict[str, Any]], None]) -> Reply:
-    """``POST /v1/jobs``: 201 and a new worker, 200 for a replay, 400/409/422 otherwise."""
+    """``POST /jobs``: 201 and a new worker, 200 for a replay, 400/401/409/422 otherwise."""
+    if not owner:
+        return problem(401, "owner_missing", "send the owner in X-Owner")
     if not key:
-        return 400, {}, {"code": "idempotency_key_missing", "detail": "send Idempotency-Key"}
+        return problem(400, "idempotency_key_missing", "send Idempotency-Key")
     if len(key) > 255 or not key.isprintable() or " " in key:
-        return 400, {}, {"code": "idempotency_key_invalid", "detail": "1-255 printable ASCII"}
-    if not isinstance(body, dict) or not isinstance(body.get("input"), dict):
-        return 422, {}, {"code": "invalid_request", "detail": "field 'input' must be an object"}
+        return problem(400, "idempotency_key_invalid", "1-255 printable ASCII, no spaces")
+    if store.defect == "refuse-creates":  # THE BUG of refuse-creates
+        return problem(422, "invalid_body", "this service takes no body it is sent")
+    if not isinstance(body, dict) or set(body) != {"text"} or not isinstance(body["text"], str):
+        return problem(422, "invalid_body", 'the body is {"text": "<prompt>"}, nothing else')
     try:
-        job, created = store.create_job(owner, key, body["input"])
-    except rfc8785.CanonicalizationError as exc:
-        return 422, {}, {"code": "invalid_request", "detail": f"field 'input': {exc}"}
+        job, created = store.create_job(owner, key, body["text"])
     except KeyReused:
-        return 409, {}, {"code": "idempotency_key_reused", "detail": "another input, same key"}
+        return 409, {}, {"error": "idempotency_key_reused"}
     if created:
         start_worker(job)
-        return 201, {}, job
-    return 200, {"Idempotent-Replayed": "true"}, job
+        return 201, {}, shown(job)
+    return 200, {"Idempotent-Replayed": "true"}, shown(job)
 
 
-def read(store: Store, owner: str, path: str) -> Reply:
-    """``GET /v1/jobs/{id}`` and its ``/attempts`` and ``/races``; ``GET /healthz``."""
+def read(store: Store, owner: str | None, path: str) -> Reply:
+    """``GET /jobs/{id}`` and its ``/attempts`` and ``/races``; ``GET /healthz``."""
     if path == "/healthz":
         return 200, {}, {"status": "ok"}
     parts = path.strip("/").split("/")
-    if len(parts) < 3 or parts[:2] != ["v1", "jobs"] or len(parts) > 4:
-        return 404, {}, {"code": "not_found"}
-    job = store.job(parts[2], owner)
+    if len(parts) not in (2, 3) or parts[0] != "jobs":
+        return problem(404, "not_found", path)
+    if not owner:
+        return problem(401, "owner_missing", "send the owner in X-Owner")
+    job = store.job(parts[1], owner)
     if job is None:
-        return 404, {}, {"code": "not_found"}
-    if len(parts) == 3:
-        return 200, {}, job
-    if parts[3] == "attempts":
+        return problem(404, "not_found", path)
+    if len(parts) == 2:
+        return 200, {}, shown(job)
+    if parts[2] == "attempts":
         return 200, {}, store.attempts(job["id"])
-    if parts[3] == "races":
+    if parts[2] == "races":
         return 200, {}, store.races(job["id"])
-    return 404, {}, {"code": "not_found"}
-
-
-def owner_of(authorization: str | None) -> str:
-    if authorization and authorization.lower().startswith("bearer "):
-        return authorization[7:].strip() or "anonymous"
-    return "anonymous"
-
-
-def prompt_of(job: dict[str, Any]) -> str:
-    """The prompt a worker sends: the input's text (the whole input as JSON if it has none)."""
-    text = job["input"].get("text")
-    return text if isinstance(text, str) else json.dumps(job["input"], sort_keys=True)
+    return problem(404, "not_found", path)
 
 
 def serve_stdlib(store: Store, start_worker: Callable[[dict[str, Any]], None],
@@ -257,15 +298,14 @@ def serve_stdlib(store: Store, start_worker: Callable[[dict[str, Any]], None],
                 body = json.loads(self.rfile.read(length) or b"null")
             except ValueError:
                 body = None
-            if self.path.rstrip("/") != "/v1/jobs":
-                self._reply((404, {}, {"code": "not_found"}))
+            if self.path.rstrip("/") != "/jobs":
+                self._reply(problem(404, "not_found", self.path))
                 return
-            owner = owner_of(self.headers.get("Authorization"))
-            self._reply(create(store, owner, self.headers.get("Idempotency-Key"), body,
-                               start_worker))
+            self._reply(create(store, self.headers.get("X-Owner"),
+                               self.headers.get("Idempotency-Key"), body, start_worker))
 
         def do_GET(self) -> None:
-            self._reply(read(store, owner_of(self.headers.get("Authorization")), self.path))
+            self._reply(read(store, self.headers.get("X-Owner"), self.path))
 
         def _reply(self, reply: Reply) -> None:
             status, headers, body = reply
@@ -300,13 +340,21 @@ def arguments(doc: str | None, **extra: tuple[type, Any, str]) -> argparse.Names
     parser.add_argument("--db", default="", help="SQLite file (default: a new temp file)")
     parser.add_argument("--timeout", type=float, default=0.5,
                         help="seconds the worker waits for a provider before it times out")
+    parser.add_argument("--defect", choices=DEFECTS, default="none",
+                        help="break one API rule (see examples/drill/README.md)")
+    parser.add_argument("--check-gap", type=float, default=0.25,
+                        help="check-then-insert: seconds between the look-up and the insert")
     for name, (kind, default, text) in extra.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default, help=text)
     args = parser.parse_args()
     if not args.db:
-        import tempfile
         args.db = os.path.join(tempfile.mkdtemp(prefix="drill-example-"), "jobs.db")
     return args
+
+
+def store_of(args: argparse.Namespace) -> Store:
+    """The store the options describe (its file, its defect)."""
+    return Store(args.db, args.defect, args.check_gap)
 
 
 def openai_base_url() -> str | None:
@@ -324,10 +372,6 @@ def api_key(name: str) -> str:
 
 PRIMARY_MODEL = os.environ.get("PRIMARY_MODEL", "gpt-4o-mini")
 FALLBACK_MODEL = os.environ.get("FALLBACK_MODEL", "claude-3-5-haiku-20241022")
-
-
-def result_of(provider: str, text: str) -> dict[str, Any]:
-    return {"text": text, "provider": provider}
 
 
 def fail(message: str) -> None:

@@ -21,7 +21,6 @@ from jobkit import (
     api_key,
     missing_extra,
     openai_base_url,
-    result_of,
 )
 
 try:  # the official SDKs: the [examples] extra
@@ -131,10 +130,11 @@ def _post(http: httpx.Client, url: str, headers: dict[str, str], body: Any) -> A
         raise classify(exc) from exc
 
 
-def in_turn(store: Store, job: dict[str, Any], asks: list[tuple[str, Callable[[], str]]]) -> None:
-    """Ask each provider in turn until one answers, and claim its answer (compare-and-swap).
-    A timeout leaves its attempt unknown and the job running; the job fails only when every
-    provider refused."""
+def in_turn(store: Store, job: dict[str, Any], asks: list[tuple[str, Callable[[], str]]], *,
+            overwrite: bool = False) -> None:
+    """Ask each provider in turn until one answers, and claim its answer (compare-and-swap; or
+    write it over whatever is there, ``overwrite``). A timeout leaves its attempt unknown and the
+    job running; the job fails only when every provider refused."""
     refused = 0
     for provider, ask in asks:
         attempt = store.start_attempt(job["id"], provider)
@@ -147,7 +147,10 @@ def in_turn(store: Store, job: dict[str, Any], asks: list[tuple[str, Callable[[]
         except Unknown as exc:  # a timeout is not a failure: the job stays running
             store.end_attempt(attempt, "unknown", str(exc))
             continue
-        store.claim(attempt, result_of(provider, text))
+        if overwrite:
+            store.write_result(attempt, text)
+        else:
+            store.claim(attempt, text)
         return
     if refused == len(asks):
         store.set_status(job["id"], "failed", "every provider refused")

@@ -19,9 +19,11 @@ ANTHROPIC_BASE_URL=http://127.0.0.1:9002 python examples/drill/redis_queue_servi
 
 from __future__ import annotations
 
+import argparse
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -31,23 +33,31 @@ import redis
 
 
 class RedisQueue:
-    """At-least-once delivery: a list, a processing list, leases in a sorted set."""
+    """At-least-once delivery: a list, a processing list, leases in a sorted set. A job whose
+    lease expired is delivered again, up to ``max_deliveries`` times (0: no limit; SQS's
+    ``maxReceiveCount``), then it is put on the dead-letter list."""
 
-    def __init__(self, url: str, visibility: float) -> None:
-        self.redis = redis.Redis.from_url(url, decode_responses=True)
+    def __init__(self, url: str, visibility: float, max_deliveries: int = 0, *,
+                 connections: int = 64) -> None:
+        self.redis = redis.Redis.from_url(url, decode_responses=True,
+                                          max_connections=connections)
         self.redis.ping()
         prefix = f"drill-example:{uuid.uuid4().hex[:8]}"
-        self.queue, self.processing, self.leases = (f"{prefix}:queue", f"{prefix}:processing",
-                                                    f"{prefix}:leases")
-        self.visibility = visibility
+        self.queue, self.processing, self.leases, self.deliveries, self.dead = (
+            f"{prefix}:queue", f"{prefix}:processing", f"{prefix}:leases",
+            f"{prefix}:deliveries", f"{prefix}:dead")
+        self.visibility, self.max_deliveries = visibility, max_deliveries
 
     def put(self, job_id: str) -> None:
         self.redis.lpush(self.queue, job_id)
 
     def take(self) -> str | None:
-        job_id = self.redis.blmove(self.queue, self.processing, 1, "RIGHT", "LEFT")
-        if job_id is not None:
-            self.redis.zadd(self.leases, {job_id: time.time() + self.visibility})
+        taken = self.redis.blmove(self.queue, self.processing, 1, "RIGHT", "LEFT")
+        if taken is None:
+            return None
+        job_id = str(taken)  # decode_responses: always a str
+        self.redis.zadd(self.leases, {job_id: time.time() + self.visibility})
+        self.redis.hincrby(self.deliveries, job_id, 1)
         return job_id
 
     def ack(self, job_id: str) -> None:
@@ -57,10 +67,14 @@ class RedisQueue:
     def reap_forever(self) -> None:
         """Redeliver every job whose lease expired (its worker may still be running)."""
         while True:
-            for job_id in self.redis.zrangebyscore(self.leases, 0, time.time()):
+            for job_id in map(str, self.redis.zrangebyscore(self.leases, 0, time.time())):
                 if self.redis.zrem(self.leases, job_id):
                     self.redis.lrem(self.processing, 1, job_id)
-                    self.put(job_id)
+                    delivered = int(self.redis.hget(self.deliveries, job_id) or 0)
+                    if self.max_deliveries and delivered >= self.max_deliveries:
+                        self.redis.lpush(self.dead, job_id)
+                    else:
+                        self.put(job_id)
             time.sleep(self.visibility / 10)  # the reaper's tick
 
 
@@ -80,10 +94,25 @@ class QueueWorker:
             self.work.ack(job_id)
 
     def run(self, job: dict[str, Any]) -> None:
-        prompt = jobkit.prompt_of(job)
+        prompt = job["text"]
         llm.in_turn(self.store, job, [
             ("openai", lambda: llm.wire_openai(self.http, prompt)),
             ("anthropic", lambda: llm.wire_anthropic(self.http, prompt))])
+
+
+def serve(args: argparse.Namespace, visibility: float, max_deliveries: int,
+          worker: Callable[[jobkit.Store, RedisQueue], Callable[[], None]]) -> None:
+    """The API, ``args.workers`` threads each running ``worker(store, queue)``, the reaper."""
+    store = jobkit.store_of(args)
+    try:
+        # a connection per worker (each blocks in BLMOVE), the reaper's and the API's
+        work = RedisQueue(args.redis, visibility, max_deliveries, connections=args.workers + 16)
+    except redis.RedisError as exc:
+        jobkit.fail(f"--redis {args.redis}: {exc}; fix: start redis-server or pass its URL")
+    for _ in range(args.workers):
+        threading.Thread(target=worker(store, work), daemon=True).start()
+    threading.Thread(target=work.reap_forever, daemon=True).start()
+    jobkit.serve_stdlib(store, lambda job: work.put(job["id"]), args.host, args.port)
 
 
 def main() -> None:
@@ -91,16 +120,8 @@ def main() -> None:
                             visibility=(float, 0.0, "seconds a delivery is leased "
                                         "(default 0.6 x timeout: THE BUG)"),
                             workers=(int, 32, "worker threads"))
-    store = jobkit.Store(args.db)
-    try:
-        work = RedisQueue(args.redis, args.visibility or 0.6 * args.timeout)
-    except redis.RedisError as exc:
-        jobkit.fail(f"--redis {args.redis}: {exc}; fix: start redis-server or pass its URL")
-    for _ in range(args.workers):
-        worker = QueueWorker(store, work, args.timeout)
-        threading.Thread(target=worker.forever, daemon=True).start()
-    threading.Thread(target=work.reap_forever, daemon=True).start()
-    jobkit.serve_stdlib(store, lambda job: work.put(job["id"]), args.host, args.port)
+    serve(args, args.visibility or 0.6 * args.timeout, 0,
+          lambda store, work: QueueWorker(store, work, args.timeout).forever)
 
 
 if __name__ == "__main__":

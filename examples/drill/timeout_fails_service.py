@@ -36,14 +36,14 @@ class FailingWorker:
         threading.Thread(target=self.run, args=(job,), daemon=True).start()
 
     def run(self, job: dict[str, Any]) -> None:
-        prompt = jobkit.prompt_of(job)
+        prompt = job["text"]
         attempt = self.store.start_attempt(job["id"], "openai")
         ended = threading.Event()
 
         def primary() -> None:
             try:
                 text = llm.wire_openai(self.http, prompt)
-                self.store.write_result(attempt, jobkit.result_of("openai", text))  # THE BUG
+                self.store.write_result(attempt, text)  # THE BUG
             except (llm.Failed, llm.Unknown) as exc:
                 self.store.end_attempt(attempt, "failed", str(exc))
             finally:
@@ -66,14 +66,14 @@ class FailingWorker:
         except (llm.Failed, llm.Unknown) as exc:
             self.store.end_attempt(attempt, "failed", str(exc))
             return
-        self.store.write_result(attempt, jobkit.result_of("anthropic", text))
+        self.store.write_result(attempt, text)
 
 
 def main() -> None:
     args = jobkit.arguments(__doc__, abandon_after=(float, 0.0, "seconds before the primary "
                                                     "call is abandoned (default 3 x timeout)"),
                             retry_delay=(float, 0.1, "seconds before a failed job is re-run"))
-    store = jobkit.Store(args.db)
+    store = jobkit.store_of(args)
     worker = FailingWorker(store, args.timeout, args.abandon_after or 3 * args.timeout,
                            args.retry_delay)
     jobkit.serve_stdlib(store, worker.start, args.host, args.port)

@@ -202,12 +202,10 @@ def run_target(args: argparse.Namespace) -> int:
                              on_intent=progress(session.say) if args.verbose else None)
     for event in drill_events(results, lambda name: command(args, name)):
         session.emit(event)
-    details = session.folder / "drill.json"
-    details.write_text(json.dumps({
+    details = session.write_file("drill.json", {  # scrubbed of secrets like every report file
         "target": args.target, "profile": profile.name, "trials": args.trials,
         "drills": {name: [intent_json(v) for v in verdicts]
-                   for name, verdicts in results.verdicts.items()}}, indent=2) + "\n",
-        encoding="utf-8")
+                   for name, verdicts in results.verdicts.items()}})
     session.say(f"{sum(len(v) for v in results.verdicts.values())} intents, {results.calls} "
                 f"provider calls in {results.wall_s:.2f} s (concurrency {args.concurrency}); "
                 f"every intent's counts in {details}")

@@ -93,7 +93,7 @@ class Cassette:
                 f"no cassette for provider {provider!r} and contract {contract!r}",
                 file=str(path), fix=fix,
             ) from None
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise ConfigError(f"unreadable cassette: {exc}", file=str(path), fix=fix) from None
         if not isinstance(data, dict) or data.get("cassette_version") != CASSETTE_VERSION:
             raise ConfigError("not a cassette of this harness version", file=str(path), fix=fix)

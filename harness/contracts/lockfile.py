@@ -136,6 +136,9 @@ def read_lock(path: Path) -> LockFile:
         raise ConfigError(
             f"not valid JSON: {exc.msg}", file=str(path), line=exc.lineno, fix=fix
         ) from None
+    except RecursionError:  # [[[[… 100,000 deep: no lock file nests like that
+        raise ConfigError("not a failover-harness lock file: nested too deeply to read",
+                          file=str(path), fix=fix) from None
     if not isinstance(data, dict) or not isinstance(data.get("certifications"), list):
         raise ConfigError(
             "not a failover-harness lock file (no 'certifications' list)", file=str(path), fix=fix

@@ -19,9 +19,11 @@ Two kinds of redaction, on purpose:
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import unquote
 
 REDACTED = "[REDACTED]"
@@ -66,17 +68,48 @@ def _pattern(values: frozenset[str]) -> re.Pattern[str]:
     return pattern
 
 
+def _forms(values: frozenset[str]) -> frozenset[str]:
+    """Each secret as it stands in text and as it stands inside a JSON string (escaped), so a
+    secret with a quote, a backslash or a non-ASCII letter is found in a JSON file too."""
+    forms = _forms_of.get(values)
+    if forms is None:
+        forms = frozenset(f for v in values for f in (
+            v, json.dumps(v)[1:-1], json.dumps(v, ensure_ascii=False)[1:-1]))
+        if len(_forms_of) > 64:
+            _forms_of.clear()
+        _forms_of[values] = forms
+    return forms
+
+
+_forms_of: dict[frozenset[str], frozenset[str]] = {}
+
+
 def redact(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` with every registered secret (and each of ``extra``) replaced by ``[REDACTED]``
     where it stands as a whole token (not inside a longer word: ``postgres`` is not scrubbed
-    from ``postgresql``)."""
+    from ``postgresql``), as written or JSON-escaped."""
     if not isinstance(text, str):
         text = str(text)
     with _lock:
         values = frozenset(_known.union(v for v in extra if v))
-    if not values or not any(v in text for v in values):
+    if not values:
         return text
-    return _pattern(values).sub(REDACTED, text)
+    forms = _forms(values)
+    if not any(v in text for v in forms):
+        return text
+    return _pattern(forms).sub(REDACTED, text)
+
+
+def redact_data(value: Any) -> Any:
+    """A copy of a JSON-like value (dicts, lists, tuples, strings) with every string, keys
+    included, redacted: for a file written from data (drill.json, a run's results)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact_data(k): redact_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v) for v in value]
+    return value
 
 
 def dsn_secrets(dsn: str) -> list[str]:

@@ -31,10 +31,12 @@ from harness.drill.evidence import (
     Submission,
 )
 from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
-from harness.drill.watch import classify, fill, listed, read_chat
+from harness.drill.watch import classify, fill, listed, read_chat, unreadable
 from harness.providers.recording import RecordingFake
 from harness.providers.secrets import redact
+from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile, Upstream
+from harness.target.ids import UnusableId, fill_path, path_segment
 from harness.target.model import pick
 
 
@@ -196,6 +198,8 @@ class Engine:
         else:
             self._settle(ev, drill, since=self.now())
         ev.calls = self._calls(tag)
+        ev.untagged = sum(1 for item in self.served for r in item.fake.received()
+                          if r.tag is None and r.at >= ev.started_at)
         ev.ended_at = self.now()
         return ev
 
@@ -216,16 +220,26 @@ class Engine:
             return Submission(at, None, error=redact(f"{type(exc).__name__}: {exc}"),
                               ended_at=self.now())
         try:
-            data = response.json()
+            data, unread = json_body(response), ""
         except ValueError:
-            data = None
+            data, unread = None, unreadable(response)
         job = pick(data, submit.id_field)
+        error = unread if response.is_success else redact(response.text[:200])
         return Submission(at, response.status_code, job_id=None if job is None else str(job),
-                          error="" if response.is_success else redact(response.text[:200]),
-                          ended_at=self.now())
+                          error=error, ended_at=self.now())
 
     def _watch(self, ev: IntentEvidence, drill: Drill) -> None:
         job = next((s.job_id for s in ev.submissions if s.job_id), None)
+        first = ev.submissions[0]
+        if job is None and first.error and first.status is not None and first.status < 300:
+            ev.cause = (f"the service answered the submit with HTTP {first.status} and "
+                        f"{first.error}", "make the submit's answer JSON holding the job's id "
+                        "(at drill.submit.id_field)")
+        try:  # an id is data: one path segment, or this intent is unknown, naming it
+            path_segment(job) if job is not None else None
+        except UnusableId as exc:
+            ev.cause, job = (str(exc), "the service must answer ids that fit in a URL path "
+                             "segment (no control characters, at most 1,024 characters)"), None
         if job is None:
             self._settle(ev, drill, since=self.now())
             return
@@ -293,12 +307,16 @@ class Engine:
         at = self.now()
         try:
             response = self.client.request(
-                observe.method, observe.path.replace("{job_id}", job),
+                observe.method, fill_path(observe.path, {"job_id": job}),
                 headers=self.profile.headers(self.env, "observe"))
-            data = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            return Observation(at, "error", None, None, None) if not isinstance(
-                exc, ValueError) else Observation(at, "error", None, None, response.status_code)
+        except httpx.HTTPError as exc:
+            return Observation(at, "error", None, None, None,
+                               error=redact(f"no answer ({type(exc).__name__}: {exc})"))
+        try:
+            data = json_body(response)
+        except ValueError:
+            return Observation(at, "error", None, None, response.status_code,
+                               error=f"HTTP {response.status_code} and {unreadable(response)}")
         raw = pick(data, observe.status_field)
         result = pick(data, observe.result_field)
         text = None if result is None else (result if isinstance(result, str)
@@ -343,9 +361,11 @@ def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     epoch = time.monotonic()
     t = profile.section.timeouts
     client_timeout = t.job_s + late_ms(t.provider_s) / 1000 + 5
+    # every request to the service: a total deadline (the intent's budget) and a body limit
+    transport = BoundedTransport(deadline_s=client_timeout, limits=httpx.Limits(
+        max_connections=max(10, concurrency * 3)))
     with serving(profile, upstreams, epoch) as served, httpx.Client(
-            base_url=target.rstrip("/"), timeout=client_timeout,
-            limits=httpx.Limits(max_connections=max(10, concurrency * 3))) as client:
+            base_url=target.rstrip("/"), timeout=client_timeout, transport=transport) as client:
         yield Engine(profile, target, env, served, epoch, client, concurrency=concurrency)
 
 

@@ -66,6 +66,7 @@ class Observation:
     raw_status: str | None
     result: str | None
     http_status: int | None = None
+    error: str = ""  # status "error": why the answer could not be read (a redirect, not JSON)
 
 
 @dataclass
@@ -84,3 +85,7 @@ class IntentEvidence:
     ended_at: float = 0.0
     stopped_waiting: bool = False  # calls were still open when the drill stopped waiting
     note: str = ""
+    #: why the intent could not be drilled, from the service's answers (an id that cannot be
+    #: put into a URL, a submit answer that is not JSON): (the cause, its fix); judged unknown
+    cause: tuple[str, str] | None = None
+    untagged: int = 0  # provider calls without any drill tag while this intent ran

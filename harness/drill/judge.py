@@ -120,6 +120,8 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
 
 
 def _precondition(ev: IntentEvidence, drill: Drill, setup: Setup) -> Finding | None:
+    if ev.cause is not None:  # the service's own answer made the intent undrillable
+        return Finding("completed", "unknown", ev.cause[0], ev.cause[1])
     first = ev.submissions[0] if ev.submissions else None
     if first is None or first.status is None or not 200 <= first.status < 300:
         got = "no answer" if first is None or first.status is None else f"HTTP {first.status}"
@@ -128,6 +130,13 @@ def _precondition(ev: IntentEvidence, drill: Drill, setup: Setup) -> Finding | N
             return Finding("completed", "unknown", f"the service answered the submit with "
                            f"{got}{detail} and never called a provider",
                            "check drill.submit (path, headers, body) against the service's API")
+    if not ev.calls and ev.untagged:
+        return Finding("completed", "unknown", f"the fakes got {ev.untagged} provider "
+                       f"call{'s' if ev.untagged != 1 else ''} while this intent ran, none "
+                       "carrying a drill tag: the service does not pass the submitted text "
+                       "into its provider request", "send the text the drill submits (it holds "
+                       "the tag drill-<12 hex>) to the provider unchanged, or put {tag} where "
+                       "the service copies it into the prompt (drill.submit.body)")
     if not ev.calls:
         return Finding("completed", "unknown", "the service never called the fakes for this "
                        "intent, so nothing was drilled", base_url_fix(setup.fakes))
@@ -322,6 +331,10 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                        "check drill.observe (path, status_field)")
     if last.status == "succeeded":
         return Finding("completed", "held", f"{last.raw_status!r}")
+    if last.status == "error":  # no verdict from an answer the drill could not read
+        return Finding("completed", "unknown", f"the last look at the job got "
+                       f"{last.error or 'no readable answer'}",
+                       "check drill.observe (path, headers) against the service's API")
     if last.status == "failed" and drill.timeout:
         return Finding("completed", "not_judged", "reported failed (see timeout_not_failure)")
     return Finding("completed", "broken", f"the job ended {last.raw_status!r} "

@@ -11,7 +11,9 @@ import httpx
 
 from harness.drill.evidence import ANSWERED_BY_HEADERS, StatusClass, Submission
 from harness.providers.secrets import redact
+from harness.target.bounded import json_body
 from harness.target.drill_section import Listing, StatusValues, Submit
+from harness.target.ids import fill_path
 from harness.target.model import pick
 
 
@@ -41,9 +43,9 @@ def listed(client: httpx.Client, listing: Listing, job: str, headers: dict[str, 
            ) -> int | None:
     """How many entries the service lists for ``job`` (None: it did not answer a list)."""
     try:
-        response = client.request(listing.method, listing.path.replace("{job_id}", job),
+        response = client.request(listing.method, fill_path(listing.path, {"job_id": job}),
                                   headers=headers)
-        items = pick(response.json(), listing.items)
+        items = pick(json_body(response), listing.items)
     except (httpx.HTTPError, ValueError):
         return None
     return len(items) if isinstance(items, list) else None
@@ -56,7 +58,7 @@ def read_chat(client: httpx.Client, submit: Submit, headers: dict[str, str], bod
     if not (stream or submit.stream):
         response = client.request(submit.method, submit.path, json=body, headers=headers)
         try:
-            text = pick(response.json(), submit.result_field)
+            text = pick(json_body(response), submit.result_field)
         except ValueError:
             text = None
         return Submission(at, response.status_code, result=None if text is None else str(text),
@@ -78,6 +80,17 @@ def read_chat(client: httpx.Client, submit: Submit, headers: dict[str, str], bod
                           answered_base=base)
     return Submission(at, status, result="".join(pieces), stream_complete=complete,
                       ended_at=now(), answered_base=base)
+
+
+def unreadable(response: httpx.Response) -> str:
+    """Why an answer the drill needed as JSON could not be read: a redirect (never followed),
+    or a body that is not JSON (its first bytes, as text)."""
+    if response.is_redirect:
+        where = response.headers.get("location", "")
+        return (f"a redirect to {where[:200]!r}: the drill does not follow redirects (point the "
+                "profile's path at the URL that answers)")
+    excerpt = response.content[:120].decode("utf-8", "replace")
+    return f"a body that is not JSON ({len(response.content):,} bytes: {excerpt!r})"
 
 
 def _answered_base(response: httpx.Response) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from harness.domain.errors import ConfigError
+from harness.domain.redaction import redact
 from harness.explore.choices import decisions
 from harness.explore.controller import Outcome
 from harness.explore.explain import explanation
@@ -62,10 +63,10 @@ def write_repro(
         write_jsonl(folder / "schedule.jsonl",
                     (json.dumps(e, separators=(",", ":"), ensure_ascii=False)
                      for e in outcome.schedule))
-        (folder / SCENARIO).write_text(scenario_text(outcome, target, found, through),
+        (folder / SCENARIO).write_text(redact(scenario_text(outcome, target, found, through)),
                                        encoding="utf-8")
     text = explanation(outcome, target=target, found=found, shrink=shrink, replay=replay)
-    (folder / "explanation.txt").write_text(text, encoding="utf-8")
+    (folder / "explanation.txt").write_text(redact(text), encoding="utf-8")
     results = {
         "format": FORMAT,
         "status": outcome.status,
@@ -86,8 +87,8 @@ def write_repro(
         "through": through,
         "meta": outcome.meta,
     }
-    (folder / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
+    (folder / "results.json").write_text(  # no secret, even one the service echoed
+        redact(json.dumps(results, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8")
     return folder
 
 

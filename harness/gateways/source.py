@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import PrivateAttr, ValidationError
 
 from harness.domain.errors import ConfigError
+from harness.domain.redaction import register_secret
 from harness.gateways.litellm_config import (
     TRANSPORT_PARAMS,
     LiteLLMConfig,
@@ -102,10 +103,15 @@ def parse_contract_map(items: Iterable[str]) -> dict[str, str]:
 
 
 def parse_headers(items: Iterable[str]) -> dict[str, str]:
-    """``["x-portkey-config: {...}", …]`` (``--header NAME:VALUE``) → a dict."""
-    return parse_pairs(items, ":", "--header", "NAME:VALUE",
-                       "write --header 'x-portkey-config: {\"provider\": ...}'",
-                       valid=re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+").fullmatch)
+    """``["x-portkey-config: {...}", …]`` (``--header NAME:VALUE``) → a dict. Each value is
+    registered as a secret (a key in a header): it is removed from every output."""
+    headers = parse_pairs(items, ":", "--header", "NAME:VALUE",
+                          "write --header 'x-portkey-config: {\"provider\": ...}'",
+                          valid=re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+").fullmatch)
+    for value in headers.values():
+        if "${" not in value:  # a ${VAR} is shown as written; its value is registered when read
+            register_secret(value)
+    return headers
 
 
 def load_litellm_providers(

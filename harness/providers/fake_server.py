@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import threading
 import time
@@ -33,8 +34,31 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+class RepeatFilter(logging.Filter):
+    """Lets the first ``keep`` records of each message through, then one line saying the rest
+    are not shown: a caller sending garbage bytes on 400 connections gets 400 "Invalid HTTP
+    request received." warnings from uvicorn, and the run's output is not theirs to fill."""
+
+    def __init__(self, keep: int = 3) -> None:
+        super().__init__()
+        self.keep = keep
+        self.seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with self._lock:
+            n = self.seen[str(record.msg)] = self.seen.get(str(record.msg), 0) + 1
+        if n == self.keep + 1:
+            record.msg, record.args = f"{record.msg} (repeated; further ones not shown)", ()
+        return n <= self.keep + 1
+
+
 def uvicorn_server(app: FakeProvider) -> uvicorn.Server:
-    """A quiet uvicorn server for ``app`` that leaves global logging configuration alone."""
+    """A quiet uvicorn server for ``app`` that leaves global logging configuration alone (bar
+    a :class:`RepeatFilter` on uvicorn's error log)."""
+    error_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, RepeatFilter) for f in error_log.filters):
+        error_log.addFilter(RepeatFilter())
     config = uvicorn.Config(app, lifespan="off", access_log=False, log_config=None,
                             log_level=None, timeout_graceful_shutdown=2, loop="asyncio")
     return uvicorn.Server(config)

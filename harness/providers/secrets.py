@@ -23,6 +23,7 @@ from harness.domain.redaction import (
     REDACTED,
     dsn_secrets,
     redact,
+    redact_data,
     redact_dsn,
     register_dsn,
     register_secret,
@@ -30,8 +31,8 @@ from harness.domain.redaction import (
 
 __all__ = [
     "REDACTED", "SECRET_HEADERS", "RedactingFilter", "Secret", "dsn_secrets",
-    "install_log_redaction", "redact", "redact_dsn", "redact_headers", "redact_value",
-    "redacting_config", "register_dsn", "register_secret", "secret_from_env",
+    "install_log_redaction", "redact", "redact_data", "redact_dsn", "redact_headers",
+    "redact_value", "redacting_config", "register_dsn", "register_secret", "secret_from_env",
 ]
 
 # Headers that carry credentials in the two wire formats (and common gateways).

@@ -31,6 +31,7 @@ from harness.reports.model import (
     TrialSeries,
     Violation,
 )
+from harness.reports.redaction import bounded_lines
 from harness.reports.session import Handler, Header
 from harness.reports.summary import summary_lines
 
@@ -374,7 +375,7 @@ class LiveOutput(Handler):
 
     def _print(self, line: str) -> None:
         # Lines quote services, models and files: printed as text (escapes neutralised).
-        print(clean(line), file=self.stream or sys.stdout, flush=True)
+        print(bounded_lines(clean(line)), file=self.stream or sys.stdout, flush=True)
 
     def start(self, header: Header) -> None:
         self.started = time.perf_counter()

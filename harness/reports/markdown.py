@@ -19,7 +19,7 @@ from harness.reports.model import (
     ScenarioRun,
     TrialSeries,
 )
-from harness.reports.redaction import scrub
+from harness.reports.redaction import bounded_lines, scrub
 from harness.reports.summary import ToActOn, to_act_on
 
 ICON = {
@@ -194,4 +194,4 @@ def render_markdown(results: Results) -> str:
                      [fake for g in r.of(GateVerdict) for fake in g.fakes])
     lines += _all_verdicts(r)
     lines += list(r.notes)
-    return "\n".join(lines).rstrip() + "\n"
+    return bounded_lines("\n".join(lines).rstrip()) + "\n"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, is_dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.console import clean as printable
 from harness.providers.secrets import redact, register_dsn
@@ -55,6 +55,20 @@ def clean(text: str) -> str:
     return printable(redact(without_credentials(text)))
 
 
+#: the longest line the live output and summary.md print (a service's flood of 2,000
+#: connections once made one 37 KB line); results.json keeps every character
+MAX_LINE = 2000
+
+
+def bounded_lines(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` with every line over ``limit`` characters cut, saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    return "\n".join(line if len(line) <= limit else
+                     f"{line[:limit]}… ({len(line) - limit:,} more characters in results.json)"
+                     for line in text.split("\n"))
+
+
 def scrub(value: T) -> T:
     """A copy of an event (any dataclass, tuple, dict or string) with every text cleaned."""
     if isinstance(value, str):
@@ -69,3 +83,27 @@ def scrub(value: T) -> T:
     if isinstance(value, dict):
         return {k: scrub(v) for k, v in value.items()}  # type: ignore[return-value]
     return value
+
+
+class RedactingStream:
+    """A text stream (stdout, stderr) that removes every registered secret from what is written
+    to it: the last writer of every printed line, whatever printed it (a command, a library, a
+    traceback). Everything else is passed through to the wrapped stream."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    @property
+    def wrapped(self) -> Any:
+        return self._stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

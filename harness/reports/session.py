@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from harness import __version__
+from harness.domain.redaction import redact, redact_data
 from harness.reports.html import render_html
 from harness.reports.junit import render_junit
 from harness.reports.markdown import render_markdown
@@ -112,6 +113,17 @@ class ReportSession:
         while candidate.exists() or candidate.with_name(f".{candidate.name}.partial").exists():
             candidate, n = self.report_dir / f"{name}-{n}", n + 1
         return candidate
+
+    def write_file(self, name: str, data: object) -> Path:
+        """A file of the run's own (``drill.json``) in the report folder: JSON data (or text),
+        scrubbed of every secret like the renderings, replaced atomically. Returns its path."""
+        if isinstance(data, str):
+            text = data
+        else:
+            text = json.dumps(redact_data(data), indent=2, ensure_ascii=False) + "\n"
+        path = self.folder / name
+        _write_atomically(path, redact(text))
+        return path
 
     def publish(self, results: Results) -> Path:
         """Write the renderings and return the folder. A folder the run did not use yet is

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.domain.errors import ConfigError
+from harness.domain.redaction import redact
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OP_TYPES = ("invoke", "ok", "fail", "info")
@@ -102,10 +103,11 @@ class History:
 
 
 def write_jsonl(path: Path, lines: Iterable[str]) -> None:
-    """Write lines with a trailing newline each (UTF-8, LF)."""
+    """Write lines with a trailing newline each (UTF-8, LF), every registered secret removed
+    (a service may echo one into an answer the history keeps)."""
     with path.open("w", encoding="utf-8", newline="\n") as out:
         for line in lines:
-            out.write(line)
+            out.write(redact(line))
             out.write("\n")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.domain.errors import ConfigError
+from harness.domain.redaction import redact
 from harness.scenarios.history import write_jsonl
 from harness.scenarios.runner import RunResult
 
@@ -57,12 +58,12 @@ def write_run(
                  for e in result.schedule))
     source = Path(result.scenario.source)
     text = source.read_text(encoding="utf-8") if source.is_file() else ""
-    (folder / "scenario.yaml").write_text(text, encoding="utf-8")
+    (folder / "scenario.yaml").write_text(redact(text), encoding="utf-8")
     result.folder = folder
     command = replay_command(folder, result.target, replay_extra)
     document = results_document(result, started=started, replay=command)
-    (folder / "results.json").write_text(
-        json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    (folder / "results.json").write_text(  # no secret, even one the service echoed
+        redact(json.dumps(document, indent=2, ensure_ascii=False)) + "\n", encoding="utf-8"
     )
     return folder
 

@@ -96,8 +96,8 @@ class TransportFailure(HarnessError):
 
 
 def _path_id(value: str) -> str:
-    """An opaque id as one path segment."""
-    return quote(value, safe="")
+    """An opaque id as one path segment (a dot segment is escaped too: never resolved away)."""
+    return quote(value, safe="") if value not in (".", "..") else value.replace(".", "%2E")
 
 
 class _Api(Generic[R]):
@@ -178,15 +178,17 @@ def _build(
 def _reply(response: httpx.Response) -> Reply:
     try:
         body: Any = response.json() if response.content else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):  # nested too deeply
         body = response.text
     return Reply(response.status_code, body, response.headers)
 
 
 def _failure(exc: httpx.TransportError, base_url: httpx.URL) -> TransportFailure:
     never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+    # a bounded transport's error (harness.target.bounded) says which limit, and how much
+    detail = getattr(exc, "detail", "")
     return TransportFailure(
-        f"no response from {base_url}: {type(exc).__name__}"
+        f"no response from {base_url}: {type(exc).__name__}" + (f": {detail}" if detail else "")
         + (" (the request was not sent)" if never_sent else " (the outcome is unknown)"),
         maybe_applied=not never_sent,
     )

@@ -15,11 +15,11 @@ from harness.domain.errors import ConfigError
 from harness.domain.redaction import register_secret
 from harness.target.drill_section import (
     ENV_REF,
-    LOOPBACK_HOSTS,
     DrillFile,
     DrillProvider,
     DrillSection,
     interpolate,
+    is_loopback,
 )
 from harness.target.errors import explain
 from harness.target.model import load_profile
@@ -65,7 +65,7 @@ class DrillProfile:
         for i, p in enumerate(self.section.providers):
             loc: tuple[str | int, ...] = ("drill", "providers", i)
             host = interpolate(p.host, env, src=self.source, loc=(*loc, "host"))
-            if host not in LOOPBACK_HOSTS:
+            if not is_loopback(host):
                 raise self.error(f"host {host!r} is not a loopback address", (*loc, "host"),
                                  "write host: 127.0.0.1: the drill answers in place of the "
                                  "provider, on this machine")
@@ -79,6 +79,10 @@ class DrillProfile:
         part: Any = self.section.submit if which == "submit" else self.section.observe
         out = {k: interpolate(v, env, src=self.source, loc=("drill", which, "headers", k))
                for k, v in (part.headers if part is not None else {}).items()}
+        for k, v in (part.headers if part is not None else {}).items():
+            for name in ENV_REF.findall(v):  # a value from ${VAR} is a secret: never shown
+                register_secret(env.get(name, ""))
+                register_secret(out[k])
         for k, v in (self.extra_headers or {}).items():  # replaces a header of the same name
             out = {n: w for n, w in out.items() if n.lower() != k.lower()}
             out[k] = interpolate(v, env, src=None, loc=("--header", k))
@@ -154,7 +158,7 @@ def check_section(src: YamlSource, drill: DrillSection) -> None:
             raise src.error(f"two providers are named {p.name!r}", ("drill", "providers", i),
                             fix="give each provider its own name")
         names.add(p.name)
-        if p.host not in LOOPBACK_HOSTS and not ENV_REF.fullmatch(p.host):
+        if not is_loopback(p.host) and not ENV_REF.fullmatch(p.host):
             raise src.error(f"host {p.host!r} is not a loopback address: the drill answers in "
                             "place of the provider, on this machine",
                             ("drill", "providers", i, "host"),

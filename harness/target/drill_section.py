@@ -9,6 +9,7 @@ can bind free ports. Errors name the file, the line and the fix like the rest of
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -23,6 +24,17 @@ ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TAG_MARK = "{tag}"  # where the drill puts the intent's tag (in the text that becomes the prompt)
 KEY_MARK = "{key}"  # a fresh idempotency key per intent (the same one on a double click)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is this machine's loopback: ``localhost``, or any address of 127.0.0.0/8 or
+    ``::1`` (127.0.0.2 is as local as 127.0.0.1)."""
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class _Strict(BaseModel):

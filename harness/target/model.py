@@ -30,6 +30,7 @@ from harness.domain.redaction import redact_url as redact
 from harness.target.bodies import check_template
 from harness.target.drill_section import DrillSection
 from harness.target.errors import ProfileValueError, explain
+from harness.target.limits import Limits
 from harness.target.owners import Owners
 from harness.yamlsrc import YamlSource, load_yaml
 
@@ -199,6 +200,8 @@ class Profile(_Strict):
     drill: DrillSection | None = None  # the service seen from its providers (docs/drill.md)
     #: the service moves its jobs on by itself (None: implied by a drill that submits jobs)
     own_worker: bool | None = None
+    #: the largest answer body and the deadline of one request (harness.target.bounded)
+    limits: Limits = Limits()
 
     @model_validator(mode="before")
     @classmethod

@@ -19,18 +19,20 @@ PROFILE = """\
 name: correct-drill-example
 capabilities: [jobs]
 operations:
-  create_job: {method: POST, path: /v1/jobs, key_header: Idempotency-Key}
-  get_job: {method: GET, path: "/v1/jobs/{job_id}"}
+  create_job: {method: POST, path: /jobs, key_header: Idempotency-Key, body: {text: "{prompt}"}}
+  get_job: {method: GET, path: "/jobs/{job_id}"}
+owners: {header: X-Owner, value: "{owner}"}
 drill:
   submit:
-    path: /v1/jobs
-    headers: {Idempotency-Key: "{key}"}
-    body: {input: {text: "Summarise ticket {tag} in one line."}}
+    path: /jobs
+    headers: {Idempotency-Key: "{key}", X-Owner: drill}
+    body: {text: "Summarise ticket {tag} in one line."}
   observe:
-    path: "/v1/jobs/{job_id}"
+    path: "/jobs/{job_id}"
+    headers: {X-Owner: drill}
     result_field: result.text
-    statuses: {succeeded: [succeeded], failed: [failed], running: [running, starting]}
-    races: {path: "/v1/jobs/{job_id}/races"}
+    statuses: {succeeded: [succeeded], failed: [failed], running: [queued, running]}
+    races: {path: "/jobs/{job_id}/races"}
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}

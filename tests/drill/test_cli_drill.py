@@ -21,16 +21,16 @@ PROFILE = """\
 name: correct-example
 drill:
   submit:
-    path: /v1/jobs
-    headers: {Idempotency-Key: "{key}", Authorization: "Bearer ${DRILL_OWNER}"}
-    body: {input: {text: "Summarise ticket {tag} in one line."}}
+    path: /jobs
+    headers: {Idempotency-Key: "{key}", X-Owner: "${DRILL_OWNER}"}
+    body: {text: "Summarise ticket {tag} in one line."}
   observe:
-    path: "/v1/jobs/{job_id}"
-    headers: {Authorization: "Bearer ${DRILL_OWNER}"}
+    path: "/jobs/{job_id}"
+    headers: {X-Owner: "${DRILL_OWNER}"}
     result_field: result.text
-    statuses: {succeeded: [succeeded], failed: [failed], running: [running, starting]}
-    attempts: {path: "/v1/jobs/{job_id}/attempts"}
-    races: {path: "/v1/jobs/{job_id}/races"}
+    statuses: {succeeded: [succeeded], failed: [failed], running: [queued, running]}
+    attempts: {path: "/jobs/{job_id}/attempts"}
+    races: {path: "/jobs/{job_id}/races"}
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}

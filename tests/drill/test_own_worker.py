@@ -77,7 +77,10 @@ def test_check_on_a_service_with_its_own_worker_raises_no_false_alarm(
     runs = {e["scenario"]: e for e in events
             if e["type"] == "scenario_run" and e["scenario"] in IDLE}
     assert set(runs) == set(IDLE)
-    assert {name: e["verdict"] for name, e in runs.items()} == dict.fromkeys(IDLE, "passed")
+    assert {name: e["verdict"] for name, e in runs.items()} == {
+        "double_click": "passed", "mismatched_key": "passed",
+        # its create body is {text: "{prompt}"}: one key, nothing to reorder (issue 30)
+        "reordered_json_same_intent": "not_applicable"}
     assert code == 0
     history = next((tmp_path / "report" / "latest" / "runs").glob("*-double_click"))
     ops = [json.loads(line) for line in (history / "history.jsonl").read_text().splitlines()]

@@ -97,6 +97,7 @@ def test_a_service_refusing_every_create_stops_at_the_preflight(served: ProfileT
         served.preflight()
     text = str(caught.value)
     assert "refused every create with 422" in text
+    assert '"invalid_body"' in text  # the service's own words
     assert "operations.create_job.body" in (caught.value.fix or "")
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from harness.scenarios.targets.base import Reply
+from harness.target.bounded import json_body
 from harness.target.model import Operation, OperationName, Profile, pick
 
 #: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
@@ -21,6 +22,7 @@ API_CODES = frozenset({"idempotency_key_missing", "idempotency_key_invalid", "in
                        KEY_REUSED, "attempt_in_flight", "job_completed", "invalid_transition",
                        "not_found", "unauthenticated"})
 LISTS = ("list_attempts", "list_races")
+SAID_CHARS = 160  # how much of a refusal's own text is kept (never a 401/403's)
 
 
 def matches(answer: Any, response: httpx.Response, body: Any) -> bool:
@@ -54,7 +56,7 @@ def replay_shape(profile: Profile, op: Operation, response: httpx.Response, body
 
 def translated(profile: Profile, op_name: OperationName, response: httpx.Response) -> Reply:
     try:
-        body = response.json() if response.content else None
+        body = json_body(response) if response.content else None
     except ValueError:
         body = response.text
     status = response.status_code
@@ -87,6 +89,8 @@ def translated(profile: Profile, op_name: OperationName, response: httpx.Respons
     problem = {"code": code if isinstance(code, str) else f"http_{status}", "status": status}
     if isinstance(body, dict) and "blocking_attempt_id" in body:  # API.md's attempt_in_flight
         problem["blocking_attempt_id"] = body["blocking_attempt_id"]
+    if 400 <= status < 500 and status not in (401, 403):  # its words, for the preflight's error
+        problem["said"] = " ".join(response.text.split())[:SAID_CHARS]
     excerpt = response.text[:200] if status >= 500 else ""
     return Reply(status, problem, excerpt=excerpt, replayed=replayed)
 

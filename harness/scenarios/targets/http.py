@@ -78,7 +78,7 @@ class HttpSession(TargetSession):
             url = urls[next(self.turn) % len(urls)]
             client = self.clients.get((owner, url))
             if client is None:
-                transport = resending_transport(url)
+                transport = resending_transport(url, deadline_s=self.target.timeout_s)
                 client = HarnessClient(url, self.target.tokens.get(owner),
                                        timeout=self.target.timeout_s, transport=transport)
                 self.clients[(owner, url)] = client

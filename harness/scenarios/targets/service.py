@@ -50,6 +50,8 @@ from harness.scenarios.targets.provider_calls import ProviderCalls
 from harness.scenarios.targets.side_effects import Counter as SideEffectCounter
 from harness.scenarios.targets.side_effects import SqlSideEffects, open_counter
 from harness.scenarios.targets.transport import ResendingTransport, resending_transport
+from harness.target.bounded import json_body
+from harness.target.ids import UnusableId, fill_path
 from harness.target.model import (
     Answer,
     Auth,
@@ -86,7 +88,9 @@ class ProfileSession(TargetSession):
         transport = target.transport
         if transport is None:  # re-send what a closed kept-alive connection swallowed
             key = self.profile.operations["create_job"].key_header
-            transport = resending_transport(target.urls[0], key_headers=(key,) if key else ())
+            transport = resending_transport(target.urls[0], key_headers=(key,) if key else (),
+                                            bounds=self.profile.limits,
+                                            deadline_s=target.timeout_s)
         self.resending = transport if isinstance(transport, ResendingTransport) else None
         self.http = httpx.Client(transport=transport, timeout=target.timeout_s,
                                  headers=dict(self.profile.headers))
@@ -113,7 +117,11 @@ class ProfileSession(TargetSession):
         headers = dict(shown.headers)
         if key is not None and op.key_header:
             headers[op.key_header] = key
-        url = base + op.path.format(**{k: v for k, v in values.items() if isinstance(v, str)})
+        try:  # an id the service answered is one path segment, or refused by name
+            url = base + fill_path(op.path, {k: v for k, v in values.items()
+                                             if isinstance(v, str)})
+        except UnusableId as exc:
+            return Reply(0, None, detail=str(exc), never_sent=True)
         if content is None and op.body is not None:
             content = json.dumps(fill(op.body, values)).encode()
         if content is not None:
@@ -137,7 +145,7 @@ class ProfileSession(TargetSession):
         if isinstance(response, Reply) or drill is None or drill.observe is None:
             return None
         try:
-            value = pick(response.json(), drill.observe.status_field)
+            value = pick(json_body(response), drill.observe.status_field)
         except ValueError:
             return None
         return None if value is None else str(value)
@@ -195,7 +203,7 @@ class ProfileSession(TargetSession):
         in_flight = self.profile.in_flight
         if in_flight is not None and response.status_code == in_flight.status:
             try:
-                body = response.json() if response.content else None
+                body = json_body(response) if response.content else None
             except ValueError:
                 body = None
             if matches(in_flight, response, body):

@@ -21,6 +21,7 @@ from harness.domain.errors import ConfigError
 from harness.providers.secrets import redact_dsn
 from harness.scenarios.targets.faults import fill_headers
 from harness.scenarios.targets.preflight import everything_404, wrong_base_url
+from harness.target.bounded import json_body
 from harness.target.model import HttpCounter, SqlCounter, pick
 
 
@@ -77,7 +78,7 @@ class HttpSideEffects:
         if response.status_code != 200:
             raise CounterError(f"{where} answered {response.status_code}")
         try:
-            body = response.json()
+            body = json_body(response)
         except ValueError:
             body = response.text.strip()
         value = pick(body, self.spec.field) if self.spec.field else body

@@ -29,6 +29,9 @@ from typing import Any
 
 import httpx
 
+from harness.target.bounded import BoundedTransport
+from harness.target.limits import Limits
+
 #: failures meaning "the peer had closed this connection" when they come before any answer
 CLOSED_BEFORE_ANSWER = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 _CONNECTED = "connection.connect_tcp.complete"
@@ -46,7 +49,7 @@ class ResendingTransport(httpx.BaseTransport):
         """``key_headers``: more headers that make a request replayable (a profile's
         ``key_header``); ``options`` go to :class:`httpx.HTTPTransport`."""
         self._options = options
-        self._pool = httpx.HTTPTransport(**options)
+        self._pool = BoundedTransport(**options)  # a deadline and a body limit per request
         self._local = threading.local()
         self._keys = {*KEY_HEADERS, *(h.lower() for h in key_headers)}
 
@@ -89,7 +92,7 @@ class ResendingTransport(httpx.BaseTransport):
 
     def _send_fresh(self, request: httpx.Request) -> httpx.Response:
         """``request`` on a connection of its own; the whole answer read before it closes."""
-        with httpx.HTTPTransport(**self._options) as fresh:
+        with BoundedTransport(**self._options) as fresh:
             response = fresh.handle_request(request)
             try:
                 content = b"".join(response.iter_raw())  # still encoded, as the headers say
@@ -104,9 +107,13 @@ class ResendingTransport(httpx.BaseTransport):
 
 
 def resending_transport(base_url: str, *, max_connections: int = 200,
-                        key_headers: tuple[str, ...] = ()) -> ResendingTransport:
-    """The transport the HTTP targets use for ``base_url`` (no CA bundle for plain http)."""
+                        key_headers: tuple[str, ...] = (), bounds: Limits | None = None,
+                        deadline_s: float = 30.0) -> ResendingTransport:
+    """The transport the HTTP targets use for ``base_url`` (no CA bundle for plain http): each
+    request within ``deadline_s`` (or ``bounds.deadline_s``), each body within
+    ``bounds.body_bytes`` (:mod:`harness.target.bounded`)."""
     limits = httpx.Limits(max_connections=max_connections,
                           max_keepalive_connections=max_connections)
     verify = not base_url.startswith("http://")
-    return ResendingTransport(key_headers=key_headers, limits=limits, verify=verify)
+    return ResendingTransport(key_headers=key_headers, limits=limits, verify=verify,
+                              bounds=bounds, deadline_s=deadline_s)

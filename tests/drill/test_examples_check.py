@@ -1,0 +1,71 @@
+"""`check --target` on the example services' API twins (issue 30, "Tests"), each with its own
+profile from examples/drill/ (its create body ``{text: "{prompt}"}``, owners by ``X-Owner``,
+its drill): the correct service passes both halves; check-then-insert's duplicate job, the
+owner-blind service's leak and the replay of another body under a used key are found by the
+scenarios named here and no other; a service refusing every create stops at the preflight."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+from tests._servers import free_port
+from tests.drill.conftest import EXAMPLES, provider_env
+
+pytestmark = pytest.mark.slow  # a service start, then the scenarios and 9 drills (10-30 s)
+
+# --defect and its profile: the scenarios and drills that fail on it (all else passes)
+EXPECTED = {
+    "none": {},
+    "check-then-insert": {"double_click": "failed", "duplicate_arrivals": "failed",
+                          "mismatched_body": "failed"},  # two jobs, whatever the bodies
+    "owner-blind": {"same_key_two_owners": "failed"},
+    "replay-other-body": {"mismatched_key": "failed", "mismatched_body": "failed"},
+}
+
+
+def check(start_service: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+          capsys: pytest.CaptureFixture[str], defect: str) -> tuple[int, str, Path]:
+    primary, fallback = free_port(), free_port()
+    monkeypatch.setenv("PRIMARY_PORT", str(primary))
+    monkeypatch.setenv("FALLBACK_PORT", str(fallback))
+    monkeypatch.chdir(tmp_path)  # no providers.yaml, no scenarios/ of the checkout
+    service = start_service("correct_service.py", ["--timeout", "0.5", "--defect", defect],
+                            provider_env(primary, fallback))
+    profile = EXAMPLES / f"{'correct' if defect == 'none' else defect}.profile.yaml"
+    code = main(["check", "--target", service.url, "--target-profile", str(profile),
+                 "--trials", "1", "--report-dir", str(tmp_path / "report")])
+    out = capsys.readouterr()
+    return code, out.out + out.err, tmp_path / "report" / "latest" / "results.json"
+
+
+@pytest.mark.parametrize("defect", sorted(EXPECTED))
+def test_check_finds_each_api_twin_by_its_rule(
+        start_service: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], defect: str) -> None:
+    code, out, results = check(start_service, tmp_path, monkeypatch, capsys, defect)
+    seen: dict[str, str] = {}
+    for event in json.loads(results.read_text("utf-8"))["events"]:
+        verdict = event.get("verdict") or event.get("outcome")
+        if event["type"] in ("scenario_run", "trial_series"):
+            seen[event["scenario"]] = str(verdict)
+        elif event["type"] == "drill_run":
+            seen[f"drill {event['drill']}"] = str(verdict)
+    assert "drill hang" in seen and "same_key_two_owners" in seen, out  # both halves ran
+    failing = {name: v for name, v in seen.items() if v not in ("passed", "not_applicable")}
+    assert failing == EXPECTED[defect], out
+    assert code == (1 if EXPECTED[defect] else 0), out
+
+
+def test_check_stops_at_the_preflight_on_a_service_refusing_every_create(
+        start_service: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, results = check(start_service, tmp_path, monkeypatch, capsys, "refuse-creates")
+    assert code == 2, out
+    assert "refused every create with 422" in out and "operations.create_job.body" in out, out
+    assert not results.exists()  # nothing judged, nothing reported as broken
