@@ -19,6 +19,7 @@ import pytest
 
 from harness.store import SqlStore, open_store
 from tests import _servers
+from tests.gateways.servers import gateway, portkey  # noqa: F401  (one of each per session)
 
 pytest_plugins = ["pytester"]
 
@@ -153,7 +154,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     (servers, subprocesses, loopback sockets); PYTEST_XDIST_AUTO_NUM_WORKERS still decides."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own hook reads it
-    return min(max(4, 2 * len(os.sched_getaffinity(0))), 16)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(max(4, 2 * (cores or 1)), 16)
 
 
 # -- nothing written into the checkout ---------------------------------------------------------

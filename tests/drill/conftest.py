@@ -17,7 +17,6 @@ import pytest
 
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import RecordingFake
-from tests.gateways.conftest import portkey  # noqa: F401  (the real Portkey gateway, shared)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "drill"

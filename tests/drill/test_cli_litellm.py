@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.gateways.conftest import Gateway, gateway  # noqa: F401 (the session's proxy)
+from tests.gateways.conftest import Gateway  # the session's proxy: tests/conftest.py
 from tests.gateways.litellm_proxy import MASTER_KEY
 
 pytestmark = pytest.mark.slow
 
 
 def test_cli_litellm_config_fills_in_the_profile(
-        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+        gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("LITELLM_MASTER_KEY", MASTER_KEY)
     code = main(["drill", "--target", gateway.url, "--config", str(gateway.config),
