@@ -67,6 +67,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if SERVER_FIXTURES & names:
             item.add_marker(pytest.mark.postgres)
         group = next((g for f, g in ONE_WORKER_FIXTURES.items() if f in names), None)
+        marked = item.get_closest_marker("one_worker")
+        if marked is not None:  # tests that must not run beside each other (their own load)
+            group = marked.args[0]
         if group:
             groups[item.nodeid] = group
     workerinput = getattr(config, "workerinput", None)

@@ -278,8 +278,11 @@ def _after_completion(ev: IntentEvidence, setup: Setup, chat: bool) -> Finding:
         c = later[0]
         return Finding("no_call_after_completion", "broken", f"call {c.ident} started at "
                        f"{c.at - ev.started_at:.3f} s, {c.at - done:.3f} s after the job was "
-                       f"observed complete at {done - ev.started_at:.3f} s (a redelivery or a "
-                       f"re-run){f'; {len(later)} such calls' if len(later) > 1 else ''}")
+                       f"observed complete at {done - ev.started_at:.3f} s (a hedge or fallback "
+                       f"started after the result, a redelivery or a re-run)"
+                       f"{f'; {len(later)} such calls' if len(later) > 1 else ''}",
+                       "start a new attempt only while the job has no result: check and start "
+                       "in one transaction, and never run a completed job again")
     return Finding("no_call_after_completion", "held", f"no call after "
                    f"{done - ev.started_at:.3f} s, watched until "
                    f"{ev.ended_at - ev.started_at:.3f} s")
@@ -323,6 +326,15 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
     if late and setup.section.observe and setup.section.observe.races and not ev.races:
         return winner, Finding(ONE_WINNER, "broken", f"the late answer of {late[0].ident} "
                                "reached the service after the winner and no race was recorded")
+    held = [c for c in ev.calls if c.role == "primary" and c.held and c is not winner]
+    if held and not late and not any(c.outcome == "answered" for c in held):
+        # no evidence: the late answer the drill is about never reached the service
+        return winner, Finding(ONE_WINNER, "unknown", f"the late answer of {held[0].ident} "
+                               f"never reached the service (the call ended {held[0].outcome} "
+                               "before the drill let the answer go, after the fallback won), "
+                               "so a late answer after the winner was not tried",
+                               "let the service wait on its primary longer than its fallback "
+                               "takes to answer, or drill with a lower --concurrency")
     note = f"; late answer of {late[0].ident} discarded" if late else ""
     return winner, Finding(ONE_WINNER, "held", f"{winner.ident}'s answer, unchanged over "
                            f"{counted(len(results), 'observation')}{note}")

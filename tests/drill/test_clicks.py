@@ -24,6 +24,10 @@ from harness.target.drill_section import DrillSection
 from tests._servers import free_port
 from tests.drill.conftest import ROOT
 
+#: the example drills run one at a time on one worker: each brings its own load (36
+#: intents at once), and two at once on two cores judged timing, not the service
+pytestmark = pytest.mark.one_worker("drill-examples")
+
 TIMEOUT_S = 0.5  # the service's provider timeout (a held fallback answer waits half of it)
 
 

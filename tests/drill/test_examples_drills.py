@@ -25,7 +25,10 @@ import yaml
 
 from tests.drill.conftest import EXAMPLES, ROOT, provider_env
 
-pytestmark = pytest.mark.slow  # each run: a service start and 11 drills x 10 intents (10-30 s)
+# each run: a service start and 11 drills x 10 intents (10-30 s); the example drills run one at
+# a time on one worker under xdist: each brings its own load (36 intents at once), and two at
+# once on two cores would judge the machine's timing, not the service
+pytestmark = [pytest.mark.slow, pytest.mark.one_worker("drill-examples")]
 
 TRIALS = 10
 CONCURRENCY = 36  # intents at work at once: verdicts must not depend on load

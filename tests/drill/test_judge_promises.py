@@ -220,3 +220,19 @@ def test_judge_who_answered_and_keys_on_retries(tmp_path: Path) -> None:
         "gpt (the gateway's answer header); the answer is signed by claude"
     alone = judge_intent(_ev("hang", [HANG], []), DRILLS["hang"], setup)
     assert alone.retries == (0, 0) and alone.answered_by is None
+
+
+def test_judge_a_late_answer_that_never_reached_the_service_is_no_evidence(
+        tmp_path: Path) -> None:
+    """The late drill is about an answer arriving after the winner: when the service let go of
+    the held primary before the drill released it, one_winner_per_job was not tried (unknown,
+    with the fix), never held; the same call delivered and discarded holds."""
+    setup = _setup(tmp_path, hedge=True)
+    let_go = Call("gpt", "primary", 1, 0.01, 1.5, "abandoned", "conformant", held=True)
+    ev = _ev("late", [let_go, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 1.6)], races=0)
+    finding = judge_intent(ev, DRILLS["late"], setup).of("one_winner_per_job")
+    assert finding is not None and finding.verdict == "unknown", finding
+    assert "never reached the service" in finding.message and "--concurrency" in finding.fix
+    delivered = Call("gpt", "primary", 1, 0.01, 0.9, "answered", "conformant", held=True)
+    ev = _ev("late", [delivered, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 1.0)], races=1)
+    assert _findings(ev, setup)["one_winner_per_job"] == "held"
