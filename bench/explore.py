@@ -227,8 +227,8 @@ def through_runs(example: str, script: str, flag: str, storage: str, folder: str
                  seeds: int, schedules: int) -> dict[str, object]:
     """Explore through the proxy: schedules and seconds to the first violation per seed (PCT
     and seeded swarm), then schedules/s on the correct twin."""
-    from harness.commands._explore_through import serving, warm_up
     from harness.explore.http_workloads import http_builder
+    from harness.explore.serving import serving, warm_up
 
     figures: dict[str, object] = {}
     for correct in (False, True):

@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from harness import __version__
@@ -148,8 +149,8 @@ def _main(argv: Sequence[str] | None) -> int:
     install_log_redaction()  # no registered secret reaches a log line, whatever logs it
     words = list(argv) if argv is not None else sys.argv[1:]
     parser = build_parser(_chosen(words))
-    args = parser.parse_args(argv)
-    args._argv = list(argv) if argv is not None else sys.argv[1:]  # for the reports' header
+    # the words as given, for the reports' header (set before parsing: nothing assigns to args)
+    args = parser.parse_args(words, namespace=argparse.Namespace(_argv=words))
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_BAD_INPUT
@@ -207,7 +208,7 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
         return
     _signalled.clear()
 
-    def on_signal(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         for each in (signal.SIGINT, signal.SIGTERM):  # the first one is being handled
             signal.signal(each, signal.SIG_IGN)
         if not _signalled:  # (not again when the interrupt is delivered a second time)
@@ -219,9 +220,14 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no event loop here: unwind from where the main thread is
             raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt() from None
-        # inside asyncio.run: cancel its tasks, as its own Ctrl-C handler would (an exception
-        # raised into the loop would leave a task's "exception never retrieved" traceback)
-        for task in asyncio.all_tasks(loop):
+        # inside asyncio.run: what its own Ctrl-C handler does (cancel the run, then raise
+        # KeyboardInterrupt from asyncio.run); an exception raised into the loop would leave a
+        # task's "exception never retrieved" traceback
+        runner = _asyncio_runner(frame)
+        if runner is not None:
+            runner[0]._on_sigint(signum, frame, runner[1])
+            return
+        for task in asyncio.all_tasks(loop):  # a loop run another way: cancel its tasks
             task.cancel()
         loop.call_soon_threadsafe(lambda: None)  # wake the loop to run the cancellations
 
@@ -245,6 +251,17 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
         sys.unraisablehook = previous_hook
         if _signalled and not hard_exit:  # a command run in process: the process goes on
             resume_all()
+
+
+def _asyncio_runner(frame: FrameType | None) -> tuple[Any, asyncio.Task[Any]] | None:
+    """The ``asyncio.Runner`` running the main thread's loop (``asyncio.run``), and its main
+    task: found on the interrupted stack, where ``Runner.run`` keeps them."""
+    while frame is not None:
+        runner, task = frame.f_locals.get("self"), frame.f_locals.get("task")
+        if isinstance(runner, asyncio.Runner) and isinstance(task, asyncio.Task):
+            return runner, task
+        frame = frame.f_back
+    return None
 
 
 def _exit_now(code: int) -> None:
@@ -285,7 +302,8 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_CLOSED_PIPE
     except KeyboardInterrupt as exc:  # files are replaced whole (temp + rename): none is torn
         _say_stale_latest(args)
-        return _interrupted(exc)
+        sigterm = bool(_signalled) and _signalled[-1] == signal.SIGTERM  # (asyncio.run raises
+        return _interrupted(Terminated() if sigterm else exc)  # KeyboardInterrupt for both)
     except asyncio.CancelledError:  # asyncio.run's tasks, cancelled by a signal
         if not _signalled:
             raise

@@ -124,7 +124,7 @@ class ScenarioItem(pytest.Item):
             target.close()
         if result.status == "not_applicable":
             pytest.skip(f"not applicable on {target_url}: {result.reason}")
-        if result.status in ("violated", "unknown"):
+        if result.status in ("broken", "unknown"):
             folder = write_run(result, Path(config.getoption("--harness-report-dir")))
             replay = replay_command(folder, target_url)
             raise ScenarioViolated("\n".join(render_run(result, replay=replay)))

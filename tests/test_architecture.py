@@ -206,3 +206,43 @@ def test_the_import_reader_sees_what_it_checks() -> None:
                      allowed_edges())
     assert not permitted(Import("harness.domain.errors", "harness.store.sqlite", 1, False, False),
                          allowed_edges())
+
+
+# The command line stays in the commands (issue 32): only cli.py and commands/ import argparse,
+# and nothing assigns to the parsed arguments (a command builds a settings object instead).
+# What still does, per module: a ratchet (the drill helper's command builds its settings next).
+KNOWN_ARGS_ASSIGNMENTS: dict[str, int] = {"harness.commands.drill": 2}
+
+
+def test_argparse_only_in_the_cli_and_the_commands() -> None:
+    found = []
+    for name, path in MODULES.items():
+        if name == "harness.cli" or name.startswith("harness.commands."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{name}:{node.lineno}" for n in names if n.split(".")[0] == "argparse"]
+    assert not found, "argparse outside cli.py and commands/: " + ", ".join(found)
+
+
+def _assigns_to_args(tree: ast.AST) -> int:
+    count = 0
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+        count += sum(1 for t in targets for n in ast.walk(t) if isinstance(n, ast.Attribute)
+                     and isinstance(n.value, ast.Name) and n.value.id == "args")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "setattr" and node.args
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == "args"):
+            count += 1
+    return count
+
+
+def test_nothing_assigns_to_the_parsed_arguments() -> None:
+    counts = {name: _assigns_to_args(ast.parse(path.read_text(encoding="utf-8")))
+              for name, path in MODULES.items()}
+    over = {m: n for m, n in counts.items() if n > KNOWN_ARGS_ASSIGNMENTS.get(m, 0)}
+    assert not over, f"assignments to args (build a settings object instead): {over}"
+    assert _assigns_to_args(ast.parse("args.x = 1\nsetattr(args, 'y', 2)")) == 2

@@ -78,7 +78,9 @@ class HedgedWorker:
         self.store.end_attempt(attempt, "unknown", f"no answer in {self.timeout} s")
 
     def hedge(self, job: dict[str, Any], prompt: str, primary_failed: threading.Event) -> None:
-        attempt = self.store.start_attempt(job["id"], "anthropic")
+        attempt = self.store.start_attempt_if_open(job["id"], "anthropic")
+        if attempt is None:  # the primary's answer won meanwhile: no call after completion
+            return
         try:
             text = llm.ask_anthropic(self.fallback, prompt)
         except llm.Failed as exc:

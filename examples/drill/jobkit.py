@@ -162,6 +162,23 @@ class Store:
                    (job_id,))
         return attempt
 
+    def start_attempt_if_open(self, job_id: str, provider: str) -> Attempt | None:
+        """A new attempt only while the job has no result (a completed job refuses new
+        attempts): the check and the insert in one transaction, so a result committed in
+        between cannot be missed. None when the job is complete."""
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if self.is_complete(job_id):
+                db.execute("ROLLBACK")
+                return None
+            attempt = self.start_attempt(job_id, provider)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return attempt
+
     def end_attempt(self, attempt: Attempt, state: str, error: str = "") -> None:
         """``unknown`` is open (a timeout); ``succeeded``/``failed`` end the attempt."""
         ended = None if state in OPEN_STATES else time.time()

@@ -49,13 +49,6 @@ EXAMPLES = (
 )
 
 
-def _drills(text: str) -> list[str]:
-    try:
-        return parse_names(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     add_target_options(parser)
     parser.add_argument("--gateway", metavar="URL",
@@ -70,8 +63,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="send this header with every request to the target (repeatable; "
                         "${VAR} in the value is read from the environment; values are never "
                         "shown)")
-    parser.add_argument("--drills", type=_drills, default=None, metavar="LIST",
-                        help=f"comma-separated: {', '.join(NAMES)} or all (default: all)")
+    parser.add_argument("--drills", default="all", metavar="LIST",
+                        help=f"comma-separated: {', '.join(NAMES)} or all (default: all; "
+                        "double_click is double-click)")
     parser.add_argument("--requests", type=int, dest="trials", default=argparse.SUPPRESS,
                         metavar="N", help="the same as --trials (the old gateway drill's name)")
     parser.add_argument("--api-key-env", default="LITELLM_MASTER_KEY", metavar="NAME",
@@ -89,23 +83,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.gateway is not None:  # --gateway URL: another spelling of --target URL
-        if args.target is not None and args.target != args.gateway:
+    target = _target(args)
+    try:
+        drills = tuple(parse_names(args.drills))
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="--drills",
+                          fix="--drills hang,late (or leave it out: every drill)") from None
+    return run_target(args, target, drills)
+
+
+def _target(args: argparse.Namespace) -> str:
+    """The service to drill: ``--target URL``, or ``--gateway URL`` (another spelling)."""
+    target: str | None = args.target
+    if args.gateway is not None:
+        if target is not None and target != args.gateway:
             raise ConfigError("--gateway and --target name two different services",
                               field="--gateway", fix="give one of them (--target URL)")
         if args.config is None:
             raise ConfigError("--gateway needs --config (the gateway's config)", field="--config",
                               fix="--config litellm.test.yaml --model GROUP, or --config "
                                   "portkey:config.json")
-        args.target = args.gateway
-    if args.target is None:
+        target = args.gateway
+    if target is None:
         raise ConfigError("drill needs --target URL --target-profile FILE (a service), or "
                           "--gateway URL --config FILE [--model GROUP] (a gateway)",
                           field="--target", fix="failover-harness drill --target "
                           "http://127.0.0.1:8000 --target-profile service.profile.yaml")
-    args.drills = args.drills or list(NAMES)
     if args.target_profile is None and args.config is None:
         raise ConfigError("--target needs --target-profile (or, for a gateway, --config)",
                           field="--target-profile",
                           fix="--target-profile service.profile.yaml (see docs/drill.md)")
-    return run_target(args)
+    return target

@@ -18,14 +18,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from harness.commands._gateway import gateway_options
 from harness.commands._report import open_session
 from harness.domain.errors import ConfigError
-from harness.drill.engine import drilling
+from harness.domain.words import counted
+from harness.drill.entry import DrillSettings, drill
 from harness.drill.judge import Certifier, IntentVerdict
-from harness.drill.summary import drill_events, intent_json
+from harness.drill.summary import intent_json
 from harness.gateways.drill_section import litellm_drill_section, portkey_drill_section
 from harness.gateways.litellm_config import read_litellm_config
-from harness.gateways.options import gateway_options
 from harness.gateways.portkey_config import PORTKEY_PREFIX, looks_like_portkey
 from harness.gateways.portkey_source import PortkeySource, load_portkey_providers
 from harness.gateways.source import (
@@ -37,8 +38,11 @@ from harness.gateways.source import (
     provider_ids,
 )
 from harness.gateways.sources import open_workspace
+from harness.reports.session import ReportSession
 from harness.target.drill_profile import DrillProfile, load_drill, profile_from
 
+TRIALS = 10  # intents per drill by default: enough for a rate ("broken in 3 of 10 intents")
+CONCURRENCY = 36  # intents at work at once by default (a settling one gives its place back)
 NO_CONTRACT = "(none)"  # a Portkey config mapped to no contract: its fallbacks are not judged
 ENV_ONLY = re.compile(r"(\$\{[A-Za-z_][A-Za-z0-9_]*\}\s*)+")
 
@@ -58,7 +62,7 @@ def parse_ports(items: list[str]) -> dict[str, int]:
 def check_args(args: argparse.Namespace, profile: DrillProfile) -> dict[str, int]:
     if args.trials < 1:
         raise ConfigError("--trials must be at least 1", field="--trials", fix="--trials 20")
-    if args.concurrency < 1:
+    if args.concurrency is not None and args.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1", field="--concurrency",
                           fix="--concurrency 8 (1: one intent at a time)")
     ports = parse_ports(args.port)
@@ -149,9 +153,9 @@ def certifier(args: argparse.Namespace, profile: DrillProfile) -> Certifier | No
     return judge
 
 
-def command(args: argparse.Namespace, drill: str) -> str:
+def command(args: argparse.Namespace, drill: str, target: str | None = None) -> str:
     """The command that drills ``drill`` again (header values shown only as their ${VAR})."""
-    parts = ["failover-harness", "drill", "--target", args.target]
+    parts = ["failover-harness", "drill", "--target", target or args.target]
     if args.target_profile is not None:
         parts += ["--target-profile", str(args.target_profile)]
     else:
@@ -182,7 +186,8 @@ def progress(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
     return one
 
 
-def run_target(args: argparse.Namespace) -> int:
+def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -> int:
+    """Build the settings, run :func:`harness.drill.entry.drill`, hand its events over."""
     certify: Certifier | None = None
     if args.target_profile is not None:
         profile = load_drill(args.target_profile)
@@ -191,24 +196,31 @@ def run_target(args: argparse.Namespace) -> int:
     headers = parse_headers(getattr(args, "header", None) or [])
     profile = replace(profile, extra_headers=headers or None)
     ports = check_args(args, profile)
-    certify = certify or certifier(args, profile)
-    with drilling(profile, target=args.target, env=os.environ, ports=ports,
-                  concurrency=args.concurrency) as engine:
-        session = open_session(args, "drill", targets=[args.target])
-        fakes = ", ".join(f"{name} ({kind}) at {url}" for name, kind, url in engine.fakes)
-        session.say(f"drill: {profile.name} at {args.target}; the providers are served at "
-                    f"{fakes}")
-        results = engine.run(args.drills, args.trials, certify=certify,
-                             on_intent=progress(session.say) if args.verbose else None)
-    for event in drill_events(results, lambda name: command(args, name)):
+    settings = DrillSettings(
+        profile=profile, target=target, env=os.environ, drills=drills, trials=args.trials,
+        concurrency=args.concurrency, ports=ports, certify=certify or certifier(args, profile),
+        command=lambda name: command(args, name, target))
+    opened: list[ReportSession] = []
+
+    def serving(fakes: list[tuple[str, str, str]]) -> None:
+        session = open_session(args, "drill", targets=[target])
+        opened.append(session)
+        where = ", ".join(f"{name} ({kind}) at {url}" for name, kind, url in fakes)
+        session.say(f"drill: {profile.name} at {target}; the providers are served at {where}")
+
+    outcome = drill(settings, on_serving=serving, on_intent=progress(
+        lambda text: opened[0].say(text)) if args.verbose else None)
+    session, results = opened[0], outcome.results
+    for event in outcome.events:
         session.emit(event)
     details = session.write_file("drill.json", {  # scrubbed of secrets like every report file
-        "target": args.target, "profile": profile.name, "trials": args.trials,
+        "target": target, "profile": profile.name, "trials": args.trials,
         "drills": {name: [intent_json(v) for v in verdicts]
                    for name, verdicts in results.verdicts.items()}})
-    session.say(f"{sum(len(v) for v in results.verdicts.values())} intents, {results.calls} "
-                f"provider calls in {results.wall_s:.2f} s (concurrency {args.concurrency}); "
-                f"every intent's counts in {details}")
+    intents = sum(len(v) for v in results.verdicts.values()) + (results.unreached is not None)
+    at_once = f"{args.concurrency} at work at once"
+    session.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "
+                f"{results.wall_s:.2f} s ({at_once}); every intent's counts in {details}")
     return session.finish()
 
 
@@ -217,10 +229,12 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
                         help="the running service to drill (with --target-profile)")
     parser.add_argument("--target-profile", type=Path, metavar="FILE",
                         help="the profile with a drill: section (docs/drill.md)")
-    parser.add_argument("--trials", type=int, default=1, metavar="N",
-                        help="intents per drill (default: 1)")
-    parser.add_argument("--concurrency", type=int, default=8, metavar="N",
-                        help="intents drilled at once (default: 8)")
+    parser.add_argument("--trials", type=int, default=TRIALS, metavar="N",
+                        help=f"intents per drill (default: {TRIALS}, so that each promise "
+                        "gets a rate)")
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY, metavar="N",
+                        help=f"intents at work at once, every drill's mixed in one round "
+                        f"(default: {CONCURRENCY}; a settling intent does not count)")
     parser.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
                         help="serve provider NAME on PORT (overrides the profile; repeatable)")
     parser.add_argument("--providers", type=Path, default=None, metavar="FILE",

@@ -16,10 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.commands._gateway import add_gateway_options, gateway_options
 from harness.domain.errors import ConfigError
 from harness.domain.words import counted
 from harness.gateways.export import certified_lists, litellm_source, portkey_export
-from harness.gateways.options import add_gateway_options, gateway_options
 from harness.gateways.sources import open_workspace
 
 HELP = ("Print a gateway config keeping only certified fallbacks: LiteLLM's fallback lists, "

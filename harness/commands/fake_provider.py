@@ -3,7 +3,11 @@
 It is the recording fake (:class:`~harness.providers.recording.RecordingFake`): it answers
 streamed requests (``stream: true``, SSE on both wire formats) and keeps what it received —
 ``GET /_fake/received`` while it runs (what a gateway in front of it actually sent), and with
-``--log FILE`` one JSON line per request when it stops.
+``--log FILE`` one JSON line per request when it stops. Its control endpoints
+(``/_fake/received``, ``/_fake/script``, ``/_fake/reset``) answer only requests carrying the
+header ``x-fake-control-token`` with the run's token: printed at start, or the value of
+``FAILOVER_FAKE_TOKEN`` when set (``certify`` through a gateway sends it from there). Whatever
+the gateway in front sends on the provider's path cannot change a script or the log.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import sys
 from pathlib import Path
@@ -22,7 +27,7 @@ from harness.domain.errors import ConfigError
 from harness.domain.words import counted
 from harness.providers.behaviours import ALL_BEHAVIOURS, Behaviour, BehaviourError
 from harness.providers.fake_answers import load_answers
-from harness.providers.recording import RecordingFake
+from harness.providers.recording import CONTROL_HEADER, TOKEN_ENV, RecordingFake
 
 HELP = ("Serve a fake LLM provider (OpenAI or Anthropic wire format) with a chosen "
         "behaviour")
@@ -83,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"environment variable {args.expect_api_key_env} is not set",
                               field="--expect-api-key-env",
                               fix=f"export {args.expect_api_key_env}=<key> first")
-    app = RecordingFake(args.kind, str(behaviour), answer, answers_from=answers_from)
+    token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(18)
+    app = RecordingFake(args.kind, str(behaviour), answer, answers_from=answers_from,
+                        token=token)
     app.expected_api_key = expected  # checked on every non-streamed request
     sock = bind_socket(args.host, args.port)
     host, port = sock.getsockname()[:2]
@@ -92,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
     source = f"; answers: {answers_from}" if answers_from else ""
     print(f"fake-provider {args.kind} ({behaviour}{source}) listening on {url}  "
           f"(SDK/providers.yaml base_url: {sdk_base})", flush=True)
+    shown = f"${TOKEN_ENV}" if os.environ.get(TOKEN_ENV) else token
+    print(f"control endpoints (/_fake/received, /_fake/script, /_fake/reset) need the header "
+          f"{CONTROL_HEADER}: {shown}", flush=True)
     # Ctrl-C and SIGTERM both stop the server gracefully and end with exit code 0.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.commands._report import add_report_options, open_session
-from harness.contracts.emit import gate_verdict
-from harness.gateways.options import add_gateway_options, gateway_options
-from harness.gateways.sources import open_workspace
+from harness.campaign.certification import GateSettings, run_gate
+from harness.commands._gateway import add_gateway_options, providers_source
+from harness.commands._report import add_report_options, bound, play
 
 HELP = "Check that every auto failover link is certified at its current config (for CI)"
 EXITS = {
@@ -40,8 +39,4 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ws = open_workspace(args.providers, args.contracts, args.lock, **gateway_options(args))
-    session = open_session(args, "gate")
-    session.emit(gate_verdict(ws.gate(), lock_file=str(ws.lock.path),
-                              providers_file=str(args.providers)))
-    return session.finish()
+    return play(args, "gate", bound(run_gate, GateSettings(source=providers_source(args))))

@@ -10,19 +10,21 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-import harness
 from harness.commands._help import describe
-from harness.commands._report import add_report_options, open_session
-from harness.commands._trials import RunOptions, run_all, target_secrets
-from harness.domain.errors import ConfigError
-from harness.domain.words import counted
+from harness.commands._report import add_report_options, bound, open_session, play
 from harness.providers.secrets import redact_dsn
 from harness.scenarios.emit import detection_matrix as matrix_event
-from harness.scenarios.loader import load_scenario, scenario_files
+from harness.scenarios.entry import (
+    ScenariosSettings,
+    load_scenarios,
+    run_scenarios,
+    shipped_scenarios,
+)
 from harness.scenarios.matrix import detection_matrix
 from harness.scenarios.model import ARRIVAL_PATTERNS, Scenario
-from harness.scenarios.targets import TARGET_HELP, open_target
+from harness.scenarios.targets import TARGET_HELP
 
 HELP = "Run, list or cross-check scenario files against a store or a service"
 EXAMPLES = (
@@ -38,18 +40,9 @@ PATHS_HELP = "scenario files or folders (default: scenarios/, else the shipped o
 
 
 def default_scenarios() -> Path:
-    """``scenarios/`` of the working directory, else the ones shipped with the harness (a wheel
-    carries them as ``harness/shipped/scenarios``; a checkout has them beside ``harness/``)."""
+    """``scenarios/`` of the working directory, else the ones shipped with the harness."""
     folder = Path("scenarios")
     return folder if folder.is_dir() else shipped_scenarios()
-
-
-def shipped_scenarios() -> Path:
-    """The scenarios shipped with the harness (whatever the working directory holds)."""
-
-    package = Path(harness.__file__).resolve().parent
-    shipped = package / "shipped" / "scenarios"
-    return shipped if shipped.is_dir() else package.parent / "scenarios"
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:
@@ -67,14 +60,10 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
                         "(default: the scenario's seed:, else 0)")
 
 
-def target_extra(args: argparse.Namespace) -> list[str]:
-    """The options a replay command must repeat."""
-    extra: list[str] = []
-    if args.tokens_file:
-        extra += ["--tokens-file", str(args.tokens_file)]
-    if args.target_profile:
-        extra += ["--target-profile", str(args.target_profile)]
-    return extra
+def target_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The target options as :class:`~harness.scenarios.entry.TargetSettings` fields."""
+    return {"target": args.target, "tokens_file": args.tokens_file,
+            "target_profile": args.target_profile, "seed": args.seed}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -141,17 +130,7 @@ def _patterns(text: str) -> tuple[str, ...]:
 
 
 def _load(paths: list[Path]) -> list[Scenario]:
-    files = scenario_files(paths or [default_scenarios()])
-    scenarios = [load_scenario(f) for f in files]
-    seen: dict[str, str] = {}
-    for scenario in scenarios:
-        if scenario.name in seen:
-            raise ConfigError(
-                f"scenario name {scenario.name!r} is also used by {seen[scenario.name]}",
-                file=scenario.source, field="name", fix="give every scenario its own name",
-            )
-        seen[scenario.name] = scenario.source
-    return scenarios
+    return load_scenarios(paths or [default_scenarios()])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -166,21 +145,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    scenarios = _load(args.paths)
-    target = open_target(args.target, tokens_file=args.tokens_file, profile=args.target_profile)
-    try:
-        target_secrets(target, args.target)
-        target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
-        session = open_session(args, "scenarios run", targets=[target.description])
-        session.say(f"target {target.description}; {counted(len(scenarios), 'scenario')}")
-        for warning in getattr(target, "warnings", ()):  # a profile's, said at load
-            session.note(warning)
-        options = RunOptions(seed=args.seed, trials=args.trials, arrival=args.arrival,
-                             target_text=args.target, extra=target_extra(args))
-        run_all(session, scenarios, target, options)
-    finally:
-        target.close()
-    return session.finish()
+    settings = ScenariosSettings(paths=tuple(args.paths or [default_scenarios()]),
+                                 trials=args.trials, arrival=args.arrival,
+                                 **target_settings(args))
+    return play(args, "scenarios run", bound(run_scenarios, settings))
 
 
 def _list(args: argparse.Namespace) -> int:

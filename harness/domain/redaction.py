@@ -206,3 +206,32 @@ def redact_url(url: str) -> str:
     text = _URL_USER_PASSWORD.sub(r"\1***\3", url)
     text = mask_passwords(text, "***", (QUERY_PASSWORD, KV_PASSWORD), keep_quotes=False)
     return redact(text)
+
+
+# scheme://user:password@host → scheme://user@host (the user stays: it says who connects)
+# (bounded repetitions: a megabyte of foreign text must not make these quadratic)
+_CREDENTIALS = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}):[^@\s/]{0,1024}@")
+# password=… in a key=value DSN (quoted or not)
+_DSN_PASSWORD = re.compile(r"(?i)\s*\bpassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S+)")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with URL passwords and ``password=`` DSN fields removed."""
+    if "://" in text:
+        text = _CREDENTIALS.sub(lambda m: m.group("head") + "@", text)
+    if "password" in text.lower():
+        text = _DSN_PASSWORD.sub("", text)
+    return text
+
+
+def register_target_secrets(text: str | None) -> None:
+    """Register every password a target holds (a DSN, ``mutant:<name>@<dsn>``, replica URLs),
+    with :func:`register_dsn`, so it is redacted wherever it shows."""
+    if not text:
+        return
+    pieces = [text, *text.split(",")]
+    if text.startswith("mutant:") and "@" in text:
+        pieces.append(text.split("@", 1)[1])
+    for piece in pieces:
+        register_dsn(piece.strip())

@@ -1,58 +1,69 @@
 """The verdict vocabulary: every word an engine, an event or a renderer uses for a judgement.
 
-One closed set of ``Literal`` types, and the mappings between them, for the whole package::
+Four vocabularies that the engines speak, and the mappings to the words results@2 publishes::
 
-    CheckerVerdict   valid | invalid | unknown                  a checker on one history
-    CheckVerdict     CheckerVerdict | not_applicable            a check in a results@2 event
-    JudgedStatus     passed | violated | unknown                a history by its checks
-    RunStatus        JudgedStatus | not_applicable              a scenario run, a trial set
-    ScenarioVerdict  passed | failed | unknown | not_applicable the results@2 word for a run
-    ExploreVerdict   passed | failed | unknown                  the results@2 word for explore
-    Outcome          pass | fail | unknown | skip               one event's part in the run
-    Verdict          pass | fail | unknown                      a command's verdict, the gate's
-    Eligibility      eligible | ineligible | undecided          a certification record
-    Decision         pass | fail | undecided                    a sequential rate test
-    CertCheckVerdict pass | fail | undecided | skipped          one check of a certification
+    Promise      held | broken | unknown | not_applicable   a promise: a checker on one history,
+                                                            a scenario run, a trial set, a schedule
+    Verdict      pass | fail | unknown                      a run, a command, the gate
+    Outcome      Verdict | skip                             one event's part in the run
+    Eligibility  eligible | ineligible | undecided          a certification record
 
-An engine speaks ``RunStatus`` (a promise was *violated*); the results document speaks
-``ScenarioVerdict`` (the run *failed*), as results@2 has published. ``SCENARIO_VERDICT`` and
-``OUTCOME`` are the only translations between the two.
+The published words of ``results@2`` (the events' fields, the JSON Schema, every rendering) are
+kept as they were published; an engine's promise becomes them in one place, the mappings below,
+which the engines' ``emit.py`` apply when they make an event::
+
+    ScenarioVerdict  passed | failed | unknown | not_applicable   a scenario run, a trial series
+    JudgedVerdict    passed | failed | unknown                    an explore result, a drill
+    CheckVerdict     valid | invalid | unknown | not_applicable   a check in an event
+    Decision         pass | fail | undecided                      a rate against its threshold
+    CertCheckVerdict Decision | skipped                           one check of a certification
+
+A message, a run folder (``runs/<time>-<scenario>/``) and a repro folder say a run's promise
+in the words they always said (``passed`` / ``violated``): :data:`STATUS_WORD`;
+:data:`FROM_STATUS_WORD` reads a folder's back.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-CheckerVerdict = Literal["valid", "invalid", "unknown"]
-CheckVerdict = Literal["valid", "invalid", "unknown", "not_applicable"]
-RunStatus = Literal["passed", "violated", "unknown", "not_applicable"]
-JudgedStatus = Literal["passed", "violated", "unknown"]
-ScenarioVerdict = Literal["passed", "failed", "unknown", "not_applicable"]
-ExploreVerdict = Literal["passed", "failed", "unknown"]
-Outcome = Literal["pass", "fail", "unknown", "skip"]
+Promise = Literal["held", "broken", "unknown", "not_applicable"]
 Verdict = Literal["pass", "fail", "unknown"]
+Outcome = Literal["pass", "fail", "unknown", "skip"]
 Eligibility = Literal["eligible", "ineligible", "undecided"]
+
+# -- the published words of results@2 ----------------------------------------------------------
+ScenarioVerdict = Literal["passed", "failed", "unknown", "not_applicable"]
+JudgedVerdict = Literal["passed", "failed", "unknown"]
+CheckVerdict = Literal["valid", "invalid", "unknown", "not_applicable"]
 Decision = Literal["pass", "fail", "undecided"]
 CertCheckVerdict = Literal["pass", "fail", "undecided", "skipped"]
 
 ELIGIBILITIES: tuple[Eligibility, ...] = ("eligible", "ineligible", "undecided")
-RUN_STATUSES: tuple[RunStatus, ...] = ("passed", "violated", "unknown", "not_applicable")
+PROMISES: tuple[Promise, ...] = ("held", "broken", "unknown", "not_applicable")
 
-#: a run's status as the results document says it
-SCENARIO_VERDICT: dict[RunStatus, ScenarioVerdict] = {
-    "passed": "passed", "violated": "failed", "unknown": "unknown",
+#: a run's promise as the results document says it (a scenario run, a trial series, a cell)
+SCENARIO_VERDICT: dict[Promise, ScenarioVerdict] = {
+    "held": "passed", "broken": "failed", "unknown": "unknown",
     "not_applicable": "not_applicable"}
-#: a run's status as its part in the command's verdict
-OUTCOME: dict[RunStatus, Outcome] = {
-    "passed": "pass", "violated": "fail", "unknown": "unknown", "not_applicable": "skip"}
-#: one explored schedule's status, in the results document's words
-EXPLORE_VERDICT: dict[JudgedStatus, ExploreVerdict] = {
-    "passed": "passed", "violated": "failed", "unknown": "unknown"}
-EXPLORE_OUTCOME: dict[JudgedStatus, Outcome] = {
-    "passed": "pass", "violated": "fail", "unknown": "unknown"}
-#: the terminal's label for a run, by its status and by its results@2 verdict
-STATUS_LABEL: dict[RunStatus, str] = {
-    "passed": "PASS", "violated": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
+#: a checker's promise as a check of the results document says it
+CHECK_VERDICT: dict[Promise, CheckVerdict] = {
+    "held": "valid", "broken": "invalid", "unknown": "unknown",
+    "not_applicable": "not_applicable"}
+#: a promise as its part in the command's verdict
+OUTCOME: dict[Promise, Outcome] = {
+    "held": "pass", "broken": "fail", "unknown": "unknown", "not_applicable": "skip"}
+#: one explored schedule's promise, in the results document's words
+EXPLORE_VERDICT: dict[Promise, JudgedVerdict] = {
+    "held": "passed", "broken": "failed", "unknown": "unknown"}
+#: a promise as messages say it, and run and repro folders keep it (written and read back)
+STATUS_WORD: dict[Promise, str] = {
+    "held": "passed", "broken": "violated", "unknown": "unknown",
+    "not_applicable": "not_applicable"}
+FROM_STATUS_WORD: dict[str, Promise] = {v: k for k, v in STATUS_WORD.items()}
+#: the terminal's label for a run, by its promise and by its results@2 verdict
+STATUS_LABEL: dict[Promise, str] = {
+    "held": "PASS", "broken": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
 VERDICT_LABEL: dict[ScenarioVerdict, str] = {
     "passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN", "not_applicable": "N/A"}
 #: the detection matrix's cell, by the run's verdict (a mutant is CAUGHT)

@@ -1,6 +1,9 @@
 """The drill room: the user's service seen from its providers (docs/drill.md).
 
-``profile`` reads a profile's ``drill:`` section; ``engine`` serves the providers as recording
-fakes, submits tagged intents and watches them; ``judge`` decides each promise from the
-``evidence``; ``summary`` turns verdicts into the ``events`` the reports render.
+``entry`` is the entry point (frozen :class:`~harness.drill.entry.DrillSettings` in, events and
+a verdict out); ``engine`` serves the providers as recording fakes and runs every intent in one
+round; ``intent`` drives one intent (its submits, its held answers, its watch and its settle);
+``judge`` decides each promise from the ``evidence``; ``summary`` turns verdicts into the
+``events`` the reports render; ``beside`` runs the drills beside ``check --target``'s scenarios.
+The profile's ``drill:`` section is read in :mod:`harness.target`.
 """

@@ -8,20 +8,23 @@ scenarios cause are their side effects (:meth:`ProfileTarget.count_provider_call
 primary per handler run, for a profile that names no counter). A drill whose submit sends one
 fixed key (no ``{key}``) runs after the scenarios instead: its intents would share that key.
 
-No argparse, no report session of its own: the caller hands in the scenarios' part (a callable)
-and gets the drill's results back, to emit with the scenarios' events in one report.
+No argparse, no report session of its own: the caller hands in the scenarios' part (a callable,
+or a stream of their events: :func:`beside`) and gets the drill's results back, to emit with the
+scenarios' events in one report.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import Any, TypeVar
 
 from harness.drill.engine import DrillResults, Engine
 from harness.scenarios.targets.base import Target
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import KEY_MARK
+
+T = TypeVar("T")
 
 
 def separate_key_spaces(profile: DrillProfile) -> bool:
@@ -45,8 +48,26 @@ def run_beside(engine: Engine, scenarios: Callable[[], None], *, drills: Sequenc
     """Run ``drills`` (``trials`` intents each) on a thread while ``scenarios()`` runs on this
     one — or after it, when the drill's keys are not its own — and return the drill's results
     once both have ended. An exception of either is raised here (the scenarios' first)."""
-    if not separate_key_spaces(engine.profile):
+
+    def called() -> Iterator[Any]:
         scenarios()
+        yield from ()
+
+    stream = beside(engine, called(), drills=drills, trials=trials)
+    while True:
+        try:
+            next(stream)
+        except StopIteration as done:
+            results: DrillResults = done.value
+            return results
+
+
+def beside(engine: Engine, scenarios: Iterator[T], *, drills: Sequence[str],
+           trials: int) -> Generator[T, None, DrillResults]:
+    """:func:`run_beside` for a stream: yields what ``scenarios`` yields, as it comes (on the
+    caller's thread, while the drill runs on its own), and returns the drill's results."""
+    if not separate_key_spaces(engine.profile):
+        yield from scenarios
         return engine.run(list(drills), trials)
     out: dict[str, Any] = {}
 
@@ -59,8 +80,8 @@ def run_beside(engine: Engine, scenarios: Callable[[], None], *, drills: Sequenc
     thread = threading.Thread(target=drill, name="check-drill", daemon=True)
     thread.start()
     try:
-        scenarios()
-    except BaseException:
+        yield from scenarios
+    except BaseException:  # also a stream closed before its end (GeneratorExit)
         engine.stop.set()  # the drill's intents stop watching at their next look
         raise
     finally:

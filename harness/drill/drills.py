@@ -1,14 +1,21 @@
 """The drills: what the primary provider does to one intent (the fallbacks answer), in words.
 
 Pure. A drill's primary behaviour is a :class:`~harness.providers.recording.RecordingFake`
-script; ``{late}`` becomes ``slow:<ms>`` past the service's provider timeout.
+script. Answers can be **held** (docs/drill.md, "Held answers"): ``late``'s primary answers only
+once the drill lets it go (after the fallback's answer was delivered and the job was observed
+complete); in the timeout drills the fallback's answer waits, briefly, until the job was observed
+twice after the fallback's call arrived.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from typing import Literal
 
 from harness.providers.recording import STREAM_CUT
+
+Clicks = Literal["once", "together", "staggered", "again"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,15 +25,22 @@ class Drill:
     name: str
     description: str
     primary: str  # the primary's behaviour for the intent's calls
-    clicks: int = 1  # how many times the intent is submitted (a double click: 2)
+    #: how the intent is submitted: once; twice from one barrier (a double click); twice, the
+    #: second once the primary's call arrived; again after the service's timeout (a re-click)
+    clicks: Clicks = "once"
     timeout: bool = False  # the primary is merely slow or silent: the timeout promise applies
+    hold_primary: bool = False  # the primary's answer waits until the fallback's was delivered
+
+    @property
+    def submits(self) -> int:
+        return 1 if self.clicks == "once" else 2
 
 
 DRILLS: dict[str, Drill] = {d.name: d for d in (
     Drill("control", "the primary answers at once", "conformant"),
     Drill("hang", "the primary reads the request and never answers", "hang", timeout=True),
-    Drill("late", "the primary answers after the service's timeout, the fallback answers at once",
-          "{late}", timeout=True),
+    Drill("late", "the primary answers only after the fallback's answer was delivered and the "
+          "job observed complete", "conformant", timeout=True, hold_primary=True),
     Drill("5xx", "the primary answers HTTP 500", "status:500"),
     Drill("overload-429", "the primary refuses with 429 (rate limited)", "status:429"),
     Drill("overload-529", "the primary refuses with 529 (overloaded)", "status:529"),
@@ -34,28 +48,32 @@ DRILLS: dict[str, Drill] = {d.name: d for d in (
           "reset-after-send"),
     Drill("stream-cut", "the primary starts a stream, then cuts it after the first bytes",
           STREAM_CUT),
-    Drill("double-click", "the intent is submitted twice while the primary hangs", "hang",
-          clicks=2, timeout=True),
+    Drill("double-click", "the intent is submitted twice at the same instant (same key) while "
+          "the primary hangs", "hang", clicks="together", timeout=True),
+    Drill("double-click-staggered", "the intent is submitted twice (same key), the second once "
+          "the primary's call arrived", "hang", clicks="staggered", timeout=True),
+    Drill("re-click", "the intent is submitted again (same key) after the service's timeout, "
+          "while the primary's call is unresolved", "hang", clicks="again", timeout=True),
 )}
 NAMES = tuple(DRILLS)
 
 
 def late_ms(provider_timeout_s: float) -> int:
-    """When the late primary answers: past the service's timeout by half of it (≥ 200 ms)."""
+    """When a held late primary answers if no fallback call came: past the service's timeout by
+    half of it (≥ 200 ms)."""
     return round((provider_timeout_s + max(0.2, provider_timeout_s / 2)) * 1000)
 
 
-def primary_behaviour(drill: Drill, provider_timeout_s: float) -> str:
-    return drill.primary.replace("{late}", f"slow:{late_ms(provider_timeout_s)}")
-
-
 def parse_names(text: str) -> list[str]:
-    """``--drills`` (comma-separated, or ``all``); ValueError naming the unknown ones."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
+    """``--drills`` (comma-separated, or ``all``; ``_`` for ``-``); ValueError naming the
+    unknown ones, with the nearest name."""
+    names = [n.strip().replace("_", "-") for n in text.split(",") if n.strip()]
     if names == ["all"]:
         return list(NAMES)
     unknown = [n for n in names if n not in DRILLS]
     if unknown or not names:
-        raise ValueError(f"unknown drill(s) {', '.join(unknown) or '(none)'}; choose from "
-                         f"{', '.join(NAMES)} or all")
-    return names
+        near = [m for n in unknown for m in difflib.get_close_matches(n, NAMES, n=1)]
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise ValueError(f"unknown drill(s) {', '.join(unknown) or '(none)'}{hint}; choose "
+                         f"from {', '.join(NAMES)} or all")
+    return list(dict.fromkeys(names))

@@ -1,6 +1,6 @@
 """Run drills: serve the profile's providers as recording fakes, submit tagged intents through
-the service's own API (many at once), watch each job until every provider call of its tag has
-ended, and hand each intent's evidence to the judge.
+the service's own API (every intent of every drill in one round), watch each job until it
+settled (:mod:`harness.drill.intent`), and hand each intent's evidence to the judge.
 
 I/O only; the verdicts are :mod:`harness.drill.judge`'s. One clock: the fakes and the engine
 measure seconds from the same ``epoch``.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -21,8 +20,7 @@ from typing import Any
 import httpx
 
 from harness.domain.errors import ConfigError
-from harness.domain.words import counted
-from harness.drill.drills import DRILLS, Drill, late_ms, primary_behaviour
+from harness.drill.drills import DRILLS, Drill, late_ms
 from harness.drill.evidence import (
     IDEMPOTENCY_HEADERS,
     Call,
@@ -30,13 +28,14 @@ from harness.drill.evidence import (
     Observation,
     Submission,
 )
+from harness.drill.intent import IntentRun, Slot
 from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
 from harness.drill.watch import classify, fill, listed, read_chat, unreadable
 from harness.providers.recording import RecordingFake
 from harness.providers.secrets import redact
 from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile, Upstream
-from harness.target.ids import UnusableId, fill_path, path_segment
+from harness.target.ids import fill_path
 from harness.target.model import pick
 
 
@@ -65,6 +64,31 @@ class DrillResults:
     verdicts: dict[str, list[IntentVerdict]] = field(default_factory=dict)
     wall_s: float = 0.0
     calls: int = 0
+    #: the probe (one control intent) never reached the fakes: nothing else was drilled
+    unreached: IntentVerdict | None = None
+
+
+@dataclass
+class Probe:
+    """The control intent that goes first: did the service call the fakes at all?"""
+
+    reached: threading.Event
+    thread: threading.Thread | None = None
+    verdict: IntentVerdict | None = None
+    error: BaseException | None = None
+
+    def unreached(self) -> bool:
+        """It ended without a single call at the fakes (nothing else is worth drilling)."""
+        if self.error is not None:
+            raise self.error
+        return self.verdict is not None and not self.verdict.evidence.calls
+
+    def end(self) -> IntentVerdict | None:
+        if self.thread is not None:
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.verdict
 
 
 @contextmanager
@@ -73,7 +97,10 @@ def serving(profile: DrillProfile, upstreams: Sequence[Upstream], epoch: float
     """The fakes, listening on the profile's ports (a busy port: ConfigError at its line)."""
     from harness.providers.fake_server import FakeServer  # optional extra: serve (uvicorn)
 
-    served = [Served(u, RecordingFake(u.kind, name=u.name, signed=True, epoch=epoch))
+    # control=False: the drill scripts its fakes in process; no request to them can change a
+    # script, a log or a verdict (the control plane is not the data plane)
+    served = [Served(u, RecordingFake(u.kind, name=u.name, signed=True, epoch=epoch,
+                                      control=False))
               for u in upstreams]
     started: list[Any] = []
     try:
@@ -108,9 +135,11 @@ class Engine:
     served: list[Served]
     epoch: float
     client: httpx.Client
-    concurrency: int = 8
+    concurrency: int | None = None  # intents at work at once (None: all of them, one round)
     stop: threading.Event = field(default_factory=threading.Event)
     _woken: dict[str, threading.Event] = field(default_factory=dict)
+    _arrived: dict[str, threading.Event] = field(default_factory=dict)
+    _load: int = 8  # intents at work at once, for the pace of the looks at a job
 
     def __post_init__(self) -> None:
         for item in self.served:
@@ -118,11 +147,12 @@ class Engine:
 
     def _changed(self, tag: str | None) -> None:
         """A call of ``tag`` arrived or ended: its watcher looks at the job now."""
-        event = self._woken.get(tag) if tag else None
-        if event is not None:
-            event.set()
+        for waiting in (self._woken, self._arrived):
+            event = waiting.get(tag) if tag else None
+            if event is not None:
+                event.set()
 
-    def _pause(self, tag: str, seconds: float) -> bool:
+    def pause(self, tag: str, seconds: float) -> bool:
         """Wait ``seconds`` between two looks at a job, or less if a call of its tag arrived or
         ended (True): the watcher looks when something happens, and slowly in between."""
         event = self._woken.setdefault(tag, threading.Event())
@@ -130,43 +160,13 @@ class Engine:
         event.clear()
         return woken and not self.stop.is_set()
 
+    def forget_wake(self, tag: str) -> None:
+        self._woken.pop(tag, None)
+
     @property
     def fakes(self) -> list[tuple[str, str, str]]:
         """(name, kind, url) of every fake, for the judge's fixes and the report."""
         return [(s.upstream.name, s.upstream.kind, s.url) for s in self.served]
-
-    def run(self, drills: Sequence[str], trials: int, *, certify: Certifier | None = None,
-            on_intent: Callable[[IntentVerdict], None] | None = None) -> DrillResults:
-        """Every (drill, trial) intent, ``concurrency`` at a time, each judged as it ends."""
-        setup = Setup(self.section, self.fakes, certify)
-        run = DrillResults(self.profile.name, self.target, trials, self.concurrency, self.fakes,
-                           {name: [] for name in drills})
-        jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills]
-        lock = threading.Lock()
-        before = sum(len(s.fake.received()) for s in self.served)
-
-        def one(job: tuple[Drill, int]) -> None:
-            drill, trial = job
-            verdict = judge_intent(self.drill_intent(drill, trial), drill, setup)
-            with lock:
-                run.verdicts[drill.name].append(verdict)
-                if on_intent is not None:
-                    on_intent(verdict)
-
-        started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency),
-                                thread_name_prefix="drill") as pool:
-            try:
-                for future in [pool.submit(one, j) for j in jobs]:
-                    future.result()
-            except BaseException:
-                self.stop.set()  # the other intents stop watching at their next look
-                raise
-        run.wall_s = time.perf_counter() - started
-        run.calls = sum(len(s.fake.received()) for s in self.served) - before
-        for verdicts in run.verdicts.values():
-            verdicts.sort(key=lambda v: v.evidence.trial)
-        return run
 
     @property
     def section(self) -> Any:
@@ -175,35 +175,180 @@ class Engine:
     def now(self) -> float:
         return time.monotonic() - self.epoch
 
-    # -- one intent ---------------------------------------------------------------------------
-    def drill_intent(self, drill: Drill, trial: int) -> IntentEvidence:
-        tag = f"drill-{uuid.uuid4().hex[:12]}"
-        key = f"drill-key-{uuid.uuid4().hex}"
-        behaviour = primary_behaviour(drill, self.section.timeouts.provider_s)
-        for item in self.served:
-            item.fake.script_tag(tag, behaviour if item.upstream.role == "primary"
-                                 else "conformant")
-        self._woken[tag] = threading.Event()
-        ev = IntentEvidence(drill.name, trial, tag, self.now())
-        stream = self.section.submit.stream or drill.name == "stream-cut"
-        ev.submissions.append(self._submit(tag, key, stream))
-        if drill.clicks > 1 and ev.submissions[0].status is not None:
-            primaries = [s.fake for s in self.served if s.upstream.role == "primary"]
-            wait = self.section.timeouts.provider_s + 2
-            if any(f.wait_arrival(tag, wait) for f in primaries):  # the click lands in the hang
-                for _ in range(drill.clicks - 1):
-                    ev.submissions.append(self._submit(tag, key, stream))
-        if self.section.submit.kind == "create_job":
-            self._watch(ev, drill)
-        else:
-            self._settle(ev, drill, since=self.now())
-        ev.calls = self._calls(tag)
-        ev.untagged = sum(1 for item in self.served for r in item.fake.received()
-                          if r.tag is None and r.at >= ev.started_at)
-        ev.ended_at = self.now()
-        return ev
+    # -- the pace of one intent ---------------------------------------------------------------
+    @property
+    def poll_s(self) -> float:
+        observe = self.section.observe
+        return observe.poll_s if observe is not None else 0.05
 
-    def _submit(self, tag: str, key: str, stream: bool = False) -> Submission:
+    @property
+    def idle_s(self) -> float:
+        """The pause between looks when nothing happens: the intents at work together look
+        about 200 times a second at most (their looks would load the service), each at least
+        every second. Quick looks follow each call's arrival and end (:meth:`pause`), and held
+        answers wait for them, so a slower idle pace misses nothing the drill scripts."""
+        return max(self.poll_s, min(1.0, self._load / 200))
+
+    @property
+    def settle_s(self) -> float:
+        """``timeouts.settle_s``; by default the longer of 5 s and 3 x provider_s for a jobs
+        service (a queue's redelivery), the provider timeout (1-5 s) for a chat call."""
+        t = self.section.timeouts
+        if t.settle_s is not None:
+            return float(t.settle_s)
+        if self.section.submit.kind == "create_job":
+            return max(5.0, 3 * t.provider_s)
+        return min(5.0, max(1.0, t.provider_s))
+
+    @property
+    def budget(self) -> float:
+        """How long an intent may take to complete."""
+        t = self.section.timeouts
+        return t.job_s + late_ms(t.provider_s) / 1000 + 1.0
+
+    # -- the fakes, for one tag ---------------------------------------------------------------
+    def script(self, tag: str, primary: str, *, hold_primary: bool, hold_fallback: bool) -> None:
+        """The tag's scripts: the primary's behaviour, the fallbacks answer; held answers go
+        when the intent lets them go, at the latest (the drill's own backstop) after the
+        fallback's backstop (three quarters of the provider timeout: within the service's own
+        timeout for the call) or the intent's budget."""
+        self._woken[tag] = threading.Event()
+        cap = self.section.timeouts.provider_s * 0.75
+        for item in self.served:
+            if item.upstream.role == "primary":
+                item.fake.script_tag(tag, primary, hold=hold_primary, hold_max_s=self.budget)
+            else:
+                item.fake.script_tag(tag, "conformant", hold=hold_fallback, hold_max_s=cap)
+
+    def let_go(self, tag: str, role: str | None) -> None:
+        """Deliver the held answers of ``tag`` at the providers of ``role`` (None: all)."""
+        for item in self.served:
+            if role is None or item.upstream.role == role:
+                item.fake.let_go(tag)
+
+    def release(self, tag: str) -> None:
+        """Close the tag's hung calls (outcome ``released``) and deliver its held answers."""
+        for item in self.served:
+            item.fake.release(tag)
+        self.wait_settled(tag, 5.0)
+
+    def open_calls(self, tag: str) -> int:
+        return sum(s.fake.open_calls(tag) for s in self.served)
+
+    def wait_settled(self, tag: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        return all(s.fake.wait_settled_tag(tag, max(0.0, deadline - time.monotonic()))
+                   for s in self.served)
+
+    def wait_for(self, tag: str, seen: Callable[[list[Call]], bool], timeout_s: float) -> bool:
+        """Block until ``seen(the tag's calls)`` (True), woken by each arrival and end."""
+        deadline = time.monotonic() + timeout_s
+        while not seen(self.calls(tag)):
+            left = deadline - time.monotonic()
+            if left <= 0 or self.stop.is_set():
+                return False
+            self.pause(tag, left)
+        return True
+
+    def calls(self, tag: str) -> list[Call]:
+        out = []
+        for item in self.served:
+            for r in item.fake.received_tag(tag):
+                out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
+                                r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
+                                any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held))
+        return sorted(out, key=lambda c: c.at)
+
+    # -- the run ------------------------------------------------------------------------------
+    def run(self, drills: Sequence[str], trials: int, *, certify: Certifier | None = None,
+            on_intent: Callable[[IntentVerdict], None] | None = None,
+            probe: bool = False) -> DrillResults:
+        """Every (drill, trial) intent in one round: all at once (``concurrency`` of them at
+        work at a time; a settling intent gives its place back), each judged as it ends.
+        ``probe``: one control intent first; if the service never calls the fakes for it, stop
+        there (:attr:`DrillResults.unreached`)."""
+        setup = Setup(self.section, self.fakes, certify)
+        run = DrillResults(self.profile.name, self.target, trials, self.concurrency or 0,
+                           self.fakes, {name: [] for name in drills})
+        jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills]
+        before = sum(len(s.fake.received()) for s in self.served)
+        started = time.perf_counter()
+        probing = self._probe(setup) if probe else None
+        if probing is not None and probing.unreached():
+            run.unreached = probing.verdict
+            run.wall_s = time.perf_counter() - started
+            return run
+        if probing is not None and "control" in drills:
+            jobs.remove((DRILLS["control"], 1))  # the probe is control's first trial
+        try:
+            self._round(jobs, setup, run, on_intent)
+        finally:
+            first = probing.end() if probing is not None else None
+        if first is not None and "control" in drills:
+            run.verdicts["control"].append(first)
+            if on_intent is not None:
+                on_intent(first)
+        run.wall_s = time.perf_counter() - started
+        run.calls = sum(len(s.fake.received()) for s in self.served) - before
+        for verdicts in run.verdicts.values():
+            verdicts.sort(key=lambda v: v.evidence.trial)
+        return run
+
+    def _probe(self, setup: Setup) -> Probe:
+        """A control intent, started alone; the round starts as soon as a call of it reached a
+        fake (it settles with the round), or it ended having reached none."""
+        intent = IntentRun(self, DRILLS["control"], 1, Slot(threading.Semaphore(1)))
+        probe = Probe(threading.Event())
+        self._arrived[intent.tag] = probe.reached
+
+        def go() -> None:
+            try:
+                probe.verdict = judge_intent(intent.run(), DRILLS["control"], setup)
+            except BaseException as exc:  # handed to the caller by end()
+                probe.error = exc
+            finally:
+                probe.reached.set()
+
+        probe.thread = threading.Thread(target=go, name="drill-probe", daemon=True)
+        probe.thread.start()
+        probe.reached.wait()  # the intent's own budget bounds it
+        self._arrived.pop(intent.tag, None)
+        return probe
+
+    def _round(self, jobs: list[tuple[Drill, int]], setup: Setup, run: DrillResults,
+               on_intent: Callable[[IntentVerdict], None] | None) -> None:
+        at_work = min(self.concurrency or len(jobs), len(jobs)) or 1
+        self._load = at_work
+        places = threading.Semaphore(at_work)
+        lock = threading.Lock()
+
+        def one(job: tuple[Drill, int]) -> None:
+            drill, trial = job
+            slot = Slot(places)
+            slot.take()
+            if self.stop.is_set():  # the run was interrupted while this intent waited
+                slot.give_back()
+                return
+            try:
+                verdict = judge_intent(IntentRun(self, drill, trial, slot).run(), drill, setup)
+            finally:
+                slot.give_back()
+            with lock:
+                run.verdicts[drill.name].append(verdict)
+                if on_intent is not None:
+                    on_intent(verdict)
+
+        with ThreadPoolExecutor(max_workers=max(1, len(jobs)),
+                                thread_name_prefix="drill") as pool:
+            try:
+                for future in [pool.submit(one, j) for j in jobs]:
+                    future.result()
+            except BaseException:
+                self.stop.set()  # the other intents stop watching at their next look
+                raise
+
+    # -- the service --------------------------------------------------------------------------
+    def submit(self, tag: str, key: str, stream: bool = False) -> Submission:
         submit = self.section.submit
         marks = {"{tag}": tag, "{key}": key}
         headers = {k: fill(v, marks) for k, v in self.profile.headers(self.env).items()}
@@ -228,81 +373,7 @@ class Engine:
         return Submission(at, response.status_code, job_id=None if job is None else str(job),
                           error=error, ended_at=self.now())
 
-    def _watch(self, ev: IntentEvidence, drill: Drill) -> None:
-        job = next((s.job_id for s in ev.submissions if s.job_id), None)
-        first = ev.submissions[0]
-        if job is None and first.error and first.status is not None and first.status < 300:
-            ev.cause = (f"the service answered the submit with HTTP {first.status} and "
-                        f"{first.error}", "make the submit's answer JSON holding the job's id "
-                        "(at drill.submit.id_field)")
-        try:  # an id is data: one path segment, or this intent is unknown, naming it
-            path_segment(job) if job is not None else None
-        except UnusableId as exc:
-            ev.cause, job = (str(exc), "the service must answer ids that fit in a URL path "
-                             "segment (no control characters, at most 1,024 characters)"), None
-        if job is None:
-            self._settle(ev, drill, since=self.now())
-            return
-        observe = self.section.observe
-        deadline = ev.started_at + self._budget(drill)
-        done_at: float | None = None
-        # Quick looks (poll_s) for a while after a call of the tag arrived or ended, slower
-        # ones in between when many intents run at once (their polls would load the service).
-        idle = min(max(observe.poll_s, observe.poll_s * self.concurrency / 8),
-                   max(observe.poll_s, self.section.timeouts.provider_s / 3))
-        quick = 3
-        while not self.stop.is_set():
-            ev.observations.append(self._observe(job))
-            terminal = ev.observations[-1].status in ("succeeded", "failed")
-            now = self.now()
-            if terminal and done_at is None:
-                done_at = now
-            if done_at is not None and self._calls_ended(ev, drill, done_at):
-                break
-            if now > deadline:
-                self._release(ev, "the job did not finish within the drill's budget")
-                ev.observations.append(self._observe(job))
-                break
-            quick = 3 if self._pause(ev.tag, observe.poll_s if quick > 0 else idle) \
-                else quick - 1
-        self._woken.pop(ev.tag, None)
-        self._lists(ev, job)
-
-    def _calls_ended(self, ev: IntentEvidence, drill: Drill, done_at: float) -> bool:
-        """Every call of the tag has ended, and one more look was taken after the last end
-        (a late answer has had its chance to change the result)."""
-        open_calls = sum(s.fake.open_calls(ev.tag) for s in self.served)
-        now = self.now()
-        if open_calls:
-            patience = self.section.timeouts.provider_s * 2 + 0.3
-            if now - done_at > patience:
-                self._release(ev, f"{counted(open_calls, 'call')} still open {patience:.2f} s "
-                              "after the job completed: the service never let go of them")
-                return False  # look once more after the release
-            return False
-        ended = [c.ended_at for c in self._calls(ev.tag) if c.ended_at is not None]
-        grace = max(0.1, 2 * self.section.observe.poll_s)
-        return now >= max(ended, default=0.0) + grace
-
-    def _settle(self, ev: IntentEvidence, drill: Drill, *, since: float) -> None:
-        """A chat call (or a submit that made no job): wait for the tag's calls to end."""
-        patience = self.section.timeouts.provider_s * 2 + 0.3
-        for item in self.served:
-            if not item.fake.wait_settled_tag(ev.tag, patience):
-                self._release(ev, "a provider call was still open after the answer")
-
-    def _release(self, ev: IntentEvidence, why: str) -> None:
-        if not ev.stopped_waiting:
-            ev.stopped_waiting, ev.note = True, why
-            for item in self.served:
-                item.fake.release(ev.tag)
-                item.fake.wait_settled_tag(ev.tag, 5.0)
-
-    def _budget(self, drill: Drill) -> float:
-        t = self.section.timeouts
-        return t.job_s + late_ms(t.provider_s) / 1000 + 1.0
-
-    def _observe(self, job: str) -> Observation:
+    def observe(self, job: str) -> Observation:
         observe = self.section.observe
         at = self.now()
         try:
@@ -310,21 +381,21 @@ class Engine:
                 observe.method, fill_path(observe.path, {"job_id": job}),
                 headers=self.profile.headers(self.env, "observe"))
         except httpx.HTTPError as exc:
-            return Observation(at, "error", None, None, None,
+            return Observation(at, "error", None, None, None, self.now(),
                                error=redact(f"no answer ({type(exc).__name__}: {exc})"))
         try:
             data = json_body(response)
         except ValueError:
-            return Observation(at, "error", None, None, response.status_code,
+            return Observation(at, "error", None, None, response.status_code, self.now(),
                                error=f"HTTP {response.status_code} and {unreadable(response)}")
         raw = pick(data, observe.status_field)
         result = pick(data, observe.result_field)
         text = None if result is None else (result if isinstance(result, str)
                                             else json.dumps(result))
         return Observation(at, classify(observe.statuses, raw), None if raw is None else str(raw),
-                           text, response.status_code)
+                           text, response.status_code, self.now())
 
-    def _lists(self, ev: IntentEvidence, job: str) -> None:
+    def lists(self, ev: IntentEvidence, job: str) -> None:
         observe = self.section.observe
         headers = self.profile.headers(self.env, "observe")
         if observe.attempts is not None:
@@ -333,26 +404,17 @@ class Engine:
             ev.races = listed(self.client, observe.races, job, headers)
             # Two answers reached the service: the loser's race may still be being written (a
             # loaded service; seen: 1.4 s); look again, quickly, before judging it missing.
-            answered = sum(c.outcome == "answered" for c in self._calls(ev.tag))
+            answered = sum(c.outcome == "answered" for c in self.calls(ev.tag))
             deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3)
             while answered > 1 and not ev.races and self.now() < deadline \
                     and not self.stop.wait(observe.poll_s):
                 ev.races = listed(self.client, observe.races, job, headers)
 
-    def _calls(self, tag: str) -> list[Call]:
-        out = []
-        for item in self.served:
-            for r in item.fake.received():
-                if r.tag == tag:
-                    out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
-                                    r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
-                                    any(h in r.headers for h in IDEMPOTENCY_HEADERS)))
-        return sorted(out, key=lambda c: c.at)
-
 
 @contextmanager
 def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
-             ports: Mapping[str, int] | None = None, concurrency: int = 8) -> Iterator[Engine]:
+             ports: Mapping[str, int] | None = None,
+             concurrency: int | None = None) -> Iterator[Engine]:
     """The fakes listening and a client for the service: ConfigError for a profile, variable or
     port problem before anything is drilled (so a caller opens its report after this)."""
     upstreams = profile.upstreams(env, ports)
@@ -363,14 +425,14 @@ def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     client_timeout = t.job_s + late_ms(t.provider_s) / 1000 + 5
     # every request to the service: a total deadline (the intent's budget) and a body limit
     transport = BoundedTransport(deadline_s=client_timeout, limits=httpx.Limits(
-        max_connections=max(10, concurrency * 3)))
+        max_connections=max(10, (concurrency or 64) * 3)))
     with serving(profile, upstreams, epoch) as served, httpx.Client(
             base_url=target.rstrip("/"), timeout=client_timeout, transport=transport) as client:
         yield Engine(profile, target, env, served, epoch, client, concurrency=concurrency)
 
 
 def run_drills(profile: DrillProfile, *, target: str, env: Mapping[str, str],
-               drills: Sequence[str], trials: int = 1, concurrency: int = 8,
+               drills: Sequence[str], trials: int = 1, concurrency: int | None = None,
                ports: Mapping[str, int] | None = None, certify: Certifier | None = None,
                on_intent: Callable[[IntentVerdict], None] | None = None) -> DrillResults:
     """Drill ``target`` (a running service) with every named drill, ``trials`` intents each,

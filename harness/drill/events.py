@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from harness.domain.verdicts import Outcome
+from harness.domain.verdicts import JudgedVerdict, Outcome
 from harness.scenarios.events import Timeline, Unknown
 
-DrillVerdict = Literal["passed", "failed", "unknown"]
+DrillVerdict = JudgedVerdict  # the published words of an explore result too
 FindingVerdict = Literal["held", "broken", "unknown", "not_judged"]
 
 

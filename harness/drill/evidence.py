@@ -15,6 +15,13 @@ IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")
 #: answer headers in which a gateway names the deployment that answered (LiteLLM)
 ANSWERED_BY_HEADERS = ("x-litellm-model-api-base",)
 
+#: how a call ended when its outcome became known to the service (resolved): answered, refused
+#: with an HTTP error, reset or cut by the provider, or closed by the drill (a reset the service
+#: sees). ``late`` and ``abandoned`` calls were given up by the service: their outcome stays
+#: unknown to it (the provider may still be generating, and billing) for the rest of the intent,
+#: as an indeterminate operation never completes in Jepsen's histories.
+RESOLVING = frozenset({"answered", "refused", "reset", "cut", "released"})
+
 #: the drill's status classes for what the service says about a job
 StatusClass = str  # succeeded | failed | running | unknown | unrecognised | error
 
@@ -33,10 +40,22 @@ class Call:
     status: int | None = None
     stream: bool = False
     keyed: bool = False  # the request carried an idempotency key header
+    held: bool = False  # its answer waited until the drill let it go
 
     @property
     def billed(self) -> bool:
         return self.outcome in BILLED
+
+    @property
+    def resolved_at(self) -> float | None:
+        """When the service learnt the call's outcome (None: never, it stays unresolved)."""
+        return self.ended_at if self.outcome in RESOLVING else None
+
+    def unresolved_at(self, t: float, tolerance: float = 0.0) -> bool:
+        """Whether the call had started and was unresolved at ``t`` (``tolerance``: an end
+        recorded just after ``t`` counts as before it, the two clocks being one process's)."""
+        resolved = self.resolved_at
+        return self.at < t and (resolved is None or resolved > t + tolerance)
 
     @property
     def ident(self) -> str:
@@ -61,11 +80,12 @@ class Submission:
 class Observation:
     """One look at the job: what the service said, classified."""
 
-    at: float
+    at: float  # when the drill asked
     status: StatusClass
     raw_status: str | None
     result: str | None
     http_status: int | None = None
+    answered_at: float | None = None  # when the answer came (a loaded service is slow)
     error: str = ""  # status "error": why the answer could not be read (a redirect, not JSON)
 
 

@@ -3,17 +3,23 @@ reason and the fix), from its :class:`~harness.drill.evidence.IntentEvidence`. P
 
 The promises (a closed vocabulary; docs/drill.md, "The promises"):
 
-====================  ====================================================================
-one_job               every submit of the intent names the same job
-timeout_not_failure   while the primary merely hangs or is slow, the job is never "failed"
-within_hedge          no call starts while another runs, beyond the declared hedge
-one_winner            the result is one provider call's answer, and never changes once complete
-                      (a late answer is discarded, and recorded where the service shows races)
-billed_within_bound   billed provider calls per intent ≤ policy.max_billed_calls
-cut_not_success       a cut stream never reaches the client as a success
-completed             the intent ends with a provider's whole answer (failover happened)
-fallback_certified    the fallback that answered is certified for the contract (the lock)
-====================  ====================================================================
+========================  ================================================================
+one_job_per_intent        every submit of the intent names the same job
+timeout_not_failure       while the primary merely hangs or is slow, the job is never "failed"
+within_hedge              a call that starts while another call of the intent is unresolved
+                          (its outcome not known to the service: running, or given up by the
+                          service at its timeout) is a new attempt: at most the declared hedge
+one_winner_per_job        the result is one provider call's answer, and never changes once
+                          complete (a late answer is discarded, and recorded where shown)
+no_call_after_completion  no provider call of the intent starts after the job was observed
+                          complete (a redelivery, a re-run)
+billed_within_bound       billed provider calls per intent ≤ policy.max_billed_calls
+cut_not_success           a cut stream never reaches the client as a success
+completed                 the intent ends with a provider's whole answer (failover happened)
+fallback_certified        the fallback that answered is certified for the contract (the lock)
+========================  ================================================================
+
+``one_job_per_intent`` and ``one_winner_per_job`` are the scenarios' rules of the same names.
 """
 
 from __future__ import annotations
@@ -29,10 +35,11 @@ from harness.providers.recording import SIGNATURE
 from harness.target.drill_section import DrillSection
 
 PROMISES: dict[str, str] = {
-    "one_job": "one job per intent",
+    "one_job_per_intent": "one job per intent",
     "timeout_not_failure": "a timeout is not a failure",
-    "within_hedge": "no attempt beyond the declared hedge",
-    "one_winner": "one winner, and a complete result never changes",
+    "within_hedge": "no attempt beyond the declared hedge while an outcome is unknown",
+    "one_winner_per_job": "one winner, and a complete result never changes",
+    "no_call_after_completion": "no provider call after the job was observed complete",
     "billed_within_bound": "billed provider calls per intent within the declared bound",
     "cut_not_success": "a cut stream never reaches the client as a success",
     "completed": "the intent completes with a provider's whole answer",
@@ -40,6 +47,7 @@ PROMISES: dict[str, str] = {
 }
 #: (certified?, why) for a provider; None: no contract to judge against
 Certifier = Callable[[str], tuple[bool, str] | None]
+ONE_JOB, ONE_WINNER = "one_job_per_intent", "one_winner_per_job"
 BASE_URL_VARS = {"openai-chat": ("OPENAI_BASE_URL", "/v1"),
                  "anthropic-messages": ("ANTHROPIC_BASE_URL", "")}
 
@@ -49,7 +57,7 @@ class Finding:
     """One promise's verdict on one intent."""
 
     promise: str
-    verdict: str  # held | broken | unknown | not_judged
+    verdict: str  # held | broken | unknown | not_applicable (the promises' words)
     message: str = ""
     fix: str = ""
 
@@ -111,6 +119,7 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
         _timeout(ev, drill, chat),
         _hedge(ev, setup),
         winner_finding,
+        _after_completion(ev, setup, chat),
         _billed(ev, setup),
         _cut(ev, drill, chat, winner),
         _completed(ev, drill, chat),
@@ -165,20 +174,21 @@ def answered_by(ev: IntentEvidence, setup: Setup, winner: Call | None) -> str | 
 
 def _one_job(ev: IntentEvidence, chat: bool) -> Finding:
     if chat:
-        return Finding("one_job", "not_judged", "a chat call creates no job")
+        return Finding(ONE_JOB, "not_applicable", "a chat call creates no job")
     ids = list(dict.fromkeys(s.job_id for s in ev.submissions if s.job_id))
     if not ids:
-        return Finding("one_job", "unknown", "no submit answered a job id",
+        return Finding(ONE_JOB, "unknown", "no submit answered a job id",
                        "check drill.submit.id_field (where the job id is in the answer)")
     if len(ids) > 1:
-        return Finding("one_job", "broken", f"{len(ev.submissions)} submits of one intent made "
+        return Finding(ONE_JOB, "broken", f"{len(ev.submissions)} submits of one intent made "
                        f"{len(ids)} jobs: {', '.join(ids)}")
-    return Finding("one_job", "held", f"{counted(len(ev.submissions), 'submit')}, one job {ids[0]}")
+    return Finding(ONE_JOB, "held", f"{counted(len(ev.submissions), 'submit')}, one job {ids[0]}")
 
 
 def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     if not drill.timeout:
-        return Finding("timeout_not_failure", "not_judged", "the primary does not time out here")
+        return Finding("timeout_not_failure", "not_applicable",
+                       "the primary does not time out here")
     if chat:
         bad = [s for s in ev.submissions if s.status is not None and s.status >= 400]
         if bad:
@@ -204,32 +214,75 @@ def _silent(drill: Drill) -> str:
 
 
 def _hedge(ev: IntentEvidence, setup: Setup) -> Finding:
+    """Unresolved is not ended: a call starting while another call of the intent is unresolved
+    is a new attempt, allowed only as the declared hedge (one, not before ``after_s``)."""
     hedge = setup.section.policy.hedge
     tol = max(0.05, setup.section.timeouts.provider_s / 10)
     calls = sorted(ev.calls, key=lambda c: c.at)
+    # measured from the submit (not the first call's arrival, which a loaded service's client
+    # may delay): a lower bound on the service's own delay, so never a false alarm
+    since = ev.submissions[0].at if ev.submissions else (calls[0].at if calls else 0.0)
+    taken: Call | None = None  # the hedge, once one was started
     for i, c in enumerate(calls):
-        running = [d for d in calls[:i]
-                   if d.ended_at is None or d.ended_at > c.at + tol]
-        if not running:
+        unresolved = [d for d in calls[:i] if d.unresolved_at(c.at, tol)]
+        if not unresolved:
             continue
-        first = min(running, key=lambda d: d.at)
+        first = unresolved[0]
+        at = f"call {c.ident} started at {c.at - ev.started_at:.3f} s while {first.ident} " \
+             f"was unresolved ({_state(first, c.at, ev.started_at)})"
         if not hedge.allowed:
-            return Finding("within_hedge", "broken", f"call {c.ident} started at "
-                           f"{c.at - ev.started_at:.3f} s while {first.ident} was still running "
-                           "(the profile declares no hedge)")
-        if len(running) > 1:
-            return Finding("within_hedge", "broken", f"call {c.ident} started while "
-                           f"{len(running)} calls were running (a hedge is one extra call)")
-        # measured from the submit (not the first call's arrival, which a loaded service's
-        # client may delay): a lower bound on the service's own delay, so never a false alarm
+            return Finding("within_hedge", "broken", f"{at}: a new attempt, and the profile "
+                           "declares no hedge")
+        if taken is not None:
+            return Finding("within_hedge", "broken", f"{at}: a second new attempt after the "
+                           f"hedge {taken.ident} (the policy allows one; an SDK retry, a second "
+                           "fallback or a redelivered run)")
         after = hedge.after_s or 0.0
-        since = ev.submissions[0].at if ev.submissions else first.at
         if c.at - since < after - tol:
-            return Finding("within_hedge", "broken", f"hedge {c.ident} started "
-                           f"{c.at - since:.3f} s after the intent was submitted, while "
-                           f"{first.ident} ran (declared after_s {after:g})")
+            return Finding("within_hedge", "broken", f"{at}: the hedge started "
+                           f"{c.at - since:.3f} s after the intent was submitted (declared "
+                           f"after_s {after:g})")
+        taken = c
     return Finding("within_hedge", "held", f"{counted(len(calls), 'call')}: "
-                   + ", ".join(f"{c.ident} {c.outcome}" for c in calls))
+                   + ", ".join(f"{c.ident} {c.outcome}" for c in calls)
+                   + (f"; {taken.ident} the one hedge" if taken else ""))
+
+
+def _state(call: Call, t: float, t0: float) -> str:
+    """Why ``call`` was unresolved at ``t``: still running, or given up by the service."""
+    if call.ended_at is None or call.ended_at > t:
+        return "still running"
+    return (f"{call.outcome} at {call.ended_at - t0:.3f} s: the service gave up on it, its "
+            "outcome unknown")
+
+
+def _completed_at(ev: IntentEvidence, chat: bool) -> float | None:
+    """When the intent was first observed complete with a result (a chat call: when its answer
+    came). A ``failed`` shown before a result is ``timeout_not_failure``'s (or ``completed``'s)
+    matter, not a completion."""
+    if chat:
+        first = ev.submissions[0] if ev.submissions else None
+        return first.ended_at if first is not None and first.status == 200 else None
+    # when the answer came: a call that started later surely started after completion
+    return next((o.answered_at or o.at for o in ev.observations if o.status == "succeeded"),
+                None)
+
+
+def _after_completion(ev: IntentEvidence, setup: Setup, chat: bool) -> Finding:
+    done = _completed_at(ev, chat)
+    if done is None:
+        return Finding("no_call_after_completion", "not_applicable", "never observed complete")
+    tol = max(0.05, setup.section.timeouts.provider_s / 10)
+    later = [c for c in sorted(ev.calls, key=lambda c: c.at) if c.at > done + tol]
+    if later:
+        c = later[0]
+        return Finding("no_call_after_completion", "broken", f"call {c.ident} started at "
+                       f"{c.at - ev.started_at:.3f} s, {c.at - done:.3f} s after the job was "
+                       f"observed complete at {done - ev.started_at:.3f} s (a redelivery or a "
+                       f"re-run){f'; {len(later)} such calls' if len(later) > 1 else ''}")
+    return Finding("no_call_after_completion", "held", f"no call after "
+                   f"{done - ev.started_at:.3f} s, watched until "
+                   f"{ev.ended_at - ev.started_at:.3f} s")
 
 
 def _signed(text: str | None) -> list[tuple[str, int]]:
@@ -244,34 +297,34 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
     else:
         results = [(o.at, o.result) for o in ev.observations if o.status == "succeeded"]
     if not results:
-        return None, Finding("one_winner", "not_judged", "no complete result was observed")
+        return None, Finding(ONE_WINNER, "not_applicable", "no complete result was observed")
     first_at, first = results[0]
     changed = next(((t, r) for t, r in results[1:] if r != first), None)
     calls = {c.ident: c for c in ev.calls}
     signed = _signed(first)
     if not signed:
-        return None, Finding("one_winner", "unknown", f"the result {_short(first)!r} does not "
+        return None, Finding(ONE_WINNER, "unknown", f"the result {_short(first)!r} does not "
                              "say whose answer it is", f"keep the provider's answer text in "
                              f"{field_name} (the drill's fakes sign every answer)")
     winner = calls.get(f"{signed[0][0]}#{signed[0][1]}")
     if winner is None or len({s for s in signed}) > 1:
-        return None, Finding("one_winner", "broken", f"the result {_short(first)!r} is not one "
+        return None, Finding(ONE_WINNER, "broken", f"the result {_short(first)!r} is not one "
                              "call of this intent (another intent's answer, or two answers)")
     if changed is not None:
-        return winner, Finding("one_winner", "broken", f"the result changed "
+        return winner, Finding(ONE_WINNER, "broken", f"the result changed "
                                f"{changed[0] - first_at:.3f} s after it was complete: from "
                                f"{winner.ident}'s answer to {_short(changed[1])!r}")
     if not chat and ev.observations and ev.observations[-1].status != "succeeded":
         last = ev.observations[-1]
-        return winner, Finding("one_winner", "broken", f"complete with {winner.ident}'s answer, "
+        return winner, Finding(ONE_WINNER, "broken", f"complete with {winner.ident}'s answer, "
                                f"then reported {last.raw_status!r}")
     late = [c for c in ev.calls if c.outcome == "answered" and c is not winner
             and c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
     if late and setup.section.observe and setup.section.observe.races and not ev.races:
-        return winner, Finding("one_winner", "broken", f"the late answer of {late[0].ident} "
+        return winner, Finding(ONE_WINNER, "broken", f"the late answer of {late[0].ident} "
                                "reached the service after the winner and no race was recorded")
     note = f"; late answer of {late[0].ident} discarded" if late else ""
-    return winner, Finding("one_winner", "held", f"{winner.ident}'s answer, unchanged over "
+    return winner, Finding(ONE_WINNER, "held", f"{winner.ident}'s answer, unchanged over "
                            f"{counted(len(results), 'observation')}{note}")
 
 
@@ -297,7 +350,7 @@ def _billed(ev: IntentEvidence, setup: Setup) -> Finding:
 
 def _cut(ev: IntentEvidence, drill: Drill, chat: bool, winner: Call | None) -> Finding:
     if drill.name != "stream-cut":
-        return Finding("cut_not_success", "not_judged", "no stream is cut here")
+        return Finding("cut_not_success", "not_applicable", "no stream is cut here")
     if not any(c.outcome == "cut" for c in ev.calls):
         return Finding("cut_not_success", "unknown", "no call was cut (the service never "
                        "reached the primary's stream)", "check the primary's role and port")
@@ -336,17 +389,17 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                        f"{last.error or 'no readable answer'}",
                        "check drill.observe (path, headers) against the service's API")
     if last.status == "failed" and drill.timeout:
-        return Finding("completed", "not_judged", "reported failed (see timeout_not_failure)")
+        return Finding("completed", "not_applicable", "reported failed (see timeout_not_failure)")
     return Finding("completed", "broken", f"the job ended {last.raw_status!r} "
                    f"({last.status}) within timeouts.job_s: failover did not complete")
 
 
 def _certified(winner: Call | None, setup: Setup) -> Finding:
     if winner is None or winner.role != "fallback":
-        return Finding("fallback_certified", "not_judged", "no fallback answered")
+        return Finding("fallback_certified", "not_applicable", "no fallback answered")
     verdict = setup.certify(winner.provider) if setup.certify else None
     if verdict is None:
-        return Finding("fallback_certified", "not_judged", f"{winner.provider} answered; the "
+        return Finding("fallback_certified", "not_applicable", f"{winner.provider} answered; the "
                        "profile names no contract, so the lock was not consulted")
     ok, why = verdict
     return Finding("fallback_certified", "held" if ok else "broken",

@@ -11,11 +11,18 @@ from harness.domain.words import of
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
-from harness.drill.evidence import IntentEvidence
+from harness.drill.evidence import Call, IntentEvidence
 from harness.drill.judge import PROMISES, IntentVerdict
 from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
 MAX_INTENTS_SHOWN = 5
+#: the promises' words (held | broken | unknown | not_applicable) as results@2 and drill.json
+#: publish them: a promise a drill does not judge was published as "not_judged"
+PUBLISHED = {"not_applicable": "not_judged"}
+
+
+def published(word: str) -> str:
+    return PUBLISHED.get(word, word)
 OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}
 
 
@@ -50,11 +57,11 @@ def _event(results: DrillResults, name: str, verdicts: list[IntentVerdict],
 
 
 def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
-    counts = {"held": 0, "broken": 0, "unknown": 0, "not_judged": 0}
+    counts = {"held": 0, "broken": 0, "unknown": 0, "not_applicable": 0}
     example = ""
     for v in verdicts:
         f = v.of(promise)
-        kind = f.verdict if f is not None else "not_judged"
+        kind = f.verdict if f is not None else "not_applicable"
         counts[kind] += 1
         if f is not None and not example and kind in ("broken", "unknown"):
             example = f.message
@@ -68,7 +75,7 @@ def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
     else:
         text = "not judged here"
     return PromiseRate(promise, PROMISES[promise], counts["held"], counts["broken"],
-                       counts["unknown"], counts["not_judged"], text, example)
+                       counts["unknown"], counts["not_applicable"], text, example)
 
 
 def _intent(v: IntentVerdict) -> DrilledIntent:
@@ -76,7 +83,7 @@ def _intent(v: IntentVerdict) -> DrilledIntent:
     return DrilledIntent(
         tag=ev.tag, trial=ev.trial, verdict=v.verdict,  # type: ignore[arg-type]
         findings=tuple(DrillFinding(f.promise, f.verdict, f.message, f.fix)  # type: ignore[arg-type]
-                       for f in v.findings if f.verdict != "not_judged"),
+                       for f in v.findings if f.verdict != "not_applicable"),
         winner=v.winner, answered_by=v.answered_by,
         calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
         retries=v.retries[0], retries_with_key=v.retries[1],
@@ -102,14 +109,15 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
         "calls": calls, "outcomes": outcomes, "billed_completions": sum(c.billed for c in ev.calls),
         "late_primary_answer": _late(ev), "retries": v.retries[0],
         "retries_with_idempotency_key": v.retries[1], "note": ev.note or None,
-        "findings": {f.promise: {"verdict": f.verdict, "message": f.message}
+        "findings": {f.promise: {"verdict": published(f.verdict), "message": f.message}
                      for f in v.findings},
     }
 
 
 def _late(ev: IntentEvidence) -> str | None:
     """A scripted late primary's answer: "delivered and billed", "billed, not delivered"."""
-    late = [c for c in ev.calls if c.role == "primary" and c.behaviour.startswith("slow:")]
+    late = [c for c in ev.calls if c.role == "primary"
+            and (c.held or c.behaviour.startswith("slow:"))]
     if any(c.outcome == "answered" for c in late):
         return "delivered and billed"
     return "billed, not delivered" if any(c.billed for c in late) else None
@@ -120,8 +128,12 @@ def _call_line(ev: IntentEvidence, i: int) -> str:
     end = (f"{c.outcome} at {c.ended_at - ev.started_at:.3f} s" if c.ended_at is not None
            else "still open")
     billed = "billed" if c.billed else "not billed"
-    return (f"{c.ident} ({c.role}, scripted {c.behaviour}) started at "
+    return (f"{c.ident} ({c.role}, scripted {_scripted(c)}) started at "
             f"{c.at - ev.started_at:.3f} s, {end}, {billed}")
+
+
+def _scripted(c: Call) -> str:
+    return f"{c.behaviour}, held" if c.held else c.behaviour
 
 
 def lanes(ev: IntentEvidence, winner: str | None) -> Timeline:
@@ -146,9 +158,9 @@ def lanes(ev: IntentEvidence, winner: str | None) -> Timeline:
                  outcome=last or None)]
     for c in ev.calls:
         ended = c.ended_at if c.ended_at is not None else ev.ended_at
-        events = (TimelineEvent(round(c.at - t0, 4), "started", c.behaviour),
+        events = (TimelineEvent(round(c.at - t0, 4), "started", _scripted(c)),
                   TimelineEvent(round(ended - t0, 4), c.outcome,
                                 "billed" if c.billed else "not billed"))
-        rows.append(Lane(f"{c.ident} ({c.behaviour})", c.role, events,
+        rows.append(Lane(f"{c.ident} ({_scripted(c)})", c.role, events,
                          "won" if c.ident == winner else c.outcome))
     return Timeline(duration=round(max(ev.ended_at - t0, 0.001), 4), lanes=tuple(rows))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.domain.verdicts import EXPLORE_OUTCOME, EXPLORE_VERDICT
+from harness.domain.verdicts import EXPLORE_VERDICT, OUTCOME
 from harness.explore.choices import client_of
 from harness.explore.events import ExploreResult, ScheduleStep
 from harness.explore.evidence import MORE_FIX, SMALLEST_FIX, Tally
@@ -68,7 +68,7 @@ def explore_result(outcome: Outcome | None, *, target: str, settings: Any, found
     steps = schedule_steps(outcome)
     return ExploreResult(
         verdict=EXPLORE_VERDICT[outcome.status],
-        outcome=EXPLORE_OUTCOME[outcome.status],
+        outcome=OUTCOME[outcome.status],
         found_at=getattr(found, "schedule", None),
         checks=checks_of(outcome, outcome.history),
         schedule=steps, original_steps=original_steps, shrunk_steps=outcome.steps,

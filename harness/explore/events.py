@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from harness.domain.verdicts import ExploreVerdict, Outcome
+from harness.domain.verdicts import JudgedVerdict, Outcome
 from harness.scenarios.events import Check, Timeline
 
 
@@ -32,7 +32,7 @@ class ExploreResult:
     TYPE: ClassVar[str] = "explore_result"
     target: str
     workload: str
-    verdict: ExploreVerdict
+    verdict: JudgedVerdict
     outcome: Outcome
     mode: Literal["search", "stress", "replay"] = "search"
     seed: int = 0

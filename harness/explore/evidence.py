@@ -3,7 +3,7 @@
 A schedule with no violation says only as much as it exercised. Each checker declares the
 evidence it needs (``CheckResult.evidence``: "a duplicate create answered", "a claim answered won
 or lost"…) and counts it in the history (``seen``); a schedule whose history holds none of it
-judged nothing about that promise, however "valid" the checker's verdict reads. So explore tallies,
+judged nothing about that promise, however "held" the checker's verdict reads. So explore tallies,
 per promise, the schedules that *exercised* it (seen > 0, or a checker that judges whatever the
 history shows) against the schedules whose plan checked it.
 
@@ -65,7 +65,7 @@ class Tally:
                 self.reasons.setdefault(name, Counter()).update(set(check.unknowns))
                 fixes = self.fixes.setdefault(name, [])
                 fixes.extend(f for f in check.fixes if f not in fixes)
-            elif check.verdict == "valid" and (check.seen is None or check.seen > 0):
+            elif check.verdict == "held" and (check.seen is None or check.seen > 0):
                 self.exercised[name] += 1
                 exercised += check.seen is not None
         if outcome.status != "unknown" and bearing and not exercised:

@@ -86,7 +86,7 @@ def explanation(
     lines: list[str] = []
     all_pairs = pairs(outcome.history)
     for check in outcome.checks:
-        if check.verdict != "invalid":
+        if check.verdict != "broken":
             continue
         lines.append(f"The promise ({check.checker}): {check.promise}")
         for violation in check.violations:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
 from harness.domain.errors import HarnessError
-from harness.domain.verdicts import JudgedStatus
+from harness.domain.verdicts import Promise
 from harness.explore.hold import IDLE, Worker
 from harness.explore.ops import Executor
 from harness.explore.plan import OpSpec, Plan, TimerSpec
@@ -68,7 +68,7 @@ class Outcome:
     history: list[Op]
     schedule: list[dict[str, Any]]
     checks: list[CheckResult]
-    status: JudgedStatus
+    status: Promise
     steps: int
     timers: int
     waits: int
@@ -78,12 +78,12 @@ class Outcome:
 
     @property
     def violated(self) -> bool:
-        return self.status == "violated"
+        return self.status == "broken"
 
     @property
     def broken(self) -> list[str]:
         """The checkers that found a violation."""
-        return [c.checker for c in self.checks if c.verdict == "invalid"]
+        return [c.checker for c in self.checks if c.verdict == "broken"]
 
     def history_lines(self) -> list[str]:
         return [op.to_line() for op in self.history]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from harness.domain.verdicts import STATUS_WORD
 from harness.domain.words import counted
 from harness.explore.choices import GuidedChoices, RecordedChoices
 from harness.explore.controller import Outcome, Runner
@@ -77,7 +78,8 @@ def replay_repro(controller: Runner, repro: Repro) -> Replayed:
         if difference:
             difference = "history " + difference
     if difference is None and repro.status is not None and outcome.status != repro.status:
-        difference = f"the verdict changed: recorded {repro.status}, now {outcome.status}"
+        difference = (f"the verdict changed: recorded {STATUS_WORD[repro.status]}, "
+                      f"now {STATUS_WORD[outcome.status]}")
     if difference is not None:
         difference += unsettled(repro.schedule, outcome.schedule)
     return Replayed(outcome, difference, repro.history_lines is not None)

@@ -21,6 +21,7 @@ import yaml
 
 from harness.domain.errors import ConfigError
 from harness.domain.redaction import redact
+from harness.domain.verdicts import FROM_STATUS_WORD, STATUS_WORD, Promise
 from harness.explore.choices import decisions
 from harness.explore.controller import Outcome
 from harness.explore.explain import explanation
@@ -69,7 +70,7 @@ def write_repro(
     (folder / "explanation.txt").write_text(redact(text), encoding="utf-8")
     results = {
         "format": FORMAT,
-        "status": outcome.status,
+        "status": STATUS_WORD[outcome.status],  # the words repro folders always kept
         "workload": outcome.plan.workload,
         "target": target,
         "replayable": replayable,
@@ -157,7 +158,7 @@ class Repro:
     target: str | None
     history_lines: list[str] | None
     schedule: list[dict[str, Any]] | None
-    status: str | None
+    status: Promise | None
     commit_steps: bool = False
     through: dict[str, Any] | None = None  # explored through the service's storage
 
@@ -212,6 +213,7 @@ def read_repro(path: Path) -> Repro:
     if (folder / "results.json").is_file():
         try:
             status = json.loads((folder / "results.json").read_text("utf-8")).get("status")
+            status = FROM_STATUS_WORD.get(status)  # a word it never wrote: nothing to compare
         except ValueError:
             status = None
     target = data.get("target")

@@ -9,7 +9,7 @@ fallback lists. This room may import ``providers`` and ``contracts``; they never
 - :mod:`harness.gateways.portkey_config` reads a Portkey config with lines;
   :mod:`harness.gateways.portkey_source` turns it into providers and a chain;
 - :mod:`harness.gateways.audit` compares what the provider behind a gateway received;
-- :mod:`harness.gateways.options` adds ``--contract-map`` / ``--via`` / ``--header``;
+- :mod:`harness.gateways.options` holds a providers source and its gateway options as settings;
 - :mod:`harness.gateways.export` writes the certified fallback lists;
 - :mod:`harness.gateways.drill_section` fills in a drill profile from a gateway config (the
   drill engine, :mod:`harness.drill`, runs it).

@@ -20,6 +20,7 @@ evidence). :func:`gateway_audit` is handed to the certification by the command.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,6 +36,7 @@ from harness.contracts.render import render_golden
 from harness.contracts.stats import Decision
 from harness.domain.words import counted
 from harness.providers.config import ProviderConfig
+from harness.providers.recording import CONTROL_HEADER, TOKEN_ENV
 
 CHECK = "gateway"
 Where = Callable[[str, str | None], str]  # (provider, param) -> "config.json:12 (field)"
@@ -70,7 +72,9 @@ async def audit_through_gateway(
     """``records`` with a ``gateway`` check added where the provider side could be observed."""
     through = [t for t in targets if t.provider.via and t.provider.upstream]
     roots = {_root(str((t.provider.upstream or {}).get("base_url", ""))) for t in through}
-    async with httpx.AsyncClient(timeout=10) as http:
+    token = os.environ.get(TOKEN_ENV)  # a fake-provider's control token, when one is set
+    async with httpx.AsyncClient(timeout=10, headers={CONTROL_HEADER: token} if token
+                                 else None) as http:
         received = {root: await _received(http, root) for root in sorted(roots)}
         for root, bodies in received.items():
             if bodies is not None:

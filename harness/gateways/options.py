@@ -1,37 +1,33 @@
-"""The command-line options every command that reads a providers source shares for gateways."""
+"""Where a job's providers come from: the providers source and a gateway's options, as settings.
+
+The command line's ``--providers``, ``--contracts``, ``--lock``, ``--contract-map``, ``--via`` and
+``--header`` (parsed in ``commands/_gateway.py``) become one frozen :class:`ProvidersSource`,
+which opens the workspace (:func:`harness.gateways.sources.open_workspace`).
+"""
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
-from harness.gateways.source import parse_contract_map, parse_headers
-
-
-def add_gateway_options(parser: argparse.ArgumentParser, *, via: bool = True) -> None:
-    """``--contract-map GROUP=ID`` (repeatable), ``--via URL`` and ``--header NAME:VALUE``, for
-    a gateway's config (``via=False`` for a command that never calls a provider: ``gate``)."""
-    group = parser.add_argument_group(
-        "gateways (--providers litellm:config.yaml, portkey:config.json)")
-    group.add_argument("--contract-map", action="append", default=[], metavar="GROUP=ID",
-                       help="the contract a model group (LiteLLM) or a config (Portkey: the "
-                            "file's name) serves (repeatable; or `contracts:` in "
-                            "failover-harness.yaml beside the config)")
-    if not via:
-        return
-    group.add_argument("--via", default=None, metavar="URL",
-                       help="certify through the running gateway at URL (client → gateway → "
-                            "provider), addressing each deployment or target alone")
-    group.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
-                       help="send this header with every request through the gateway "
-                            "(repeatable; replaces a header of the same name)")
+from harness.contracts.workspace import Workspace
+from harness.gateways.sources import open_workspace
 
 
-def gateway_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments of :func:`harness.gateways.sources.open_workspace`."""
+@dataclass(frozen=True, kw_only=True)
+class ProvidersSource:
+    """A providers source (``providers.yaml``, ``litellm:…``, ``portkey:…``), the folders
+    beside it, and a gateway's options."""
 
-    return {
-        "contract_map": parse_contract_map(getattr(args, "contract_map", None) or []) or None,
-        "via": getattr(args, "via", None),
-        "headers": parse_headers(getattr(args, "header", None) or []) or None,
-    }
+    providers: Path
+    contracts: Path | None = None  # default: contracts/ beside the providers file
+    lock: Path | None = None  # default: <providers>.lock.json beside it
+    contract_map: Mapping[str, str] | None = None  # a model group → the contract it serves
+    via: str | None = None  # certify through the running gateway at this URL
+    headers: Mapping[str, str] | None = None  # sent with every request through the gateway
+
+    def open(self) -> Workspace:
+        """The providers, their contracts and the lock file (ConfigError when one is wrong)."""
+        return open_workspace(self.providers, self.contracts, self.lock,
+                              contract_map=self.contract_map, via=self.via, headers=self.headers)

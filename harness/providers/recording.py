@@ -30,14 +30,28 @@ text ``answered by <name> (call <name>#<seq>) for <tag>``, so a drill can tell w
 a job's result came from. ``epoch`` (a ``time.monotonic()`` value) lets several fakes share one
 clock with the drill that watches them.
 
+Held answers: ``script_tag(tag, behaviour, hold=True)`` makes the answers of the requests
+carrying ``tag`` wait, without busy waiting (an asyncio event per request), until the drill calls
+:meth:`RecordingFake.let_go` (or :meth:`RecordingFake.release`): the drill decides when each
+answer is delivered, as a deterministic simulation does, instead of relying on timing.
+
 Control endpoints (besides FakeProvider's): ``GET /_fake/received`` (the records as JSON),
-``POST /_fake/script`` (``{"behaviour": "hang"}``, optionally ``"tag": "drill-…"``).
+``POST /_fake/script`` (``{"behaviour": "hang"}``, optionally ``"tag": "drill-…"``),
+``POST /_fake/reset``. The control plane is not the data plane: ``control=False`` (the drill,
+which scripts its fakes in process) serves none of them, so nothing a provider caller sends can
+change a script, a log or a verdict; ``token=…`` (``fake-provider``, which prints its token)
+answers them only to a request carrying the header ``x-fake-control-token`` with that token.
+
+Each record keeps at most the first :data:`BODY_LIMIT` bytes of a request body (64 KiB: a
+prompt over it is kept as ``{"prefix": …, "bytes": <size>}``), so a flood of huge prompts costs
+no memory beyond the limit per call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import hmac
 import json
 import re
 import threading
@@ -58,9 +72,15 @@ from harness.providers.fake import (
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
 from harness.providers.secrets import redact_headers
+from harness.providers.sse import sse_events
 
 STREAM_CUT = "stream-cut"
 TAG = re.compile(r"drill-[0-9a-f]{12}")  # how a drill names its requests inside the prompt
+_TAG_BYTES = re.compile(rb"drill-[0-9a-f]{12}")
+BODY_LIMIT = 64 * 1024  # bytes of a request body a record keeps (docs/drill.md, docs/security.md)
+CONTROL_HEADER = "x-fake-control-token"
+TOKEN_ENV = "FAILOVER_FAKE_TOKEN"  # fake-provider's token when set (certify sends it from there)
+CONTROL_PATHS = ("/_fake/received", "/_fake/script", "/_fake/reset")
 BILLED = frozenset({"answered", "late", "abandoned", "reset", "cut", "released", "in_flight"})
 SIGNATURE = re.compile(r"call ([A-Za-z0-9_.:-]+)#(\d+)")  # see signature()
 _CURRENT: contextvars.ContextVar[Received | None] = contextvars.ContextVar("recording_call",
@@ -87,6 +107,7 @@ class Received:
     outcome: str = "in_flight"
     status: int | None = None
     ended_at: float | None = None
+    held: bool = False  # its answer waited until the drill let it go
 
     @property
     def billed(self) -> bool:
@@ -99,7 +120,17 @@ class Received:
 @dataclass
 class _Log:
     records: list[Received] = field(default_factory=list)
+    by_tag: dict[str | None, list[Received]] = field(default_factory=dict)  # None: untagged
     lock: threading.Condition = field(default_factory=threading.Condition)
+
+
+@dataclass
+class _Gate:
+    """The held answers of one tag: closed until the drill lets them go."""
+
+    open: bool = False
+    waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
+    max_s: float | None = None  # a held answer goes anyway this long after its call arrived
 
 
 class RecordingFake(FakeProvider):
@@ -107,9 +138,12 @@ class RecordingFake(FakeProvider):
 
     def __init__(self, kind: str, behaviour: str = "conformant", answer: AnswerFn | None = None,
                  *, name: str = "", answers_from: str | None = None, signed: bool = False,
-                 epoch: float | None = None) -> None:
+                 epoch: float | None = None, control: bool = True,
+                 token: str | None = None) -> None:
         super().__init__(kind, "conformant", answer, answers_from=answers_from)
         self.name = name or kind
+        self.control, self.token = control, token
+        self._gates: dict[str, _Gate] = {}
         self.script = _check(behaviour)
         self.signed = signed
         self._tags: dict[str, str] = {}
@@ -124,20 +158,49 @@ class RecordingFake(FakeProvider):
     def set_behaviour(self, behaviour: str) -> None:
         self.script = _check(behaviour)
 
-    def script_tag(self, tag: str, behaviour: str) -> None:
-        """The behaviour of every request carrying ``tag`` (the others keep ``script``)."""
+    def script_tag(self, tag: str, behaviour: str, *, hold: bool = False,
+                   hold_max_s: float | None = None) -> None:
+        """The behaviour of every request carrying ``tag`` (the others keep ``script``);
+        ``hold``: their answers wait until :meth:`let_go` (or :meth:`release`), or at most
+        ``hold_max_s`` after the request arrived."""
         checked = _check(behaviour)
         with self._log.lock:
             self._tags[tag] = checked
+            if hold:
+                self._gates[tag] = _Gate(max_s=hold_max_s)
+
+    def let_go(self, tag: str) -> None:
+        """Deliver the held answers of ``tag``, now and later (no-op when none is held)."""
+        with self._log.lock:
+            gate = self._gates.get(tag)
+            if gate is None or gate.open:
+                return
+            gate.open, waiters, gate.waiters = True, gate.waiters, []
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    def holding(self, tag: str) -> bool:
+        """Whether the answers of ``tag`` are still held."""
+        with self._log.lock:
+            gate = self._gates.get(tag)
+            return gate is not None and not gate.open
 
     def release(self, tag: str) -> None:
-        """Close the hung requests carrying ``tag`` (outcome ``released``), now and later: a
-        drill that stops waiting for an intent does not leave its connections open."""
+        """Close the hung requests carrying ``tag`` (outcome ``released``) and deliver its held
+        answers, now and later: a drill that stops waiting for an intent does not leave its
+        connections open."""
+        self.let_go(tag)
         with self._log.lock:
             self._released.add(tag)
             waiters = self._hung.pop(tag, [])
         for loop, event in waiters:
             loop.call_soon_threadsafe(event.set)
+
+    def forget(self, tag: str) -> None:
+        """Drop ``tag``'s script and gate (its intent is closed; its records stay)."""
+        with self._log.lock:
+            self._tags.pop(tag, None)
+            self._gates.pop(tag, None)
 
     def now(self) -> float:
         """Seconds on this fake's clock (the one ``at`` and ``ended_at`` are measured on)."""
@@ -147,30 +210,39 @@ class RecordingFake(FakeProvider):
         with self._log.lock:
             return list(self._log.records)
 
+    def received_tag(self, tag: str | None) -> list[Received]:
+        """The requests carrying ``tag`` (None: no tag; an index: a drill looks often)."""
+        with self._log.lock:
+            return list(self._log.by_tag.get(tag, ()))
+
     def clear(self) -> None:
         with self._log.lock:
             self._log.records.clear()
+            self._log.by_tag.clear()
             self._tags.clear()
+            self._gates.clear()
             self._released.clear()
         self.deliveries.clear()
 
-    def wait_arrival(self, tag: str, timeout_s: float) -> bool:
-        """Block until a request carrying ``tag`` arrived (True), or ``timeout_s`` passed."""
+    def wait_arrival(self, tag: str, timeout_s: float, count: int = 1) -> bool:
+        """Block until ``count`` requests carrying ``tag`` arrived (True), or ``timeout_s``
+        passed."""
         with self._log.lock:
             return self._log.lock.wait_for(
-                lambda: any(r.tag == tag for r in self._log.records), timeout_s)
+                lambda: len(self._log.by_tag.get(tag, ())) >= count, timeout_s)
 
-    def open_calls(self, tag: str) -> int:
-        """How many requests carrying ``tag`` are still in flight."""
+    def open_calls(self, tag: str | None) -> int:
+        """How many requests carrying ``tag`` (None: no tag) are still in flight."""
         with self._log.lock:
-            return sum(1 for r in self._log.records if r.tag == tag and r.outcome == "in_flight")
+            return sum(1 for r in self._log.by_tag.get(tag, ()) if r.outcome == "in_flight")
 
-    def wait_settled_tag(self, tag: str, timeout_s: float) -> bool:
-        """Block until no request carrying ``tag`` is in flight (True), or ``timeout_s`` passed."""
+    def wait_settled_tag(self, tag: str | None, timeout_s: float) -> bool:
+        """Block until no request carrying ``tag`` (None: no tag) is in flight (True), or
+        ``timeout_s`` passed."""
         with self._log.lock:
             return self._log.lock.wait_for(
-                lambda: not any(r.tag == tag and r.outcome == "in_flight"
-                                for r in self._log.records), timeout_s)
+                lambda: not any(r.outcome == "in_flight" for r in self._log.by_tag.get(tag, ())),
+                timeout_s)
 
     def wait_settled(self, timeout_s: float) -> bool:
         """Block until no request is in flight (True), or ``timeout_s`` passed (False)."""
@@ -188,7 +260,13 @@ class RecordingFake(FakeProvider):
             await super().__call__(scope, receive, send)
             return
         method, path = scope["method"], scope["path"]
-        if path == "/_fake/received" and method == "GET":
+        if path in CONTROL_PATHS and not self._controlled(scope):
+            await _read_body(receive)
+            status = 404 if not self.control else 401
+            await _send_json(send, status, {"error": "the control endpoints need the token "
+                                            "fake-provider printed (x-fake-control-token)"
+                                            if self.control else "not found"})
+        elif path == "/_fake/received" and method == "GET":
             await _read_body(receive)
             await _send_json(send, 200, [r.to_json() for r in self.received()])
         elif path == "/_fake/script" and method == "POST":
@@ -210,6 +288,15 @@ class RecordingFake(FakeProvider):
             await self._handle(scope, receive, send)
         else:
             await super().__call__(scope, receive, send)
+
+    def _controlled(self, scope: dict[str, Any]) -> bool:
+        """Whether a control request may act: control on, and the token when one is set."""
+        if not self.control:
+            return False
+        if self.token is None:
+            return True
+        given = dict(scope["headers"]).get(CONTROL_HEADER.encode(), b"")
+        return hmac.compare_digest(given, self.token.encode())
 
     async def _handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = await _read_body(receive)
@@ -238,6 +325,10 @@ class RecordingFake(FakeProvider):
             if behaviour.delay_s and not await _wait_or_leave(receive, behaviour.delay_s):
                 outcome = "late"
                 return
+            if behaviour.name in ("conformant", "slow") and not await self._gate(record,
+                                                                                  receive):
+                outcome = "late"  # generated, held, and the caller left first
+                return
             if behaviour.name == "status":
                 outcome, status = "refused", behaviour.status
             elif behaviour.name in ("reset-after-send", "truncated"):
@@ -261,16 +352,25 @@ class RecordingFake(FakeProvider):
                 return True
             if tag is not None:
                 self._hung.setdefault(tag, []).append((asyncio.get_running_loop(), event))
-        left = asyncio.ensure_future(_until_disconnect(receive))
-        freed = asyncio.ensure_future(event.wait())
-        done, pending = await asyncio.wait({left, freed}, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
-            task.cancel()
-        return left not in done
+        return await _set_first(event, receive)
+
+    async def _gate(self, record: Received, receive: Any) -> bool:
+        """Wait while ``record``'s tag holds its answers: True once let go, False if the caller
+        left first."""
+        event = asyncio.Event()
+        with self._log.lock:
+            gate = self._gates.get(record.tag) if record.tag else None
+            if gate is None or gate.open:
+                return True
+            record.held = True
+            gate.waiters.append((asyncio.get_running_loop(), event))
+        return await _set_first(event, receive, gate.max_s)
 
     def _record(self, path: str, headers: dict[str, str], data: Any, body: bytes) -> Received:
-        found = TAG.search(body.decode("utf-8", "replace"))
-        tag = found.group(0) if found else None
+        found = _TAG_BYTES.search(body)
+        tag = found.group(0).decode() if found else None
+        if len(body) > BODY_LIMIT:  # keep a bounded prefix of a huge prompt, not the prompt
+            data = {"prefix": body[:BODY_LIMIT].decode("utf-8", "replace"), "bytes": len(body)}
         with self._log.lock:
             script = self._tags.get(tag, self.script) if tag else self.script
             record = Received(
@@ -280,6 +380,8 @@ class RecordingFake(FakeProvider):
                 headers=redact_headers(headers), body=data, tag=tag,
             )
             self._log.records.append(record)
+            self._log.by_tag.setdefault(tag, []).append(record)
+            self._log.lock.notify_all()  # wait_arrival
         if self.on_change is not None:
             self.on_change(tag)
         return record
@@ -312,7 +414,7 @@ class RecordingFake(FakeProvider):
         content = self._content(Behaviour.parse(behaviour), call)
         text = (json.dumps(content.value, ensure_ascii=False) if content.kind == "json"
                 else str(content.value))
-        events = _sse(self.kind, call.model, text)
+        events = sse_events(self.kind, call.model, text)
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream"),
                                 (b"cache-control", b"no-cache")]})
@@ -329,6 +431,18 @@ def _check(behaviour: str) -> str:
     if behaviour != STREAM_CUT:
         Behaviour.parse(behaviour)  # BehaviourError if unknown
     return behaviour
+
+
+async def _set_first(event: asyncio.Event, receive: Any, timeout_s: float | None = None) -> bool:
+    """Wait for ``event`` (True) or for the caller to leave (False), whichever comes first;
+    ``timeout_s`` passing first counts as the event."""
+    left = asyncio.ensure_future(_until_disconnect(receive))
+    freed = asyncio.ensure_future(event.wait())
+    done, pending = await asyncio.wait({left, freed}, timeout=timeout_s,
+                                       return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return left not in done
 
 
 async def _wait_or_leave(receive: Any, seconds: float) -> bool:
@@ -352,35 +466,3 @@ def _replaying(body: bytes, receive: Any) -> Any:
         return await receive()
 
     return replay
-
-
-def _sse(kind: str, model: str, text: str) -> list[bytes]:
-    """The answer ``text`` as the kind's server-sent events, in three pieces of text."""
-    third = max(1, len(text) // 3)
-    pieces = [text[:third], text[third: 2 * third], text[2 * third:]]
-    if kind == "openai-chat":
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            data = {"id": "chatcmpl-fakestream", "object": "chat.completion.chunk",
-                    "created": 1767225600, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            return f"data: {json.dumps(data)}\n\n".encode()
-        return [chunk({"role": "assistant", "content": pieces[0]}),
-                *(chunk({"content": p}) for p in pieces[1:]), chunk({}, "stop"),
-                b"data: [DONE]\n\n"]
-
-    def event(name: str, data: dict[str, Any]) -> bytes:
-        return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n".encode()
-    usage = {"input_tokens": 3, "output_tokens": 3}
-    return [
-        event("message_start", {"message": {
-            "id": "msg_fakestream", "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
-        event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
-        *(event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": p}})
-          for p in pieces),
-        event("content_block_stop", {"index": 0}),
-        event("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                "usage": {"output_tokens": 3}}),
-        event("message_stop", {}),
-    ]
-

@@ -4,48 +4,24 @@ before any handler sees it, and every rendering scrubs what it is given.
 Two kinds of secret: values the run registered with :mod:`harness.providers.secrets` (API keys,
 bearer tokens, DSN passwords: :func:`register_target_secrets` registers the ones a target URL or
 DSN carries), replaced by ``[REDACTED]``; and credentials inside a URL or a ``key=value`` DSN,
-*removed* (:func:`without_credentials`), so that a printed command still runs — the password
-then comes from ``PGPASSWORD`` or ``~/.pgpass``, never from the command line.
+*removed* (:func:`without_credentials`, in :mod:`harness.domain.redaction` with
+:func:`register_target_secrets`: engines name public targets too), so that a printed command
+still runs — the password then comes from ``PGPASSWORD`` or ``~/.pgpass``, never from the
+command line.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import fields, is_dataclass, replace
 from typing import Any, TypeVar
 
 from harness.console import clean as printable
-from harness.providers.secrets import redact, register_dsn
+from harness.domain.redaction import register_target_secrets, without_credentials
+from harness.providers.secrets import redact
 
-# scheme://user:password@host → scheme://user@host (the user stays: it says who connects)
-# (bounded repetitions: a megabyte of foreign text must not make these quadratic)
-_URL_PASSWORD = re.compile(
-    r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^:/@\s]{0,256}):[^@\s/]{0,1024}@")
-# password=… in a key=value DSN (quoted or not)
-_DSN_PASSWORD = re.compile(r"(?i)\s*\bpassword\s*=\s*(?:'(?:[^'\\]|\\.)*'|\S+)")
+__all__ = ["clean", "register_target_secrets", "scrub", "without_credentials"]
 
 T = TypeVar("T")
-
-
-def without_credentials(text: str) -> str:
-    """``text`` with URL passwords and ``password=`` DSN fields removed."""
-    if "://" in text:
-        text = _URL_PASSWORD.sub(lambda m: m.group("head") + "@", text)
-    if "password" in text.lower():
-        text = _DSN_PASSWORD.sub("", text)
-    return text
-
-
-def register_target_secrets(text: str | None) -> None:
-    """Register every password a target holds (a DSN, ``mutant:<name>@<dsn>``, replica URLs),
-    with :func:`harness.providers.secrets.register_dsn`, so it is redacted wherever it shows."""
-    if not text:
-        return
-    pieces = [text, *text.split(",")]
-    if text.startswith("mutant:") and "@" in text:
-        pieces.append(text.split("@", 1)[1])
-    for piece in pieces:
-        register_dsn(piece.strip())
 
 
 def clean(text: str) -> str:

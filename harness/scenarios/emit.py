@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.domain.verdicts import OUTCOME, SCENARIO_VERDICT
+from harness.domain.verdicts import CHECK_VERDICT, OUTCOME, SCENARIO_VERDICT
 from harness.domain.words import counted
 from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import ALLOWED, ordered
@@ -191,7 +191,7 @@ def violations_of(check: Any, history: Sequence[Op], kind: str | None = None) ->
 
 def checks_of(result: Any, history: Sequence[Op]) -> tuple[Check, ...]:
     return tuple(
-        Check(c.checker, c.promise, c.verdict, violations_of(c, history),
+        Check(c.checker, c.promise, CHECK_VERDICT[c.verdict], violations_of(c, history),
               tuple(unknown_of(u) for u in c.unknowns),
               tuple(str(f) for f in getattr(c, "fixes", ()) or ()),
               str(getattr(c, "evidence", None) or ""), getattr(c, "seen", None))

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from harness.domain.verdicts import RunStatus
+from harness.domain.verdicts import STATUS_WORD, Promise
 from harness.scenarios.emit import detection_matrix as matrix_event
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
@@ -29,11 +29,11 @@ class Matrix:
     cells: dict[tuple[str, str], RunResult] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
-    def status(self, store: str, scenario: str) -> RunStatus:
+    def status(self, store: str, scenario: str) -> Promise:
         return self.cells[(store, scenario)].status
 
     def caught_by(self, store: str) -> list[str]:
-        return [s for s in self.scenarios if self.status(store, s) == "violated"]
+        return [s for s in self.scenarios if self.status(store, s) == "broken"]
 
     def problems(self) -> list[str]:
         """Why the matrix fails its promise (empty when every mutant is caught, the
@@ -41,8 +41,8 @@ class Matrix:
         found = []
         for scenario in self.scenarios:
             status = self.status(REFERENCE, scenario)
-            if status in ("violated", "unknown"):
-                found.append(f"the reference store is {status} by {scenario}")
+            if status in ("broken", "unknown"):
+                found.append(f"the reference store is {STATUS_WORD[status]} by {scenario}")
         for store in self.stores:
             if store != REFERENCE and not self.caught_by(store):
                 found.append(f"mutant {store} is caught by no scenario")

@@ -74,7 +74,7 @@ def render_run(result: RunResult, *, replay: str | None = None) -> list[str]:
         lines.append(f"    fix: {result.fix}")
     all_pairs = pairs(result.history)
     for check in result.checks:
-        if check.verdict == "invalid":
+        if check.verdict == "broken":
             lines.append(f"  promise broken ({check.checker}): {check.promise}")
             for violation in check.violations:
                 lines.append(f"    - {violation.message}")
@@ -83,7 +83,7 @@ def render_run(result: RunResult, *, replay: str | None = None) -> list[str]:
         elif check.verdict == "unknown":
             lines.append(f"  unknown ({check.checker}): {'; '.join(check.unknowns)}")
             lines.extend(f"    fix: {fix}" for fix in check.fixes)
-    if replay and result.status in ("violated", "unknown"):
+    if replay and result.status in ("broken", "unknown"):
         lines.append(f"  replay: {replay}")
     return lines
 
@@ -97,8 +97,8 @@ class HasStatus(Protocol):
 
 def render_summary(results: Sequence[HasStatus], elapsed_s: float) -> str:
     counts = {status: sum(r.status == status for r in results) for status in LABELS}
-    return (f"{counted(len(results), 'scenario')}: {counts['passed']} passed, "
-            f"{counts['violated']} violated, "
+    return (f"{counted(len(results), 'scenario')}: {counts['held']} passed, "
+            f"{counts['broken']} violated, "
             f"{counts['unknown']} unknown, {counts['not_applicable']} not applicable "
             f"({elapsed_s:.2f} s)")
 
@@ -106,7 +106,7 @@ def render_summary(results: Sequence[HasStatus], elapsed_s: float) -> str:
 def exit_code(results: Sequence[HasStatus]) -> int:
     """0 all hold (not applicable allowed), 1 a violation, 3 no violation but some unknown."""
     statuses = {r.status for r in results}
-    if "violated" in statuses:
+    if "broken" in statuses:
         return 1
     if "unknown" in statuses:
         return 3

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.domain.verdicts import FROM_STATUS_WORD, STATUS_WORD, Promise
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.runfolder import RecordedRun, read_run
 from harness.scenarios.runner import RunResult, run_scenario
@@ -33,8 +34,12 @@ class ReplayOutcome:
     deterministic: bool = True
 
     @property
-    def recorded_status(self) -> str | None:
-        return str(self.recorded.results.get("status")) if self.recorded is not None else None
+    def recorded_status(self) -> Promise | None:
+        """The recorded run's promise (a run folder keeps passed / violated: the domain's held /
+        broken)."""
+        if self.recorded is None:
+            return None
+        return FROM_STATUS_WORD.get(str(self.recorded.results.get("status")))
 
     @property
     def trial(self) -> dict[str, Any] | None:
@@ -93,9 +98,9 @@ def replay(path: Path, target: Target, *, seed: int | None = None) -> ReplayOutc
         return ReplayOutcome(result, None, None, deterministic)
     now = [op.to_line() for op in result.history]
     difference = first_difference(recorded.history_lines, now)
-    if difference is None and result.status != recorded.results.get("status"):
+    if difference is None and STATUS_WORD[result.status] != recorded.results.get("status"):
         difference = (f"the verdict changed: recorded {recorded.results.get('status')}, "
-                      f"now {result.status}")
+                      f"now {STATUS_WORD[result.status]}")
     return ReplayOutcome(result, recorded, difference, deterministic)
 
 
@@ -124,11 +129,11 @@ def reproduction(outcome: ReplayOutcome, *, tries: int = 1) -> Reproduction | No
     being ``outcome``); None when there is nothing to say (a scenario file, or a recorded run
     that held)."""
     was, result = outcome.recorded_status, outcome.result
-    if result is None or was not in ("violated", "unknown"):
+    if result is None or was not in ("broken", "unknown"):
         return None
     rate = rate_text(outcome.trial)
-    if result.status == "passed" and outcome.identical is False and not outcome.deterministic:
-        shown = f" — {rate} —" if rate else f" (the recorded run was {was})"
+    if result.status == "held" and outcome.identical is False and not outcome.deterministic:
+        shown = f" — {rate} —" if rate else f" (the recorded run was {STATUS_WORD[was]})"
         if tries == 1:
             return Reproduction("unknown", f"not reproduced this time{shown} so this pass is not "
                                 "evidence of a fix: a replay repeats the arrival schedule, not "
@@ -140,7 +145,7 @@ def reproduction(outcome: ReplayOutcome, *, tries: int = 1) -> Reproduction | No
         return Reproduction("unknown", f"not reproduced in {tries} replays{shown.rstrip(' —')}"
                             f"{odds}: measure the rate again before calling it fixed (scenarios "
                             "run --trials N: 0 of N trials is the evidence)")
-    if result.status == was == "violated":
+    if result.status == was == "broken":
         again = "violated again" + (f" on replay {tries}" if tries > 1 else "")
         return Reproduction("pass", f"reproduced: {again}" + (f" ({rate})" if rate else ""))
     return None
@@ -156,7 +161,7 @@ def replay_until(path: Path, target: Target, tries: int, *, seed: int | None = N
     (violated, unknown, or a schedule that diverged); the last outcome and how many ran."""
     outcome = replay(path, target, seed=seed)
     n = 1
-    while n < tries and outcome.result is not None and outcome.result.status == "passed":
+    while n < tries and outcome.result is not None and outcome.result.status == "held":
         if say is not None:
             say(f"replay {n} of {tries}: passed")
         outcome = replay(path, target, seed=seed)

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.domain.errors import ConfigError
 from harness.domain.redaction import redact
+from harness.domain.verdicts import STATUS_WORD
 from harness.scenarios.history import write_jsonl
 from harness.scenarios.runner import RunResult
 
@@ -73,7 +74,7 @@ def results_document(result: RunResult, *, started: datetime, replay: str) -> di
         "format": FORMAT,
         "scenario": result.scenario.name,
         "scenario_file": result.scenario.source,
-        "status": result.status,
+        "status": STATUS_WORD[result.status],  # the words run folders always kept
         "reason": result.reason,
         "target": result.target,
         "target_kind": result.target_kind,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
-from harness.domain.verdicts import RunStatus
+from harness.domain.verdicts import Promise
 from harness.scenarios import arrivals
 from harness.scenarios.checkers import EVIDENCE, CheckResult, run_checkers, verdict_of
 from harness.scenarios.history import History, Op
@@ -49,7 +49,7 @@ class RunResult:
     target_kind: str
     seed: int
     run_id: str
-    status: RunStatus
+    status: Promise
     reason: str | None = None
     checks: list[CheckResult] = field(default_factory=list)
     history: list[Op] = field(default_factory=list)
@@ -118,7 +118,7 @@ def run_scenario(
     base.status = verdict_of(checks)
     base.unrun = play.unrun + play.missing_replies()
     if base.unrun:
-        if base.status == "passed":
+        if base.status == "held":
             base.status = "unknown"
         if base.status == "unknown":
             base.reason = "; ".join(u["why"] for u in base.unrun[:3]) + (

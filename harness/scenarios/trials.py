@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.domain.verdicts import RunStatus
+from harness.domain.verdicts import Promise
 from harness.domain.words import of
 from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import busy_answers, loser_classes, merge
@@ -145,14 +145,14 @@ class TrialSet:
         return [r for p in self.patterns for r in self.runs.get(p, [])]
 
     @property
-    def status(self) -> RunStatus:
+    def status(self) -> Promise:
         statuses = {r.status for r in self.all_runs}
         if not statuses or statuses == {"not_applicable"}:
             return "not_applicable"
-        for status in ("violated", "unknown"):
+        for status in ("broken", "unknown"):
             if status in statuses:
                 return status
-        return "passed"
+        return "held"
 
     def rate(self, failure: str, pattern: str) -> Rate:
         """The rate of ``failure``: a checker (any way it broke) or ``checker:kind``."""
@@ -167,12 +167,12 @@ class TrialSet:
         for checker in self.scenario.checkers:
             for run in self.all_runs:
                 for check in run.checks:
-                    if check.checker == checker and check.verdict == "invalid":
+                    if check.checker == checker and check.verdict == "broken":
                         found.update({failure_id(checker, v.kind): None for v in check.violations})
         return {f: {p: self.rate(f, p) for p in self.patterns} for f in found}
 
     def violated(self, pattern: str) -> int:
-        return sum(r.status == "violated" for r in self.runs.get(pattern, []))
+        return sum(r.status == "broken" for r in self.runs.get(pattern, []))
 
     def histogram(self, pattern: str) -> Counter[str]:
         """The loser answers of every trial of ``pattern``, by class."""
@@ -215,7 +215,7 @@ class TrialSet:
 
 def _broke(result: RunResult, failure: str) -> bool:
     checker, colon, kind = failure.partition(":")
-    return any(c.checker == checker and c.verdict == "invalid"
+    return any(c.checker == checker and c.verdict == "broken"
                and (not colon or any(v.kind == kind for v in c.violations))
                for c in result.checks)
 

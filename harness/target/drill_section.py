@@ -9,12 +9,13 @@ can bind free ports. Errors name the file, the line and the fix like the rest of
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.domain.errors import ConfigError
 from harness.target.errors import ProfileValueError
@@ -86,6 +87,22 @@ class StatusValues(_Strict):
     running: list[str] = []
     unknown: list[str] = []  # the service itself says it does not know yet (e.g. a timeout)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        """A misspelled class (``succeded``) is named as such, not as a missing ``succeeded``."""
+        if isinstance(data, dict):
+            names = list(cls.model_fields)
+            for key in data:
+                if key not in names:
+                    near = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+                    hint = f", did you mean {near[0]!r}?" if near else ""
+                    raise ProfileValueError(
+                        f"has an unknown key {key!r}{hint}",
+                        f"the keys of drill.observe.statuses are: {', '.join(names)} "
+                        "(see docs/drill.md, The profile)")
+        return data
+
 
 class Listing(_Strict):
     """A list the service shows per job (its attempts, or its races: late results recorded)."""
@@ -143,6 +160,13 @@ class Timeouts(_Strict):
 
     provider_s: float = Field(gt=0, le=60)  # how long it waits for one provider call
     job_s: float = Field(default=10.0, gt=0, le=600)  # how long an intent may take in all
+    #: the quiet period (no call of the intent's tag) before an intent is closed; default the
+    #: longer of 5 s and 3 x provider_s, to cover a queue's redelivery
+    settle_s: float | None = Field(default=None, ge=0, le=600)
+
+    @property
+    def settle(self) -> float:
+        return self.settle_s if self.settle_s is not None else max(5.0, 3 * self.provider_s)
 
 
 class Hedge(_Strict):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.commands import explore as explore_command
+from harness.explore import entry as explore_command
 from harness.explore.controller import ExploreStuck
 
 
@@ -20,7 +20,7 @@ def test_a_stuck_schedule_exits_3_not_1(
         raise ExploreStuck("the schedule is stuck at virtual time 0 s: alice/1=idle — no "
                            "request can move")
 
-    monkeypatch.setattr(explore_command, "search", stuck)  # the name the command calls
+    monkeypatch.setattr(explore_command, "search", stuck)  # the name the entry point calls
     code = main(["explore", "--target", "mutant:owner-leak", "--workload", "double-click",
                  "--budget", "5", "--report-dir", str(tmp_path)])
     err = capsys.readouterr().err

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.check import CheckSettings, _suites
+from harness.campaign.check import CheckSettings, _suites
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = len(list((ROOT / "scenarios").glob("*.yaml")))
@@ -24,9 +24,9 @@ checkers: [one_job_per_intent, duplicates_get_same_job]
 
 
 def _settings(scenarios: tuple[Path, ...] | None = None) -> CheckSettings:
-    return CheckSettings(target=None, target_profile=None, tokens_file=None, trials=None,
-                    scenarios=scenarios, seed=None, providers=Path("providers.yaml"),
-                    providers_explicit=False)
+    # the project's scenarios/ folder, as the command names it from the working directory
+    local = Path("scenarios") if Path("scenarios").is_dir() else None
+    return CheckSettings(scenarios=scenarios, local=local)
 
 
 @pytest.fixture

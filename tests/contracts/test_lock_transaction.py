@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import harness.commands.certify as certify_command
+import harness.campaign.certification as certification
+from harness.campaign.certification import CertifySettings, run_certify
 from harness.contracts.lockfile import exclusive, read_lock
+from harness.domain.stream import collect
+from harness.gateways.options import ProvidersSource
 from tests.contracts.conftest import Project, provider
 
 WAIT = 60  # seconds: a barrier or an event that is not reached by then is a failure
@@ -29,19 +32,20 @@ def test_two_certify_runs_at_once_keep_both_records(two_providers, monkeypatch) 
     project = two_providers
     both_read = threading.Barrier(2, timeout=WAIT)
     first_read = threading.Event()
-    real_certify = certify_command.certify
+    real_certify = certification.certify
 
     async def certify_after_both_read(*args, **kwargs):
         first_read.set()  # this run has opened its workspace (and read the lock)
         both_read.wait()
         return await real_certify(*args, **kwargs)
 
-    monkeypatch.setattr(certify_command, "certify", certify_after_both_read)
-    codes: dict[str, int] = {}
+    monkeypatch.setattr(certification, "certify", certify_after_both_read)
+    verdicts: dict[str, str] = {}
 
-    def run(pid: str) -> None:
-        codes[pid] = project.cli("certify", "--provider", pid, "--no-progress",
-                                 "--report-dir", str(project.root / f"reports-{pid}"))
+    def run(pid: str) -> None:  # the entry point, as the command runs it (no CLI, no cwd)
+        settings = CertifySettings(source=ProvidersSource(providers=project.providers_path),
+                                   provider=pid)
+        verdicts[pid] = collect(run_certify(settings))[1]
 
     first = threading.Thread(target=run, args=("first",))
     first.start()
@@ -52,7 +56,7 @@ def test_two_certify_runs_at_once_keep_both_records(two_providers, monkeypatch) 
     second.start()
     for thread in (first, second):
         thread.join(WAIT)
-    assert codes == {"first": 0, "second": 0}
+    assert verdicts == {"first": "pass", "second": "pass"}
     assert set(read_lock(project.lock_path).records) == {
         ("first", "ticket_triage"), ("second", "ticket_triage")}
     assert project.cli("gate") == 0

@@ -54,10 +54,10 @@ SAME: dict[str, Any] = {"job": "job", "created": False, "replayed": True}
 
 def test_one_side_effect_per_click_reads_the_counter() -> None:
     fine = H().counter("start", 10).group([dict(CREATED), dict(SAME)]).counter("end", 11)
-    assert fine.check("one_side_effect_per_click").verdict == "valid"
+    assert fine.check("one_side_effect_per_click").verdict == "held"
     twice = H().counter("start", 10).group([dict(CREATED), dict(SAME)]).counter("end", 12)
     result = twice.check("one_side_effect_per_click")
-    assert result.verdict == "invalid"
+    assert result.verdict == "broken"
     assert result.violations[0].message.startswith(
         "1 click answered a job made 2 side effects (the counter went 10 → 12)")
     none = H().counter("start", 3).create(**CREATED).counter("end", 3)
@@ -85,7 +85,7 @@ def test_loser_answers_are_classified_and_judged() -> None:
         "rejected as another payload": 1, "still in progress": 1, "other job": 1}
     result = history.check("loser_answers_allowed")
     messages = [v.message for v in result.violations]
-    assert result.verdict == "invalid" and len(messages) == 5
+    assert result.verdict == "broken" and len(messages) == 5
     assert any("409 conflict — a refusal for a request that never ran" in m for m in messages)
     assert any('a server error; body: "Traceback: boom"' in m for m in messages)
     assert any("as a different payload, though the body was identical" in m for m in messages)
@@ -94,7 +94,7 @@ def test_loser_answers_are_classified_and_judged() -> None:
 def test_locked_losers_are_allowed_only_without_an_extra_side_effect() -> None:
     locked = {**SAME, "busy": {"locked": 3}, "busy_ms": 12.0}
     fine = H().counter("start", 0).group([dict(CREATED), dict(locked)]).counter("end", 1)
-    assert fine.check("loser_answers_allowed").verdict == "valid"
+    assert fine.check("loser_answers_allowed").verdict == "held"
     extra = H().counter("start", 0).group([dict(CREATED), dict(locked)]).counter("end", 2)
     assert "extra side effect" in extra.check("loser_answers_allowed").violations[0].message
     blind = H().group([dict(CREATED), dict(locked)])
@@ -115,7 +115,7 @@ def test_a_key_stuck_after_a_handler_failure_is_reported_with_how_long() -> None
     stuck = _after_failure({"type": "fail", "status": 409, "error": "still_in_progress",
                             "busy": {"in_flight": 14}, "busy_ms": 1012.5, "lease_ms": 500})
     result = stuck.check("retry_after_failure_served")
-    assert result.verdict == "invalid"
+    assert result.verdict == "broken"
     assert result.violations[0].message == (
         "after the handler failed, alice's key 'k' was still held in progress 1012.5 ms later "
         "(lease 500 ms): the retry was refused 14 times — the key is stuck")
@@ -123,8 +123,8 @@ def test_a_key_stuck_after_a_handler_failure_is_reported_with_how_long() -> None
     assert "still in progress 1012.5 ms after this request was first sent, past the lease of " \
            "500 ms" in lease.violations[0].message
     served = _after_failure(dict(CREATED), dict(SAME))
-    assert served.check("retry_after_failure_served").verdict == "valid"
-    assert served.check("in_progress_within_lease").verdict == "valid"
+    assert served.check("retry_after_failure_served").verdict == "held"
+    assert served.check("in_progress_within_lease").verdict == "held"
 
 
 def test_a_fault_that_did_not_fail_the_request_is_unknown() -> None:
@@ -142,12 +142,12 @@ def test_the_fault_fails_whichever_concurrent_copy_ran_first() -> None:
                    {"type": "fail", "status": 500, "error": "http_500"}])
     history.create(**CREATED)
     served = history.check("retry_after_failure_served")
-    assert served.verdict == "valid" and served.seen == 1, served
+    assert served.verdict == "held" and served.seen == 1, served
     stuck = H().add("nemesis", "fault", {"fault": "handler_error", "policy": "retry"}, "ok",
                     {"armed": True})
     stuck.group([dict(CREATED), {"type": "fail", "status": 500, "error": "http_500"}])
     stuck.create(type_="fail", status=409, error="still_in_progress", busy={"in_flight": 3})
-    assert stuck.check("retry_after_failure_served").verdict == "invalid"
+    assert stuck.check("retry_after_failure_served").verdict == "broken"
     # sent one after another, only the first create after the fault is the one it aimed at
     sequential = H().add("nemesis", "fault", {"fault": "handler_error"}, "ok", {"armed": True})
     sequential.create(**CREATED).create(type_="fail", status=500, error="http_500")
@@ -157,19 +157,19 @@ def test_the_fault_fails_whichever_concurrent_copy_ran_first() -> None:
 def test_the_error_policy_decides_what_a_retry_may_get() -> None:
     cached = {"type": "fail", "status": 500, "error": "http_500", "replayed": True}
     bad = _after_failure(cached).check("error_replay_follows_policy")
-    assert bad.verdict == "invalid"
+    assert bad.verdict == "broken"
     assert "was stored and answered again to the retry and marked it a replay" in \
         bad.violations[0].message
     assert _after_failure(cached, policy="final").check(
-        "error_replay_follows_policy").verdict == "valid"
+        "error_replay_follows_policy").verdict == "held"
     ran = _after_failure(dict(CREATED), policy="final").check("error_replay_follows_policy")
     assert "ran again and got job job" in ran.violations[0].message
-    assert _after_failure(dict(CREATED)).check("error_replay_follows_policy").verdict == "valid"
+    assert _after_failure(dict(CREATED)).check("error_replay_follows_policy").verdict == "held"
 
 
 def test_an_identical_retry_must_be_the_same_job_marked_as_a_replay() -> None:
     good = H().create(**CREATED).create(**SAME)
-    assert good.check("identical_retry_replayed").verdict == "valid"
+    assert good.check("identical_retry_replayed").verdict == "held"
     unmarked = H().create(**CREATED).create(job="job", created=True, replayed=False)
     assert "without saying it is a replay" in \
         unmarked.check("identical_retry_replayed").violations[0].message

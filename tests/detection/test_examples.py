@@ -36,7 +36,7 @@ def test_the_correct_service_keeps_every_promise_under_every_pattern(
     target = profiled(start_service("correct").url)
     for name, scenario in detection.items():
         ts = run_trials(scenario, target, trials=2)
-        assert ts.status == "passed", (name, _rates(ts), ts.unknowns())
+        assert ts.status == "held", (name, _rates(ts), ts.unknowns())
         for pattern in ts.patterns:
             if pattern != "sequential":
                 assert set(ts.histogram(pattern)) <= {"created", "same job",
@@ -101,7 +101,7 @@ def test_423_locked_then_the_same_job_is_allowed(
         detection: dict[str, Scenario]) -> None:
     target = profiled(start_service("correct", "--busy-status", "423", "--work-ms", "60").url)
     ts = run_trials(detection["duplicate_arrivals"], target, trials=2, patterns=["burst"])
-    assert ts.status == "passed", (_rates(ts), ts.unknowns())
+    assert ts.status == "held", (_rates(ts), ts.unknowns())
     locked = ts.histogram("burst")["locked → same job"]
     assert locked >= 2
     assert ts.busy("burst")["locked"] >= locked  # its own count: every 423 sent again
@@ -131,7 +131,7 @@ def test_a_cached_500_breaks_a_retry_policy_and_is_fine_for_a_final_one(
     assert "was stored and answered again to the retry and marked it a replay" in \
         _messages(ts, "error_replay_follows_policy")[0]
     final = start_service("correct", "--error-policy", "final").url
-    assert run_trials(scenario, profiled(final, on_handler_error="final")).status == "passed"
+    assert run_trials(scenario, profiled(final, on_handler_error="final")).status == "held"
     rerun = start_service("correct").url  # it lets the retry run, but the profile says final
     ts = run_trials(scenario, profiled(rerun, on_handler_error="final"), trials=1)
     assert "ran again and got job" in _messages(ts, "error_replay_follows_policy")[0]
@@ -161,7 +161,7 @@ def test_byte_level_keys_are_judged_as_the_profile_declares(
         detection: dict[str, Scenario]) -> None:
     scenario = detection["replay_fidelity"]
     url = start_service("correct", "--fingerprint", "bytes").url
-    assert run_trials(scenario, profiled(url, fingerprint="bytes")).status == "passed"
+    assert run_trials(scenario, profiled(url, fingerprint="bytes")).status == "held"
     ts = run_trials(scenario, profiled(url))  # canonical promised, bytes compared
     assert "rejected as a different payload (422)" in \
         _messages(ts, "identical_retry_replayed")[0]
@@ -177,7 +177,7 @@ def test_side_effects_by_sql_and_a_fault_by_command(
         db = f"sqlite:///{service.db}"
         target = profiled(service.url, SQL_PROFILE, env={"JOBS_DB": db}, faults=fault)
         failure = run_trials(detection["handler_failure"], target)
-        assert failure.status == "passed", (kind, _rates(failure), failure.unknowns())
+        assert failure.status == "held", (kind, _rates(failure), failure.unknowns())
         counted = [op.value["count"] for op in failure.all_runs[0].history
                    if op.f == "side_effects" and op.type == "ok"]
         assert counted[1] - counted[0] == 1  # the failed request made nothing, the retry one

@@ -5,13 +5,14 @@ drill (said in the output and in results.json) instead of "not applicable"."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from harness.campaign.check_drill import JUDGED_BY
 from harness.cli import main
-from harness.commands._drill_check import JUDGED_BY
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 
@@ -36,7 +37,7 @@ drill:
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
-  timeouts: {provider_s: 0.4, job_s: 5}
+  timeouts: {provider_s: 0.4, job_s: 5, settle_s: 0.6}
   policy: {max_billed_calls: 2, hedge: {allowed: true, after_s: 0.4}}
 """
 
@@ -70,4 +71,15 @@ def test_cli_check_judges_the_timeout_scenarios_by_the_drill(
     assert "judged by the drill" in out
     assert {e["drill"] for e in events if e["type"] == "drill_run"} >= {"hang", "late"}
     if "failed" in verdicts:  # the SDK's retries: more billed calls than the hedge allows
-        assert drilled["hedge_bound"]["verdict"] == "failed"
+        hedge = drilled["hedge_bound"]
+        assert hedge["verdict"] == "failed"
+        # the headline names the promises that broke (not "drill"), broken ones first
+        first = hedge["checks"][0]
+        assert first["verdict"] == "invalid" and first["name"] in ("within_hedge",
+                                                                   "billed_within_bound")
+        assert {c["name"] for c in hedge["checks"]} == {"within_hedge", "billed_within_bound"}
+        assert "(drill)" not in out
+        # counts are of intents: never more broken than drilled
+        for event in drilled.values():
+            for got, of_ in re.findall(r"broken in (\d+) of (\d+) intents?", event["reason"]):
+                assert int(got) <= int(of_), event["reason"]

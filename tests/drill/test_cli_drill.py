@@ -34,7 +34,7 @@ drill:
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
-  timeouts: {provider_s: 0.4, job_s: 5}
+  timeouts: {provider_s: 0.4, job_s: 5, settle_s: 0.6}
   policy: {max_billed_calls: 2, hedge: {allowed: true, after_s: 0.4}}
 """
 SECRET = "owner-token-not-to-print"
@@ -173,3 +173,16 @@ def test_cli_redrill_command_hides_header_values() -> None:
     assert "'Authorization: <redacted>'" in text
     assert "--contract-map route=ticket_triage --lock x.lock.json" in text
     assert "--drills hang --trials 2" in text and "--model" not in text
+
+
+def test_cli_an_unknown_drill_exits_2_with_the_nearest_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scenario spelling (double_click) is accepted; a typo gets "did you mean", not the
+    whole usage; nothing is written."""
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    code = main(["drill", "--target", "http://127.0.0.1:9", "--target-profile", str(profile),
+                 "--drills", "dubble_click", "--report-dir", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert code == 2 and "did you mean double-click" in err and "usage:" not in err
+    assert not (tmp_path / "report").exists()

@@ -22,7 +22,7 @@ def test_cli_litellm_config_fills_in_the_profile(
     monkeypatch.setenv("LITELLM_MASTER_KEY", MASTER_KEY)
     code = main(["drill", "--target", gateway.url, "--config", str(gateway.config),
                  "--model", "drill-primary", "--drills", "control,overload-429,hang",
-                 "--report-dir", str(tmp_path / "r"), "--json"])
+                 "--trials", "1", "--report-dir", str(tmp_path / "r"), "--json"])
     results = json.loads(capsys.readouterr().out)
     runs = {e["drill"]: e for e in results["events"] if e["type"] == "drill_run"}
     assert runs["control"]["verdict"] == "passed", json.dumps(runs["control"]["intents"])

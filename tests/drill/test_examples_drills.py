@@ -1,10 +1,12 @@
 """`failover-harness drill` on the example services of examples/drill/, with their own profiles,
-every drill at 20 trials (tagged intents concurrently): the correct service passes everything;
-each flawed twin fails the promise its bug breaks, at a rate the report gives, and no other.
+every drill at TRIALS intents, CONCURRENCY at once: the correct service passes everything; each
+twin breaks its rule in EVERY trial of the drills that expose it, and no rule it does not
+break. Held answers make the races happen every time (docs/drill.md, "Held answers"), so the
+expectations are exact, not floors.
 
-The rates are timing races on a loaded machine; the floors below leave room (what they were
-measured at is beside each). A promise a twin may also break for the same bug is named with it
-(e.g. a queue that redelivers a running job starts a call beyond the hedge AND bills it)."""
+Paths, owners and bodies come from the profile files (the examples' API may change); settle is
+kept short through the profile (``timeouts.settle_s``) except where a twin's bug needs the
+default to show (a queue's redelivery)."""
 
 from __future__ import annotations
 
@@ -19,13 +21,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.drill.conftest import EXAMPLES, ROOT, provider_env
 
-pytestmark = pytest.mark.slow  # each run: a service start and 9 drills x 20 intents (10-30 s)
+pytestmark = pytest.mark.slow  # each run: a service start and 11 drills x 10 intents (10-30 s)
 
-TRIALS = 20
+TRIALS = 10
+CONCURRENCY = 36  # intents at work at once: verdicts must not depend on load
+#: the twins are small services with one bug each, not built for 36 jobs at once on two loaded
+#: cores (the async one starts its hedge before its primary call is even sent): they are
+#: drilled a third as hard, so that what they break is their bug, every trial
+TWIN_CONCURRENCY = 12
+#: the async twin lets go of its primary 1.5 s after the call (3 x its timeout); loaded, its
+#: event loop starts the fallback late enough that the held late answer would miss that
+SLOW_TWINS = {"no-abort": 4}
+#: rules a twin may miss in some trials (none: the no-abort twin holds on to its primary for
+#: 5 s, --abandon-after, so the drill's release of the late answer always comes before it lets
+#: go, whatever the load; with its default 1.5 s it missed up to 3 of 10 on a loaded machine)
+MISSES: dict[tuple[str, str], int] = {}
+SETTLE_S = 1.0  # the quiet period in these tests (a loaded 2-core machine keeps it)
 CLI_TIMEOUT_S = 600
+TIMEOUT_DRILLS = ("hang", "late", "double-click", "double-click-staggered", "re-click")
 Rates = dict[str, dict[str, dict[str, int]]]  # drill -> promise -> {held, broken, unknown, …}
 
 
@@ -35,9 +52,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def profile_copy(tmp_path: Path, profile: str, settle: float | None) -> Path:
+    """The example's profile, with ``timeouts.settle_s`` set unless it sets one itself."""
+    data = yaml.safe_load((EXAMPLES / f"{profile}.profile.yaml").read_text("utf-8"))
+    timeouts = data["drill"]["timeouts"]
+    if settle is not None and "settle_s" not in timeouts:
+        timeouts["settle_s"] = settle
+    path = tmp_path / f"{profile}.profile.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
 def drill(start_service: Callable[..., Any], tmp_path: Path, script: str, profile: str,
-          *args: str, reach: bool = True, drills: str = "all",
-          trials: int = TRIALS) -> tuple[int, Rates, str, Path]:
+          *args: str, reach: bool = True, drills: str = "all", trials: int = TRIALS,
+          settle: float | None = SETTLE_S, concurrency: int = CONCURRENCY
+          ) -> tuple[int, Rates, str, Path]:
     """Start ``script`` with its providers at two free ports, drill it with the CLI (a
     subprocess), and return (exit code, rates per drill and promise, output, results.json)."""
     primary, fallback = free_port(), free_port()
@@ -48,9 +77,10 @@ def drill(start_service: Callable[..., Any], tmp_path: Path, script: str, profil
                "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "drill", "--target", service.url,
-         "--target-profile", str(EXAMPLES / f"{profile}.profile.yaml"), "--drills", drills,
-         "--trials", str(trials), "--concurrency", str(trials), "--report-dir", str(report)],
-        env=cli_env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S, cwd=ROOT)
+         "--target-profile", str(profile_copy(tmp_path, profile, settle)), "--drills", drills,
+         "--trials", str(trials), "--concurrency", str(CONCURRENCY), "--report-dir",
+         str(report)], env=cli_env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+        cwd=ROOT)
     results = report / "latest" / "results.json"
     rates: Rates = {}
     for event in json.loads(results.read_text("utf-8"))["events"]:
@@ -66,87 +96,142 @@ def broken(rates: Rates) -> dict[tuple[str, str], int]:
 
 def test_the_correct_service_passes_every_drill(start_service: Callable[..., Any],
                                                  tmp_path: Path) -> None:
-    code, rates, out, _ = drill(start_service, tmp_path, "correct_service.py", "correct")
+    # the primary is let go 5 s after its call (--abandon-after), so the late drill's release
+    # of its answer, after the fallback won, never meets the service letting go at that instant
+    # (a loaded machine once made the two coincide at the default 1.5 s: the answer was
+    # written to a connection the service was closing, and no race could be recorded)
+    code, rates, out, _ = drill(start_service, tmp_path, "correct_service.py", "correct",
+                                "--abandon-after", "5")
     assert code == 0, out
     assert set(rates) == {"control", "hang", "late", "5xx", "overload-429", "overload-529",
-                          "reset", "stream-cut", "double-click"}
+                          "reset", "stream-cut", "double-click", "double-click-staggered",
+                          "re-click"}
     assert broken(rates) == {}, out
     unknown = {(d, p): r["unknown"] for d, ps in rates.items() for p, r in ps.items()
                if r["unknown"]}
     assert unknown == {}, out
     for name, promises in rates.items():  # every intent judged on what the drill is about
-        assert promises["one_job"]["held"] == TRIALS, name
-        assert promises["one_winner"]["held"] == TRIALS, name
-        assert promises["billed_within_bound"]["held"] == TRIALS, name
-    for name in ("hang", "late", "double-click"):
+        for promise in ("one_job_per_intent", "one_winner_per_job", "within_hedge",
+                        "billed_within_bound", "no_call_after_completion"):
+            assert promises[promise]["held"] == TRIALS, (name, promise)
+    for name in TIMEOUT_DRILLS:
         assert rates[name]["timeout_not_failure"]["held"] == TRIALS
     assert rates["stream-cut"]["cut_not_success"]["held"] == TRIALS
 
 
-# script, profile, extra args, {(drill, promise): at least this many broken of 20}, the
-# promises its bug may break anywhere (measured on the loaded 2-core machine in brackets)
-TWINS = {
-    "sdk-retries": ("sdk_retries_service.py", (), {
-        ("hang", "billed_within_bound"): 18,  # [20/20]: 3 abandoned primary calls + fallback
-        ("late", "billed_within_bound"): 18,  # [20/20]
-        ("reset", "billed_within_bound"): 18,  # [20/20]: the SDK retries a reset too
-        ("double-click", "billed_within_bound"): 18,  # [20/20]
-    }, {"billed_within_bound"}),
-    "timeout-fails": ("timeout_fails_service.py", (), {
-        ("hang", "timeout_not_failure"): 16,  # [20/20]: "failed" for 0.1 s before the re-run
-        ("double-click", "timeout_not_failure"): 16,  # [20/20]
-        ("late", "one_winner"): 10,  # [19/20]: the fallback's result, then the late primary's
-    }, {"timeout_not_failure", "one_winner", "completed"}),
-    "no-abort": ("no_abort_service.py", (), {
-        ("late", "one_winner"): 16,  # [20/20]: the fallback's reply replaced by the primary's
-    }, {"one_winner"}),
+# twin: (script, profile, extra args, the profile's settle or None for its default,
+#        {promise: drills where EVERY trial breaks it}, the promises its bug may break anywhere)
+Twin = tuple[str, str, tuple[str, ...], float | None, dict[str, tuple[str, ...]], set[str]]
+TWINS: dict[str, Twin] = {
+    # the SDK re-sends a timed-out call: a new attempt while the first is unresolved
+    "sdk-retries": ("sdk_retries_service.py", "sdk-retries", (), SETTLE_S, {
+        "within_hedge": TIMEOUT_DRILLS,
+        "billed_within_bound": ("hang", "reset", "stream-cut", "double-click",
+                                "double-click-staggered", "re-click"),
+    }, {"within_hedge", "billed_within_bound"}),
+    "sdk-retry-unresolved": ("sdk_retries_service.py", "sdk-retry-unresolved", (), SETTLE_S, {
+        "within_hedge": TIMEOUT_DRILLS,  # the bill (4) is declared: only the rule breaks
+    }, {"within_hedge"}),
+    "timeout-fails": ("timeout_fails_service.py", "timeout-fails", (), SETTLE_S, {
+        "timeout_not_failure": TIMEOUT_DRILLS,
+        # its late primary overwrites the fallback's result too, when its HTTP client has not
+        # given up on the primary by the time the drill lets that answer go (no-abort is the
+        # twin for that rule)
+    }, {"timeout_not_failure", "one_winner_per_job", "no_call_after_completion",
+        "completed"}),
+    "brief-failed": ("brief_failed_service.py", "brief-failed", (), SETTLE_S, {
+        "timeout_not_failure": TIMEOUT_DRILLS,  # held: the brief 'failed' is seen every time
+        # (seen once in 10: a 429 left the job failed without the fallback: its own defect)
+    }, {"timeout_not_failure", "completed"}),
+    "no-abort": ("no_abort_service.py", "no-abort", ("--abandon-after", "5"), SETTLE_S, {
+        "one_winner_per_job": ("late",),
+        # the same bug wherever the primary's answer is slower than the timeout (a loaded
+        # service: even in control): its hedge, never cancelled, runs after completion
+    }, {"one_winner_per_job", "no_call_after_completion", "completed"}),
+    "check-then-insert": ("correct_service.py", "check-then-insert",
+                          ("--defect", "check-then-insert"), SETTLE_S, {
+        "one_job_per_intent": ("double-click",),  # both submits from one barrier
+        # two jobs for one intent: two workers, two winners, calls after the first completed;
+        # its check-then-insert gap (0.25 s in every create) slows the whole service: once in
+        # 110 intents a job did not finish within the budget (completed)
+    }, {"one_job_per_intent", "within_hedge", "billed_within_bound", "one_winner_per_job",
+        "no_call_after_completion", "completed"}),
 }
 
 
+def _twin_or_skip(name: str) -> Twin:
+    twin = TWINS[name]
+    if not (EXAMPLES / f"{twin[1]}.profile.yaml").is_file():
+        pytest.skip(f"examples/drill/{twin[1]}.profile.yaml is not in this checkout")
+    return twin
+
+
 @pytest.mark.parametrize("twin", sorted(TWINS))
-def test_a_flawed_twin_fails_its_promise(start_service: Callable[..., Any], tmp_path: Path,
-                                         twin: str) -> None:
-    script, args, floors, may_break = TWINS[twin]
-    code, rates, out, _ = drill(start_service, tmp_path, script, twin, *args)
-    assert_twin(code, rates, out, floors, may_break)
+def test_a_twin_breaks_its_rule_in_every_trial(start_service: Callable[..., Any],
+                                               tmp_path: Path, twin: str) -> None:
+    script, profile, args, settle, rules, may_break = _twin_or_skip(twin)
+    code, rates, out, _ = drill(start_service, tmp_path, script, profile, *args, settle=settle,
+                                concurrency=SLOW_TWINS.get(twin, TWIN_CONCURRENCY))
+    assert_twin(code, rates, out, rules, may_break)
 
 
-def test_the_redis_queue_twin_bills_a_redelivered_job(start_service: Callable[..., Any],
-                                                      tmp_path: Path, redis_url: str) -> None:
-    code, rates, out, _ = drill(start_service, tmp_path, "redis_queue_service.py",
-                                "redis-queue", "--redis", redis_url)
-    assert_twin(code, rates, out, {
-        ("hang", "within_hedge"): 14,  # [19/20]: a 2nd primary call while the 1st waits
-        ("hang", "billed_within_bound"): 14,  # [19/20]
-        ("late", "billed_within_bound"): 14,  # [19/20]
-        ("double-click", "billed_within_bound"): 14,  # [20/20]
-    }, {"within_hedge", "billed_within_bound"})
+QUEUE_DRILLS = "control,hang,late,5xx"
+QUEUE_CONCURRENCY = 8  # a worker pool of the queue's size: jobs do not wait in line for it
 
 
-def assert_twin(code: int, rates: Rates, out: str, floors: dict[tuple[str, str], int],
+@pytest.mark.parametrize(("script", "profile", "args", "rules", "may_break"), [
+    ("redis_queue_service.py", "redis-queue", (), {
+        "within_hedge": ("hang",),  # the redelivered run calls while the first is unresolved
+    }, {"within_hedge", "billed_within_bound", "no_call_after_completion"}),
+    # its lease and follow-up as test_examples_services.py runs it (a shorter --visibility)
+    ("redis_redelivery_service.py", "redis-redelivery", ("--visibility", "1.0", "--followup",
+                                                         "1.5"), {
+        "one_winner_per_job": ("control", "hang", "late", "5xx"),  # the re-run overwrites
+    }, {"one_winner_per_job", "within_hedge", "billed_within_bound",
+        "no_call_after_completion"}),
+])
+def test_a_queue_twin_breaks_its_rule_in_every_trial(
+        start_service: Callable[..., Any], tmp_path: Path, redis_url: str, script: str,
+        profile: str, args: tuple[str, ...], rules: dict[str, tuple[str, ...]],
+        may_break: set[str]) -> None:
+    """Real Redis; settle at the profile's default (it covers the redelivery)."""
+    if not (EXAMPLES / script).is_file():
+        pytest.skip(f"examples/drill/{script} is not in this checkout")
+    code, rates, out, _ = drill(start_service, tmp_path, script, profile, "--redis", redis_url,
+                                *args, settle=None, drills=QUEUE_DRILLS,
+                                concurrency=QUEUE_CONCURRENCY)
+    assert_twin(code, rates, out, rules, may_break)
+
+
+def assert_twin(code: int, rates: Rates, out: str, rules: dict[str, tuple[str, ...]],
                 may_break: set[str]) -> None:
     assert code == 1, out
     found = broken(rates)
-    for (name, promise), floor in floors.items():
-        assert found.get((name, promise), 0) >= floor, (name, promise, found, out)
-        # the report gives the rate, in words (of the intents judged on it)
-        assert re.search(f"broken in {found[(name, promise)]} of [0-9]+ intents?", out), out
+    for promise, drills in rules.items():
+        for name in drills:
+            floor = TRIALS - MISSES.get((name, promise), 0)
+            assert found.get((name, promise), 0) >= floor, (name, promise, found, out)
+            # the report gives the rate, in words (of the intents judged on it)
+            assert re.search(f"broken in {found[(name, promise)]} of {TRIALS} intents", out), out
     others = {key: n for key, n in found.items() if key[1] not in may_break}
     assert others == {}, out  # no other promise is (falsely) said to be broken
-    assert all(r["broken"] == 0 for ps in rates.values() for p, r in ps.items()
-               if p == "one_job"), out
 
 
-def test_a_service_that_never_calls_the_fakes_is_unknown(start_service: Callable[..., Any],
-                                                          tmp_path: Path) -> None:
+def test_a_service_that_never_calls_the_fakes_is_one_unknown(
+        start_service: Callable[..., Any], tmp_path: Path) -> None:
     """OPENAI_BASE_URL and ANTHROPIC_BASE_URL unset: the service calls the SDKs' defaults (no
-    network here), the fakes see nothing, and the verdict is unknown (exit 3), never a pass,
-    with a fix naming the variables and the fakes' URLs."""
+    network here), the fakes see nothing. One control intent shows it: exit 3, one
+    diagnosis (with the fix naming the variables and the fakes' URLs, and the warning that
+    the real providers may have been called), nothing else drilled."""
     code, _, out, results = drill(start_service, tmp_path, "correct_service.py", "correct",
-                                  reach=False, drills="control,hang", trials=2)
+                                  reach=False)
     assert code == 3, out
     events = [e for e in json.loads(results.read_text("utf-8"))["events"]
               if e["type"] == "drill_run"]
-    assert {e["verdict"] for e in events} == {"unknown"}
-    fixes = " ".join(u["fix"] for e in events for u in e["unknowns"])
-    assert "OPENAI_BASE_URL=http://127.0.0.1:" in fixes and "ANTHROPIC_BASE_URL=" in fixes
+    assert [(e["drill"], e["verdict"], e["trials"]) for e in events] == [
+        ("control", "unknown", 1)]
+    [unknown] = events[0]["unknowns"]
+    assert "OPENAI_BASE_URL=http://127.0.0.1:" in unknown["fix"]
+    assert "ANTHROPIC_BASE_URL=" in unknown["fix"]
+    assert "real money" in unknown["reason"]
+    assert out.count("never called the fakes") <= 2, out  # one diagnosis (and its summary)

@@ -108,8 +108,9 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
                                                 tmp_path: Path) -> None:
     """LiteLLM's router retries the primary (num_retries) before its fallback: a timed-out,
     late or reset primary is called 3 times, each billed, then the fallback: 4 billed calls
-    for one request (the old gateway drill saw the same); refusals are retried too but not
-    billed. Measured: 12 calls for 3 intents in every failing drill."""
+    for one request (the old gateway drill saw the same), and the retries of a timed-out call
+    are new attempts while its outcome is unknown; refusals are retried too but not billed.
+    Measured: 12 calls for 3 intents in every failing drill."""
     proxy, ports = litellm
     code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm",
                                     {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
@@ -119,7 +120,10 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
     for name in ("hang", "late", "reset"):
         assert runs[name]["verdict"] == "failed", detail(runs[name])
         found = only_broken(runs[name])  # [3 of 3; once 2 of 3 on late, the box loaded]
-        assert set(found) == {"billed_within_bound"}, detail(runs[name])
+        # a timed-out call LiteLLM gave up on stays unresolved: its retry is a new attempt
+        # while the outcome is unknown (no hedge declared); a reset is resolved
+        expected = {"billed_within_bound"} | ({"within_hedge"} if name != "reset" else set())
+        assert set(found) == expected, detail(runs[name])
         assert found["billed_within_bound"] >= TRIALS - 1, detail(runs[name])
         assert runs[name]["billed_calls"] > 2 * TRIALS, (name, out)  # [4 per intent]
     for name in ("5xx", "overload-429"):  # refused (retried), then the fallback: 1 billed

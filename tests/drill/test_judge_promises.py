@@ -62,13 +62,59 @@ ANSWER = signature("claude", 1, TAG)
 
 
 def test_judge_a_correct_hang_holds_every_promise(tmp_path: Path) -> None:
+    """The fallback after the primary's timeout is the one declared hedge: the abandoned
+    primary stays unresolved, so without the hedge declared the fallback breaks it."""
     ev = _ev("hang", [HANG, FALLBACK], [Observation(0.1, "running", "running", None),
                                          _done(ANSWER, 0.6), _done(ANSWER, 0.8)])
-    found = _findings(ev, _setup(tmp_path))
+    found = _findings(ev, _setup(tmp_path, hedge=True))
     assert {k for k, v in found.items() if v == "held"} == {
-        "one_job", "timeout_not_failure", "within_hedge", "one_winner", "billed_within_bound",
-        "completed"}
+        "one_job_per_intent", "timeout_not_failure", "within_hedge", "one_winner_per_job",
+        "no_call_after_completion", "billed_within_bound", "completed"}
     assert judge_intent(ev, DRILLS["hang"], _setup(tmp_path)).winner == "claude#1"
+    assert found["within_hedge"] == "held"
+    assert _findings(ev, _setup(tmp_path))["within_hedge"] == "broken"  # no hedge declared
+
+
+def test_judge_an_abandoned_call_is_unresolved_so_an_sdk_retry_breaks_the_hedge(
+        tmp_path: Path) -> None:
+    """Unresolved is not ended: the SDK's retry of a timed-out call is a new attempt while the
+    first one's outcome is unknown, and so is the fallback after it: two, beyond the hedge."""
+    first = Call("gpt", "primary", 5, 0.01, 0.51, "abandoned", "hang")
+    retry = Call("gpt", "primary", 19, 0.52, 1.02, "abandoned", "hang")
+    fallback = Call("claude", "fallback", 7, 1.03, 1.05, "answered", "conformant")
+    answer = signature("claude", 7, TAG)
+    ev = _ev("hang", [first, retry, fallback], [_done(answer, 1.1)])
+    v = judge_intent(ev, DRILLS["hang"], _setup(tmp_path, hedge=True))
+    hedge = v.of("within_hedge")
+    assert hedge is not None and hedge.verdict == "broken"
+    assert "claude#7" in hedge.message and "gpt#5" in hedge.message  # both calls named
+    assert "abandoned at 0.510 s" in hedge.message and "gpt#19" in hedge.message
+    # a call the provider refused is resolved: the fallback after it is no new attempt
+    refused = Call("gpt", "primary", 1, 0.01, 0.02, "refused", "status:500", 500)
+    ev = _ev("5xx", [refused, Call("claude", "fallback", 1, 0.03, 0.05, "answered", "c")],
+             [_done(signature("claude", 1, TAG), 0.1)])
+    assert _findings(ev, _setup(tmp_path))["within_hedge"] == "held"
+
+
+def test_judge_a_call_after_the_job_was_observed_complete(tmp_path: Path) -> None:
+    """A redelivered run: a call that starts after the job was observed complete (with a
+    result) is its own finding; a ``failed`` shown before the result is not a completion."""
+    redelivered = Call("gpt", "primary", 2, 2.0, 2.1, "answered", "conformant")
+    ev = _ev("control", [Call("gpt", "primary", 1, 0.01, 0.02, "answered", "conformant"),
+                         redelivered], [_done(signature("gpt", 1, TAG), 0.1),
+                                        _done(signature("gpt", 1, TAG), 2.5)])
+    v = judge_intent(ev, DRILLS["control"], _setup(tmp_path))
+    after = v.of("no_call_after_completion")
+    assert after is not None and after.verdict == "broken" and "gpt#2" in after.message
+    quiet = _ev("control", [Call("gpt", "primary", 1, 0.01, 0.02, "answered", "c")],
+                [_done(signature("gpt", 1, TAG), 0.1)])
+    assert _findings(quiet, _setup(tmp_path))["no_call_after_completion"] == "held"
+    flip = _ev("5xx", [Call("gpt", "primary", 1, 0.01, 0.02, "refused", "status:500", 500),
+                       Call("claude", "fallback", 1, 0.2, 0.3, "answered", "c")],
+               [Observation(0.1, "failed", "failed", None), _done(ANSWER, 0.4)])
+    found = _findings(flip, _setup(tmp_path))  # a failed shown before the result: not complete
+    assert found["no_call_after_completion"] == "held"
+    assert found["one_winner_per_job"] == "held"
 
 
 def test_judge_failed_while_the_primary_hangs(tmp_path: Path) -> None:
@@ -94,13 +140,13 @@ def test_judge_the_late_answer_overwrites_the_winner(tmp_path: Path) -> None:
                                          _done(signature("gpt", 1, TAG), 0.8)])
     setup = _setup(tmp_path, hedge=True)
     v = judge_intent(ev, DRILLS["late"], setup)
-    assert v.of("one_winner").verdict == "broken"  # type: ignore[union-attr]
-    assert "changed" in v.of("one_winner").message  # type: ignore[union-attr]
+    assert v.of("one_winner_per_job").verdict == "broken"  # type: ignore[union-attr]
+    assert "changed" in v.of("one_winner_per_job").message  # type: ignore[union-attr]
     # discarded but not recorded as a race, where the service shows races
     ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=0)
-    assert _findings(ev, setup)["one_winner"] == "broken"
+    assert _findings(ev, setup)["one_winner_per_job"] == "broken"
     ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=1)
-    assert _findings(ev, setup)["one_winner"] == "held"
+    assert _findings(ev, setup)["one_winner_per_job"] == "held"
 
 
 def test_judge_billed_bound_counts_abandoned_reset_and_not_refused(tmp_path: Path) -> None:
@@ -118,7 +164,7 @@ def test_judge_billed_bound_counts_abandoned_reset_and_not_refused(tmp_path: Pat
 def test_judge_two_jobs_for_a_double_click(tmp_path: Path) -> None:
     ev = _ev("double-click", [HANG, FALLBACK], [_done(ANSWER, 0.6)], clicks=2,
              jobs=("j1", "j2"))
-    assert _findings(ev, _setup(tmp_path))["one_job"] == "broken"
+    assert _findings(ev, _setup(tmp_path))["one_job_per_intent"] == "broken"
 
 
 def test_judge_a_cut_stream_passed_off_as_success(tmp_path: Path) -> None:
@@ -139,8 +185,8 @@ def test_judge_unknown_when_the_service_never_calls_the_fakes(tmp_path: Path) ->
 def test_judge_unknown_when_the_result_is_not_signed(tmp_path: Path) -> None:
     ev = _ev("hang", [HANG, FALLBACK], [_done("a summary", 0.6)])
     v = judge_intent(ev, DRILLS["hang"], _setup(tmp_path))
-    assert v.of("one_winner").verdict == "unknown"  # type: ignore[union-attr]
-    assert "result_field" in v.of("one_winner").fix  # type: ignore[union-attr]
+    assert v.of("one_winner_per_job").verdict == "unknown"  # type: ignore[union-attr]
+    assert "result_field" in v.of("one_winner_per_job").fix  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("certified", "verdict"), [(True, "held"), (False, "broken")])
@@ -149,7 +195,7 @@ def test_judge_the_fallback_against_the_lock(tmp_path: Path, certified: bool,
     ev = _ev("hang", [HANG, FALLBACK], [_done(ANSWER, 0.6)])
     setup = _setup(tmp_path, certify=lambda p: (certified, f"{p}: as the lock says"))
     assert _findings(ev, setup)["fallback_certified"] == verdict
-    assert _findings(ev, _setup(tmp_path))["fallback_certified"] == "not_judged"
+    assert _findings(ev, _setup(tmp_path))["fallback_certified"] == "not_applicable"
 
 
 def test_judge_who_answered_and_keys_on_retries(tmp_path: Path) -> None:

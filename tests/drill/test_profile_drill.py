@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.domain.errors import ConfigError
+from harness.drill.drills import parse_names
 from harness.target.drill_profile import load_drill
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "drill.md"
@@ -83,3 +84,23 @@ def test_profile_create_job_needs_observe_and_hedge_needs_after(tmp_path: Path) 
     assert "observe" in str(_error(tmp_path, text))
     text = GATEWAY + "  policy: {hedge: {allowed: true}}\n"
     assert _error(tmp_path, text).line == 12
+
+
+def test_profile_a_misspelled_status_class_is_named_with_the_spelling_meant(
+        tmp_path: Path) -> None:
+    """``succeded`` is an unknown key (did you mean 'succeeded'), not a missing 'succeeded',
+    and the fix points at docs/drill.md."""
+    path = tmp_path / "p.yaml"
+    path.write_text(_yaml_blocks()[0].replace("      succeeded: [done]",
+                                              "      succeded: [done]"), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_drill(path)
+    text = str(caught.value)
+    assert "unknown key 'succeded', did you mean 'succeeded'" in text
+    assert "docs/drill.md" in text and f"{path}:" in text
+
+
+def test_profile_drill_names_take_underscores_and_suggest_the_nearest() -> None:
+    assert parse_names("double_click,re_click") == ["double-click", "re-click"]
+    with pytest.raises(ValueError, match="did you mean double-click"):
+        parse_names("dubble-click")

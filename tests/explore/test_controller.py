@@ -61,7 +61,7 @@ def test_a_step_is_one_statement_of_the_store(open_controller: Open) -> None:
     labels = [str(e["event"]) for e in outcome.schedule]
     # The first create inserts; the second's insert-or-conflict finds it, then reads it back.
     assert labels == ["tab1: insert_job", "tab2: insert_job", "tab2: job_by_key"]
-    assert outcome.steps == 3 and outcome.status == "passed"
+    assert outcome.steps == 3 and outcome.status == "held"
     assert outcome.schedule[0]["enabled"] == ["tab1: insert_job", "tab2: insert_job"]
 
 
@@ -86,7 +86,7 @@ def test_transactions_overlap_and_a_waiting_step_lets_only_its_holder_run(
     assert holder_turn, "the holder must run while B waits"
     assert _completion(outcome, "provider:A", "succeeded")["outcome"] == "won"
     assert _completion(outcome, "provider:B", "succeeded")["outcome"] == "lost"
-    assert outcome.status == "passed", [c for c in outcome.checks if c.verdict != "valid"]
+    assert outcome.status == "held", [c for c in outcome.checks if c.verdict != "held"]
 
 
 class _CountingController(Controller):
@@ -161,7 +161,7 @@ def test_an_aborted_schedule_rolls_back_and_the_next_one_runs(open_controller: O
     with pytest.raises(Divergence, match="not enabled"):
         controller.run(claim_race(), RecordedChoices(["provider:C: nothing"]))
     outcome = controller.run(claim_race(), GuidedChoices(first))
-    assert outcome.status == "passed"
+    assert outcome.status == "held"
     assert _completion(outcome, "provider:A", "succeeded")["outcome"] == "won"
 
 
@@ -187,5 +187,5 @@ def test_commit_steps_let_an_insert_wait_on_an_uncommitted_twin(db_url: str) -> 
     assert outcome.schedule[1].get("waited") is True
     assert "enabled" not in outcome.schedule[2]
     assert events.count("tab2: insert_job") == (2 if db_url.startswith("sqlite") else 1)
-    assert outcome.status == "passed"
+    assert outcome.status == "held"
     assert _completion(outcome, "tab2", "create")["created"] is False

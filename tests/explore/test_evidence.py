@@ -77,8 +77,8 @@ def _check(name: str, verdict: str, seen: int | None, unknowns: Sequence[str] = 
 def _outcome(*checks: CheckResult) -> Outcome:
     plan = Plan("double-click", {}, (), {}, (), (), tuple(c.checker for c in checks))
     statuses = {c.verdict for c in checks}
-    status = "violated" if "invalid" in statuses else "unknown" if "unknown" in statuses \
-        else "passed"
+    status = "broken" if "broken" in statuses else "unknown" if "unknown" in statuses \
+        else "held"
     return Outcome(plan, [], [], list(checks), status, 3, 0, 0, 0.0)
 
 
@@ -101,8 +101,8 @@ def _searched(outcomes: list[Outcome]) -> tuple[Tally, str]:
 
 
 def test_schedules_that_exercised_nothing_are_not_evidence() -> None:
-    nothing = [_outcome(_check("one_job_per_intent", "valid", 0),
-                        _check("in_progress_within_lease", "valid", None)) for _ in range(3)]
+    nothing = [_outcome(_check("one_job_per_intent", "held", 0),
+                        _check("in_progress_within_lease", "held", None)) for _ in range(3)]
     tally, verdict = _searched(nothing)
     assert tally.idle == 3 and tally.unexercised() == ["one_job_per_intent"]
     assert verdict == "unknown"
@@ -112,7 +112,7 @@ def test_schedules_that_exercised_nothing_are_not_evidence() -> None:
 
 
 def test_an_unknown_schedule_is_not_clean_even_when_every_promise_was_exercised() -> None:
-    seen = _outcome(_check("one_job_per_intent", "valid", 2))
+    seen = _outcome(_check("one_job_per_intent", "held", 2))
     hidden = _outcome(_check("one_job_per_intent", "unknown", 1, ["op 3 got no answer"]))
     tally, verdict = _searched([seen, hidden, seen])
     assert tally.unknown == 1 and tally.unknown_in["one_job_per_intent"] == 1

@@ -54,6 +54,6 @@ def test_the_reference_store_passes_a_hypothesis_run(tmp_path: Path) -> None:
         holds()
     # It passed because schedules ran and were judged, not because nothing did.
     assert len(outcomes) >= 30, f"only {len(outcomes)} schedules ran"
-    assert {o.status for o in outcomes} == {"passed"}
+    assert {o.status for o in outcomes} == {"held"}
     assert all(o.steps > 0 and o.history and o.checks for o in outcomes)
     assert len({tuple(o.history_lines()) for o in outcomes}) > 1  # not one schedule 60 times

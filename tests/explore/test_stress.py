@@ -87,4 +87,4 @@ def test_a_free_run_over_http_really_creates_and_claims(served: tuple[str, Path]
     oks = {(op.f, op.value.get("outcome")) for op in outcome.history if op.type == "ok"}
     assert ("create", None) in oks and ("start", None) in oks
     assert ("succeeded", "won") in oks or ("failed", None) in oks
-    assert outcome.status == "passed", outcome.checks
+    assert outcome.status == "held", outcome.checks

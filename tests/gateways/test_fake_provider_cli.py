@@ -39,6 +39,8 @@ def test_it_streams_and_records_what_it_received(kind: str, tmp_path: Path) -> N
         assert proc.stdout is not None
         match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
         assert match
+        token = re.search(r"x-fake-control-token: (\S+)", proc.stdout.readline())
+        assert token  # the control endpoints need the run's token (printed at start)
         port = int(match.group(1))
         wait_until_ready("127.0.0.1", port, alive=lambda: proc.poll() is None)
         path, body = BODIES[kind]
@@ -48,7 +50,9 @@ def test_it_streams_and_records_what_it_received(kind: str, tmp_path: Path) -> N
                 assert response.headers["content-type"].startswith("text/event-stream")
                 events = [line for line in response.iter_lines() if line.startswith("data:")]
             assert len(events) >= 2  # an answer in several SSE events
-            received = http.get("/_fake/received").json()
+            assert http.get("/_fake/received").status_code == 401  # no token: refused
+            received = http.get("/_fake/received",
+                                headers={"x-fake-control-token": token.group(1)}).json()
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)

@@ -236,7 +236,7 @@ def evidence(ts: TrialSet, limit: int = 2) -> str:
     from harness.scenarios.render import format_op, render_run
 
     lines = [f"{ts.scenario.name}: {ts.status}" + (f" ({ts.reason})" if ts.reason else "")]
-    failing = [run for run in ts.all_runs if run.status != "passed"][:limit]
+    failing = [run for run in ts.all_runs if run.status != "held"][:limit]
     for run in failing:
         lines.append(f"-- seed {run.seed}, arrival {run.arrival}:")
         lines += render_run(run)

@@ -24,11 +24,11 @@ KNOWN: dict[tuple[str, str], str] = {}
 def test_shipped_scenario_holds(service: str, scenario: str, fleet: Fleet,
                                 scenarios: dict[str, Scenario], judge: Judge) -> None:
     result = judge(fleet.get(service), scenarios[scenario], profile=False)
-    assert result.status == "passed", evidence(result)
+    assert result.status == "held", evidence(result)
 
 
 @pytest.mark.parametrize(("service", "scenario"), cases(CONFORMANT, DETECTION, KNOWN))
 def test_detection_scenario_holds(service: str, scenario: str, fleet: Fleet,
                                   scenarios: dict[str, Scenario], judge: Judge) -> None:
     result = judge(fleet.get(service), scenarios[scenario], profile=True)
-    assert result.status == "passed", evidence(result)
+    assert result.status == "held", evidence(result)

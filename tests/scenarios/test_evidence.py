@@ -74,7 +74,7 @@ def test_a_target_refusing_everything_passes_no_shipped_scenario(
         shipped: dict[str, Scenario], status: int) -> None:
     statuses = {name: run_scenario(s, RefusingTarget(status)).status
                 for name, s in shipped.items()}
-    assert {n for n, st in statuses.items() if st == "passed"} == set()
+    assert {n for n, st in statuses.items() if st == "held"} == set()
 
 
 def test_a_step_that_could_not_run_says_why_and_what_to_fix(
@@ -117,14 +117,14 @@ def test_an_expected_reply_that_never_came_is_unknown(
     missing = [u["why"] for u in result.unrun]
     assert any("its succeeded reply was expected but never came: step 8" in w
                and "dispatched event was refused 409" in w for w in missing), missing
-    assert result.status in ("violated", "unknown")
+    assert result.status in ("broken", "unknown")
 
 
 def test_a_checker_that_saw_nothing_it_judges_is_unknown_when_evidence_is_required(
         history: HistoryBuilder) -> None:
     history.create("job", created=True)
     lenient = CHECKERS["one_winner_per_job"](history.ops)
-    assert lenient.verdict == "valid" and lenient.seen == 0
+    assert lenient.verdict == "held" and lenient.seen == 0
     strict = CHECKERS["one_winner_per_job"](history.ops, None, True)
     assert strict.verdict == "unknown"
     assert strict.unknowns == ("saw no claim (an attempt's result answered won or lost): there "
@@ -133,7 +133,7 @@ def test_a_checker_that_saw_nothing_it_judges_is_unknown_when_evidence_is_requir
         "needs": "claim (an attempt's result answered won or lost)", "seen": 0}
     optional = run_checkers(["one_winner_per_job"], history.ops, require_evidence=True,
                             optional={"one_winner_per_job"})
-    assert optional[0].verdict == "valid"
+    assert optional[0].verdict == "held"
 
 
 def test_a_violation_resting_on_a_401_is_not_evidence(history: HistoryBuilder) -> None:
@@ -145,7 +145,7 @@ def test_a_violation_resting_on_a_401_is_not_evidence(history: HistoryBuilder) -
     assert "refused 401 unauthenticated: not evidence against the service" in result.unknowns[0]
     assert result.fixes == (TOKENS_FIX,)
     history.create(None, type_="fail", error="store_unavailable", process="alice/3")
-    assert CHECKERS["duplicates_get_same_job"](history.ops).verdict == "invalid"
+    assert CHECKERS["duplicates_get_same_job"](history.ops).verdict == "broken"
 
 
 # -- relative expectations ------------------------------------------------------------------------
@@ -159,12 +159,12 @@ def _versions(created: int, read: int, expect: Any) -> HistoryBuilder:
 
 
 @pytest.mark.parametrize(("created", "read", "expect", "verdict"), [
-    (0, 0, "unchanged", "valid"),      # a service numbering from 0
-    (1, 1, "unchanged", "valid"),
-    (0, 1, "unchanged", "invalid"),
-    (0, 2, "rose", "valid"),           # a service stepping by 2
-    (4, 4, "rose", "invalid"),
-    (0, 0, 1, "invalid"),              # absolute: compared as written
+    (0, 0, "unchanged", "held"),      # a service numbering from 0
+    (1, 1, "unchanged", "held"),
+    (0, 1, "unchanged", "broken"),
+    (0, 2, "rose", "held"),           # a service stepping by 2
+    (4, 4, "rose", "broken"),
+    (0, 0, 1, "broken"),              # absolute: compared as written
 ])
 def test_version_expectations_are_relative_to_what_the_job_showed(
         created: int, read: int, expect: Any, verdict: str) -> None:
@@ -213,10 +213,10 @@ def test_a_reuse_expectation_follows_the_targets_fingerprint_rule() -> None:
 
     replay = {"job": "job", "created": False}
     refusal = {"status": 422, "error": "idempotency_key_reused"}
-    assert run("F1", "ok", replay) == "valid"          # canonical: the same intent, replayed
-    assert run("F1", "fail", refusal) == "invalid"
-    assert run("F2", "fail", refusal) == "valid"       # bytes: another body, refused
-    assert run("F2", "ok", replay) == "invalid"
+    assert run("F1", "ok", replay) == "held"          # canonical: the same intent, replayed
+    assert run("F1", "fail", refusal) == "broken"
+    assert run("F2", "fail", refusal) == "held"       # bytes: another body, refused
+    assert run("F2", "ok", replay) == "broken"
 
 
 # -- records by id, digests by declared scheme ----------------------------------------------------
@@ -234,17 +234,17 @@ def _late(race: dict[str, Any], scheme: str | None) -> HistoryBuilder:
 
 def test_a_race_is_found_by_the_attempts_id_whatever_the_digest() -> None:
     theirs = {"attempt": "A", "winner": "B", "reason": "lost", "payload_sha256": "raw-body-hash"}
-    assert CHECKERS["late_result_discarded_recorded"](_late(theirs, None).ops).verdict == "valid"
+    assert CHECKERS["late_result_discarded_recorded"](_late(theirs, None).ops).verdict == "held"
     declared = CHECKERS["late_result_discarded_recorded"](
         _late(theirs, "sha256-rfc8785").ops)
-    assert declared.verdict == "invalid" and "not the sha256-rfc8785 digest" in \
+    assert declared.verdict == "broken" and "not the sha256-rfc8785 digest" in \
         declared.violations[0].message
     ours = {**theirs, "payload_sha256": "PA"}
     assert CHECKERS["late_result_discarded_recorded"](
-        _late(ours, "sha256-rfc8785").ops).verdict == "valid"
+        _late(ours, "sha256-rfc8785").ops).verdict == "held"
     missing = {**theirs, "attempt": "?attempt"}
     assert CHECKERS["late_result_discarded_recorded"](_late(missing, None).ops).verdict == \
-        "invalid"
+        "broken"
     wrong_winner = {**theirs, "winner": "A"}
     assert "names A as the winner, but B won" in CHECKERS["late_result_discarded_recorded"](
         _late(wrong_winner, None).ops).violations[0].message
@@ -260,12 +260,12 @@ def test_the_first_served_retry_after_a_handler_failure_decides() -> None:
             "busy_ms": 300.0}
     h.op("alice", "create", base, "fail", busy)
     h.op("alice", "create", base, "ok", {"job": "job", "created": True})
-    assert CHECKERS["retry_after_failure_served"](h.ops).verdict == "valid"
+    assert CHECKERS["retry_after_failure_served"](h.ops).verdict == "held"
     stuck = HistoryBuilder()
     stuck.ops = h.ops[:6]
     stuck.op("alice", "create", base, "fail", busy)
     result = CHECKERS["retry_after_failure_served"](stuck.ops)
-    assert result.verdict == "invalid"
+    assert result.verdict == "broken"
     assert "all 2 retries were refused" in result.violations[0].message
 
 
@@ -324,6 +324,6 @@ def test_an_unanswered_write_on_another_job_does_not_hide_a_violation() -> None:
     h.op("alice", "read", {"owner": "alice", "job": "other", "expect": {"status": "failed"}},
          "ok", {"job": "other", "status": "pending"})
     result = CHECKERS["scripted_outcomes"](h.ops)
-    assert result.verdict == "invalid"
+    assert result.verdict == "broken"
     assert [v.message for v in result.violations] == [
         "alice read: expected status: 'failed', got 'pending'"]

@@ -28,9 +28,9 @@ def _assert_matrix(shipped: dict[str, Scenario], database: str | None) -> None:
     for mutant, scenario in WRITTEN_FOR.items():
         assert scenario in matrix.caught_by(mutant), "\n" + matrix.render()
     for name in shipped:
-        assert matrix.status(REFERENCE, name) in ("passed", "not_applicable")
+        assert matrix.status(REFERENCE, name) in ("held", "not_applicable")
     assert matrix.status(REFERENCE, "triple_click_across_replicas") == "not_applicable"
-    assert sum(matrix.status(REFERENCE, n) == "passed" for n in shipped) == len(shipped) - 1
+    assert sum(matrix.status(REFERENCE, n) == "held" for n in shipped) == len(shipped) - 1
 
 
 def test_matrix_on_sqlite(shipped: dict[str, Scenario]) -> None:

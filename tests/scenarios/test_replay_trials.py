@@ -82,7 +82,7 @@ def test_until_violated_stops_at_the_race_or_says_how_likely_the_passes_were(
 def test_a_deterministic_replay_that_passes_is_evidence(shipped: dict[str, Scenario]) -> None:
     """A sequential scenario on an in-process store decides nothing anew: a pass on another
     target is that target's verdict (the README's reference replay exits 0)."""
-    result = RunResult(shipped["timeout_unknown"], "sqlite", "sqlite", 0, "r", "passed")
+    result = RunResult(shipped["timeout_unknown"], "sqlite", "sqlite", 0, "r", "held")
     recorded = RecordedRun(Path("."), {"status": "violated"}, [], [])
     assert reproduction(ReplayOutcome(result, recorded, "op #15 differs", True)) is None
     live = reproduction(ReplayOutcome(result, recorded, "op #15 differs", False))

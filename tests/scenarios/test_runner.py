@@ -70,7 +70,7 @@ def test_a_30_second_reply_costs_no_real_time(
         open_targets: Opener, shipped: dict[str, Scenario]
 ) -> None:
     result = run_scenario(shipped["out_of_order_completion"], open_targets("sqlite"))
-    assert result.status == "passed"
+    assert result.status == "held"
     assert result.virtual_seconds == 35
     late = next(op for op in result.history
                 if op.f == "succeeded" and op.value.get("attempt") == "A" and op.type == "ok")
@@ -82,7 +82,7 @@ def test_a_crash_drops_the_workers_timeout_and_reply(
         open_targets: Opener, shipped: dict[str, Scenario]
 ) -> None:
     result = run_scenario(shipped["crash_mid_attempt"], open_targets("sqlite"))
-    assert result.status == "passed"
+    assert result.status == "held"
     crash = [op for op in result.history if op.process == "nemesis"]
     assert [op.type for op in crash] == ["invoke", "info"]
     assert sorted(crash[1].value["dropped"]) == ["reply A", "timeout A"]
@@ -100,7 +100,7 @@ def test_a_missing_capability_is_not_applicable_never_passed(
 
 def _history_bytes(scenario: Scenario, target: Target, seed: int, tmp: Path) -> bytes:
     result = run_scenario(scenario, target, seed=seed)
-    assert result.status in ("passed", "not_applicable"), result.checks
+    assert result.status in ("held", "not_applicable"), result.checks
     if result.status == "not_applicable":
         return b""
     folder = write_run(result, tmp)
@@ -128,7 +128,7 @@ def test_seeds_choose_between_simultaneous_events(
     schedules = {}
     for seed in range(6):
         result = run_scenario(scenario, target, seed=seed)
-        assert result.status == "passed"
+        assert result.status == "held"
         schedules[seed] = [e["event"] for e in result.schedule]
     assert len({tuple(s) for s in schedules.values()}) > 1
     decided = run_scenario(scenario, target, seed=4)
@@ -145,7 +145,7 @@ def test_runs_on_one_database_do_not_see_each_other(
         results = [run_scenario(shipped["mismatched_key"], target) for _ in range(3)]
     finally:
         target.close()
-    assert [r.status for r in results] == ["passed"] * 3
+    assert [r.status for r in results] == ["held"] * 3
     assert len({r.run_id for r in results}) == 3
 
 
@@ -173,8 +173,8 @@ def test_a_mutant_violation_carries_its_ops(
 ) -> None:
     name = "double_click" if mutant == "check-then-insert" else "mismatched_key"
     result = run_scenario(shipped[name], open_targets(f"mutant:{mutant}"))
-    assert result.status == "violated"
-    broken = [c for c in result.checks if c.verdict == "invalid"]
+    assert result.status == "broken"
+    broken = [c for c in result.checks if c.verdict == "broken"]
     assert broken and all(v.ops for c in broken for v in c.violations)
     indices = {op.index for op in result.history}
     assert all(set(v.ops) <= indices for c in broken for v in c.violations)

@@ -67,21 +67,21 @@ def judge(flaw: str | None, provider: tuple[RecordingFake, str], tmp_path: Path,
 
 def test_one_call_per_click_holds_on_the_correct_service(
         provider: tuple[RecordingFake, str], tmp_path: Path) -> None:
-    assert judge(None, provider, tmp_path) == ["valid"]
+    assert judge(None, provider, tmp_path) == ["held"]
     untagged = [r for r in provider[0].received() if r.tag is None]
     assert len(untagged) == 1 and untagged[0].billed  # eight clicks, one job, one call
 
 
 def test_check_then_insert_bills_the_duplicate(
         provider: tuple[RecordingFake, str], tmp_path: Path) -> None:
-    assert judge("check-then-insert", provider, tmp_path) == ["invalid"]
+    assert judge("check-then-insert", provider, tmp_path) == ["broken"]
     assert len([r for r in provider[0].received() if r.tag is None]) > 1
 
 
 def test_retries_after_completion_bill_nothing_more(
         provider: tuple[RecordingFake, str], tmp_path: Path) -> None:
     # replay_fidelity's re-serialised retry is, through a one-key body, the same request
-    assert judge(None, provider, tmp_path, DETECTION / "replay_fidelity.yaml") == ["valid"]
+    assert judge(None, provider, tmp_path, DETECTION / "replay_fidelity.yaml") == ["held"]
     assert len([r for r in provider[0].received() if r.tag is None]) == 1
 
 
@@ -96,5 +96,5 @@ def test_a_hedge_within_one_job_is_not_a_second_side_effect(
             ProfileTarget(base, path, env={}) as target:
         assert target.count_provider_calls([primary], [primary, fallback])
         trials = run_trials(scenario, target, trials=1, patterns=["burst"])
-    assert [v for run in trials.all_runs for v in side_effect_checks(run)] == ["valid"]
+    assert [v for run in trials.all_runs for v in side_effect_checks(run)] == ["held"]
     assert len(fallback.received()) == 1  # the hedge was called, and is not counted

@@ -35,7 +35,7 @@ def served(request: pytest.FixtureRequest, profile: Path) -> Iterator[ProfileTar
 
 
 def broken(result: RunResult) -> set[str]:
-    return {c.checker for c in result.checks if c.verdict == "invalid"}
+    return {c.checker for c in result.checks if c.verdict == "broken"}
 
 
 def run(target: ProfileTarget, name: str) -> RunResult:
@@ -49,7 +49,7 @@ def test_the_correct_service_keeps_every_promise_it_is_asked(
         served: ProfileTarget, name: str) -> None:
     served.preflight()
     result = run(served, name)
-    assert result.status == "passed", (result.reason, [(c.checker, c.violations, c.unknowns)
+    assert result.status == "held", (result.reason, [(c.checker, c.violations, c.unknowns)
                                                        for c in result.checks])
     sent = [op for op in result.history if op.f == "create" and op.type == "invoke"]
     assert sent, "the scenario sent no create"
@@ -80,14 +80,14 @@ def test_check_then_insert_makes_the_duplicate_job(served: ProfileTarget) -> Non
 @pytest.mark.parametrize("served", ["ignores-owner"], indirect=True)
 def test_an_owner_ignoring_service_leaks_the_job(served: ProfileTarget) -> None:
     result = run(served, "same_key_two_owners")
-    assert result.status == "violated"
+    assert result.status == "broken"
     assert "owners_isolated" in broken(result)
 
 
 @pytest.mark.parametrize("served", ["replays-other-body"], indirect=True)
 def test_replaying_another_body_breaks_mismatched_key(served: ProfileTarget) -> None:
     result = run(served, "mismatched_key")
-    assert result.status == "violated"
+    assert result.status == "broken"
     assert "mismatch_rejected_unchanged" in broken(result)
 
 

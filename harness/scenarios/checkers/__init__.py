@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from harness.domain.verdicts import JudgedStatus
+from harness.domain.verdicts import Promise
 from harness.scenarios.checkers import (  # noqa: F401 - register
     attempts,
     claims,
@@ -50,14 +50,14 @@ def run_checkers(
             for name in names]
 
 
-def verdict_of(results: Iterable[CheckResult]) -> JudgedStatus:
+def verdict_of(results: Iterable[CheckResult]) -> Promise:
     """``violated`` | ``unknown`` | ``passed``: the run's status by its checks."""
     verdicts = {r.verdict for r in results}
-    if "invalid" in verdicts:
-        return "violated"
+    if "broken" in verdicts:
+        return "broken"
     if "unknown" in verdicts:
         return "unknown"
-    return "passed"
+    return "held"
 
 
 __all__ = [

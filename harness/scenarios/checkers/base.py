@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.domain.verdicts import CheckerVerdict
+from harness.domain.verdicts import CHECK_VERDICT, Promise
 from harness.scenarios.history import Op, Pair, pairs
 
-Verdict = CheckerVerdict  # one vocabulary: harness.domain.verdicts
+Verdict = Promise  # one vocabulary: harness.domain.verdicts (held | broken | unknown)
 
 #: how the checkers name a target's answers, by default (API.md); a profile replaces them
 DEFAULT_TERMS: dict[str, str] = {
@@ -79,7 +79,7 @@ class CheckResult:
         data: dict[str, Any] = {
             "checker": self.checker,
             "promise": self.promise,
-            "verdict": self.verdict,
+            "verdict": CHECK_VERDICT[self.verdict],  # the published word (valid, invalid)
             "violations": [v.to_json() for v in self.violations],
             "unknowns": list(self.unknowns),
         }
@@ -174,7 +174,7 @@ def checker(promise: str, needs: EvidenceNeed | None = None) -> Callable[[Body],
                               "checker under checkers_if_exercised: when the scenario only "
                               "sometimes exercises it")
             verdict: Verdict = (
-                "invalid" if found.violations else "unknown" if found.unknowns else "valid"
+                "broken" if found.violations else "unknown" if found.unknowns else "held"
             )
             return CheckResult(name, promise.format_map(words), verdict, tuple(found.violations),
                                tuple(found.unknowns), tuple(found.fixes),

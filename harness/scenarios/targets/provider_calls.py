@@ -60,7 +60,7 @@ class ProviderCalls:
         self._jobs_final(deadline)
         for fake in self.fakes:
             left = max(0.0, deadline - time.monotonic())
-            if not fake.wait_settled_tag(None, left):  # type: ignore[arg-type]
+            if not fake.wait_settled_tag(None, left):
                 raise CounterUnsettled(
                     f"a provider call to {fake.name} was still open {self.budget_s:.1f} s after "
                     "the run: the service may still be calling")

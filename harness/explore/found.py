@@ -4,7 +4,6 @@ once and emitted with the command that replays it)."""
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import time
 from typing import TYPE_CHECKING, Any
@@ -21,8 +20,9 @@ from harness.explore.shrink import shrink
 from harness.scenarios.runfolder import replay_command
 
 if TYPE_CHECKING:
+    from harness.domain.stream import Folder
+    from harness.explore.events import ExploreResult
     from harness.explore.search import Found, Progress, SearchSettings
-    from harness.reports.session import ReportSession
 
 PROGRESS_EVERY_S = 2.0
 
@@ -60,8 +60,8 @@ class Ticker:
 
 
 
-def report_clean(session: ReportSession, found: Found, settings: SearchSettings,
-                 target: str) -> None:
+def clean_event(found: Found, settings: SearchSettings, target: str) -> ExploreResult:
+    """A search that found no violation: what it covered."""
     progress = found.progress
     if found.exhausted:
         note = (f"no violation: every interleaving of the smallest plan was explored "
@@ -69,21 +69,24 @@ def report_clean(session: ReportSession, found: Found, settings: SearchSettings,
     else:
         spent = "time limit reached" if settings.time_limit is not None else "budget spent"
         note = f"no violation in {progress.schedules} schedules ({progress.steps} steps); {spent}"
-    session.emit(explore_result(None, target=target, settings=settings, found=found,
-                                note="\n".join([note, *progress.tally.lines()])))
+    return explore_result(None, target=target, settings=settings, found=found,
+                          note="\n".join([note, *progress.tally.lines()]))
 
 
-def report_violation(session: ReportSession, controller: Any, found: Found,
-                     settings: SearchSettings, target: str, args: argparse.Namespace, *,
-                     through: dict[str, Any] | None = None) -> None:
+def violation_event(controller: Any, found: Found, settings: SearchSettings, target: str, *,
+                    folder: Folder, say: Any, shrinking: bool = True,
+                    commit_steps: bool = False,
+                    through: dict[str, Any] | None = None) -> ExploreResult:
+    """A violation found: shrunk (unless ``shrinking`` is off), written as a repro folder,
+    replayed once, with the command that replays it."""
     outcome = found.outcome
     assert outcome is not None
     original = outcome.steps
     shrink_figures = None
-    if not args.no_shrink and not found.shrunk_by_hypothesis:
-        session.say(f"found: {', '.join(outcome.broken)} after {found.progress.schedules} "
-                    f"schedules ({outcome.steps} steps); shrinking:")
-        shrunk = shrink(controller, outcome, progress=lambda text: session.say(f"  {text}"))
+    if shrinking and not found.shrunk_by_hypothesis:
+        say(f"found: {', '.join(outcome.broken)} after {found.progress.schedules} "
+            f"schedules ({outcome.steps} steps); shrinking:")
+        shrunk = shrink(controller, outcome, progress=lambda text: say(f"  {text}"))
         outcome = shrunk.outcome
         shrink_figures = {"original_steps": shrunk.original_steps,
                           "original_ops": shrunk.original_ops, "plan_runs": shrunk.plan_runs,
@@ -94,21 +97,21 @@ def report_violation(session: ReportSession, controller: Any, found: Found,
     found_info = {"workload": settings.workload, "seed": settings.seed,
                   "schedule": found.schedule, "choices": settings.choices,
                   "schedules": found.progress.schedules, "clients": settings.clients,
-                  "commit_steps": bool(args.commit_steps)}
+                  "commit_steps": commit_steps}
     if settings.choices == "pct":
         found_info["depth"] = settings.depth
-    folder = write_repro(outcome, session.folder, target=target, found=found_info,
-                         shrink=shrink_figures, through=through)
-    again = replay_repro(controller, read_repro(folder))
+    repro = write_repro(outcome, folder(), target=target, found=found_info,
+                        shrink=shrink_figures, through=through)
+    again = replay_repro(controller, read_repro(repro))
     note = ""
     if through is None:
-        command = replay_command(folder, target.replace(":***@", "@"))
+        command = replay_command(repro, target.replace(":***@", "@"))
         if "***" in target:
             note = "put the real URL in --target (or set PGPASSWORD): the password is not stored"
     else:
-        command = shlex.join(["failover-harness", "replay", str(folder)])
+        command = shlex.join(["failover-harness", "replay", str(repro)])
         if "***" in str(through.get("storage")):
             note = "add --through with the full URL: the password is not stored"
-    session.emit(explore_result(
+    return explore_result(
         outcome, target=target, settings=settings, found=found, original_steps=original,
-        repro=folder, replay=command, replayed_identical=again.identical, note=note))
+        repro=repro, replay=command, replayed_identical=again.identical, note=note)

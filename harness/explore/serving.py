@@ -1,4 +1,5 @@
-"""``failover-harness explore --through``: your service, its storage behind a holding proxy.
+"""``explore --through``: your service, its storage behind a holding proxy (and ``replay`` of
+such a repro).
 
 The flow: the storage answers in its protocol → the proxy listens → the service starts
 (``--service-cmd``, pointed at the proxy) or is already running → it is healthy → a warm-up
@@ -8,16 +9,16 @@ replay once. Each check that fails is exit 2 with what was seen and the fix.
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.commands._explore_found import Ticker, report_clean, report_violation
 from harness.domain.errors import ConfigError
+from harness.domain.stream import AddTarget, Folder, Live
 from harness.domain.words import counted
 from harness.explore.choices import PrefixChoices
+from harness.explore.found import Ticker, clean_event, violation_event
 from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
 from harness.explore.pct import bound
 from harness.explore.plan import SmallestDraw
@@ -32,10 +33,10 @@ from harness.scenarios.targets.base import redact
 
 if TYPE_CHECKING:
     from harness.explore.controller import Outcome
+    from harness.explore.entry import ExploreSettings, ReproReplaySettings
     from harness.explore.replay import Replayed
     from harness.explore.repro import Repro
     from harness.explore.search import Build, Found, SearchSettings
-    from harness.reports.session import ReportSession
 
 DEFAULT_SETTLE_MS = 100.0
 
@@ -43,7 +44,7 @@ DEFAULT_SETTLE_MS = 100.0
 @contextmanager
 def serving(*, target_text: str | None, profile: str | None, tokens_file: str | None,
             storage: str, listen: str | None, service_cmd: str | None, health_path: str,
-            settle_ms: float, log: Path,
+            settle_ms: float, log: Callable[[], Path] | Path,
             say: Any = print) -> Iterator[tuple[ThroughController, Proxy, str]]:
     """Proxy up, service up and healthy, controller ready; everything stopped on the way out."""
 
@@ -65,9 +66,9 @@ def serving(*, target_text: str | None, profile: str | None, tokens_file: str | 
             "proxy's URL; it is in $HARNESS_PROXY_URL)")
         service = None
         if service_cmd:
-            service = ServiceProcess(service_cmd, proxy.url, log)
+            service = ServiceProcess(service_cmd, proxy.url, log() if callable(log) else log)
             stack.callback(service.stop)
-            say(f"service: {service.shown}  (output: {log})")
+            say(f"service: {service.shown}  (output: {service.log})")
         wait_healthy(target.urls[0], health_path, service,  # type: ignore[attr-defined]
                      check=lambda: _problems(proxy))
         controller = stack.enter_context(ThroughController(target, proxy, settle_ms=settle_ms))
@@ -108,14 +109,14 @@ def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload:
     return outcome
 
 
-def through_info(args: argparse.Namespace, settle_ms: float) -> dict[str, Any]:
+def through_info(s: ExploreSettings, settle_ms: float) -> dict[str, Any]:
     """What ``replay`` needs to set the proxy and the service up again (no passwords)."""
 
-    return {"storage": redact(args.through), "listen": args.listen,
-            "service_cmd": redact(args.service_cmd) if args.service_cmd else None,
-            "target_profile": str(args.target_profile) if args.target_profile else None,
-            "tokens_file": str(args.tokens_file) if args.tokens_file else None,
-            "health_path": args.health_path, "settle_ms": settle_ms}
+    return {"storage": redact(s.through or ""), "listen": s.listen,
+            "service_cmd": redact(s.service_cmd) if s.service_cmd else None,
+            "target_profile": str(s.target_profile) if s.target_profile else None,
+            "tokens_file": str(s.tokens_file) if s.tokens_file else None,
+            "health_path": s.health_path, "settle_ms": settle_ms}
 
 
 def pct_line(found: Found, settings: SearchSettings) -> str:
@@ -132,16 +133,18 @@ def pct_line(found: Found, settings: SearchSettings) -> str:
             f"probability at most {miss:.2%}")
 
 
-def run_through(args: argparse.Namespace, settings: SearchSettings, session: ReportSession) -> int:
-    settle = args.settle_ms if args.settle_ms is not None else DEFAULT_SETTLE_MS
+def through_events(s: ExploreSettings, settings: SearchSettings, folder: Folder,
+                   live: Live) -> Iterator[Any]:
+    """The search through the service's storage: its target, then its explore result."""
+    settle = s.settle_ms if s.settle_ms is not None else DEFAULT_SETTLE_MS
     limit = (f"{settings.budget} schedules" if settings.budget is not None
              else f"{settings.time_limit:g} s")
-    with serving(target_text=args.target, profile=args.target_profile,
-                 tokens_file=args.tokens_file, storage=args.through, listen=args.listen,
-                 service_cmd=args.service_cmd, health_path=args.health_path, settle_ms=settle,
-                 log=session.folder / "explore-service.log",
-                 say=session.say) as (controller, proxy, target):
-        session.add_target(target)
+    with serving(target_text=s.target, profile=s.target_profile,
+                 tokens_file=s.tokens_file, storage=s.through or "", listen=s.listen,
+                 service_cmd=s.service_cmd, health_path=s.health_path or "/healthz",
+                 settle_ms=settle, log=lambda: folder() / "explore-service.log",
+                 say=live.say) as (controller, proxy, target):
+        yield AddTarget(target)
         capabilities = set(controller.target.capabilities)
         profile = getattr(controller.target, "profile", None)
         if profile is not None and profile.in_flight is not None:
@@ -152,47 +155,46 @@ def run_through(args: argparse.Namespace, settings: SearchSettings, session: Rep
                               field="--workload", fix="declare faults: handler_error: in the "
                               "profile, or choose another workload")
         depth = f" (depth {settings.depth})" if settings.choices == "pct" else ""
-        session.say(f"target {target} through {proxy.upstream.kind}; workload "
-                    f"{settings.workload}; clients ≤ {settings.clients}; budget {limit}; "
-                    f"{settings.choices} choices{depth}; settle {settle:g} ms")
-        warm_up(controller, proxy, build, settings.workload, session.say)
-        ticker = Ticker(session.say, settings.budget)
+        live.say(f"target {target} through {proxy.upstream.kind}; workload "
+                 f"{settings.workload}; clients ≤ {settings.clients}; budget {limit}; "
+                 f"{settings.choices} choices{depth}; settle {settle:g} ms")
+        warm_up(controller, proxy, build, settings.workload, live.say)
+        ticker = Ticker(live.say, settings.budget)
         found = search(controller, settings, ticker, build=build,
                        workloads=[w for w in HTTP_WORKLOADS if w != "handler-failure"
                                   or "handler_faults" in capabilities])
         ticker.final()
         _problems(proxy)
         if settings.choices == "pct":
-            session.say(pct_line(found, settings))
+            live.say(pct_line(found, settings))
         if found.outcome is None:
-            report_clean(session, found, settings, target)
+            yield clean_event(found, settings, target)
         else:
-            report_violation(session, controller, found, settings, target, args,
-                       through=through_info(args, settle))
-    return session.finish()
+            yield violation_event(controller, found, settings, target, folder=folder,
+                                  say=live.say, shrinking=s.shrink,
+                                  commit_steps=s.commit_steps, through=through_info(s, settle))
 
 
-def replay_through(args: argparse.Namespace, repro: Repro,
-                   session: ReportSession) -> tuple[Replayed, str]:
-    """Set the proxy and the service up as the repro says (options override), and replay;
-    the replay and the target."""
+def replay_through(s: ReproReplaySettings, repro: Repro, folder: Folder,
+                   live: Live) -> Generator[Any, None, tuple[Replayed, str]]:
+    """Set the proxy and the service up as the repro says (the settings override), replay:
+    its target, then (returned) the replay and the target."""
 
     through = repro.through or {}
-    storage = args.through or str(through.get("storage"))
+    storage = s.through or str(through.get("storage"))
     if "***" in storage:
         raise ConfigError("the repro's storage URL had its password removed", field="--through",
                           fix="pass --through with the full URL")
-    settle = args.settle_ms or float(through.get("settle_ms") or DEFAULT_SETTLE_MS)
-    with serving(target_text=args.target or repro.target,
-                 profile=args.target_profile or through.get("target_profile"),
-                 tokens_file=args.tokens_file or through.get("tokens_file"), storage=storage,
-                 listen=args.listen or through.get("listen"),
-                 service_cmd=args.service_cmd or through.get("service_cmd"),
-                 health_path=args.health_path or str(through.get("health_path") or "/healthz"),
-                 settle_ms=settle, log=session.folder / "replay-service.log",
-                 say=session.say) as (controller, _, target):
-        session.add_target(target)
-        session.say(f"replaying {args.path} on {target} through "
-                    f"{controller.proxy.upstream.kind} ({len(repro.decisions)} recorded "
-                    "decisions)")
+    settle = s.settle_ms or float(through.get("settle_ms") or DEFAULT_SETTLE_MS)
+    with serving(target_text=s.target or repro.target,
+                 profile=s.target_profile or through.get("target_profile"),
+                 tokens_file=s.tokens_file or through.get("tokens_file"), storage=storage,
+                 listen=s.listen or through.get("listen"),
+                 service_cmd=s.service_cmd or through.get("service_cmd"),
+                 health_path=s.health_path or str(through.get("health_path") or "/healthz"),
+                 settle_ms=settle, log=lambda: folder() / "replay-service.log",
+                 say=live.say) as (controller, _, target):
+        yield AddTarget(target)
+        live.say(f"replaying {s.path} on {target} through {controller.proxy.upstream.kind} "
+                 f"({len(repro.decisions)} recorded decisions)")
         return replay_repro(controller, repro), target

@@ -1,0 +1,133 @@
+"""The entry points of ``certify`` and ``gate``, and the certification ``check`` runs.
+
+A providers source (``providers.yaml``, or a gateway's config: ``litellm:…``, ``portkey:…``) is
+read through :mod:`harness.gateways.sources`, which is why these jobs sit above ``gateways``
+and not in ``contracts``. ``certify`` samples every pairing of the chains (narrowed by
+``--provider`` / ``--contract``), judges it, merges the records into the lock file and yields a
+certification event per pairing; ``gate`` yields the gate's verdict on the ``auto`` links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.contracts.certifier import DEFAULT_CONCURRENCY, CertificationRun, PostAudit, certify
+from harness.contracts.certifier import plan as plan_pairings
+from harness.contracts.emit import certification, gate_verdict
+from harness.contracts.events import Certification, GateVerdict
+from harness.contracts.exchange import Mode
+from harness.contracts.judgement import Pairing
+from harness.contracts.records import CertificationRecord
+from harness.contracts.standing import certify_command
+from harness.contracts.workspace import Workspace
+from harness.domain.stream import QUIET, Begin, Folder, Live, entry_point
+from harness.gateways.options import ProvidersSource
+from harness.gateways.sources import audits_for
+
+
+@dataclass(frozen=True, kw_only=True)
+class CertifySettings:
+    """What ``certify`` certifies, and how it samples."""
+
+    source: ProvidersSource
+    mode: Mode = "live"  # record: save cassettes; replay: certify from them, offline
+    adaptive: bool = False  # sample in rounds until decided (also when a contract needs it)
+    cassettes: Path | None = None  # default: cassettes/ beside the providers file
+    provider: str | None = None  # only this provider
+    contract: str | None = None  # only this contract
+    concurrency: int = DEFAULT_CONCURRENCY
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateSettings:
+    """What ``gate`` judges: the ``auto`` links of a providers source against its lock."""
+
+    source: ProvidersSource
+
+
+@entry_point
+def run_gate(settings: GateSettings, *, folder: Folder | None = None,
+             live: Live = QUIET) -> Iterator[Any]:
+    """``failover-harness gate``: the gate's verdict on the lock file as it is."""
+    workspace = settings.source.open()
+    yield Begin()
+    yield gate_event(workspace, settings.source)
+
+
+def gate_event(workspace: Workspace, source: ProvidersSource) -> GateVerdict:
+    return gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),
+                        providers_file=str(source.providers))
+
+
+@entry_point
+def run_certify(settings: CertifySettings, *, folder: Folder | None = None,
+                live: Live = QUIET) -> Iterator[Any]:
+    """``failover-harness certify``: a certification event per pairing, the lock updated."""
+    workspace = settings.source.open()
+    pairings = plan_pairings(workspace.providers, workspace.contracts,
+                             only_provider=settings.provider, only_contract=settings.contract,
+                             providers_path=str(settings.source.providers))
+    # through a gateway: what the provider got, and what a config in a header makes it send
+    audits = audits_for(workspace.providers, pairings, workspace.providers_path)
+    yield Begin()  # before certifying: its start time is the run's
+    result, written = yield from certify_pairings(
+        workspace, pairings, settings.source, live, adaptive=settings.adaptive,
+        mode=settings.mode, cassettes=settings.cassettes or workspace.cassettes_dir,
+        concurrency=settings.concurrency, previous=dict(workspace.lock.records), audits=audits)
+    live.say(f"{result.calls} calls in {result.wall_s:.2f} s (their latencies sum to "
+             f"{result.sequential_s:.2f} s); lock file {workspace.lock.path}"
+             + ("" if written else " not changed"))
+    for path in result.cassettes_written:
+        live.say(f"cassette {path}")
+
+
+def certify_pairings(
+    workspace: Workspace, pairings: list[Pairing], source: ProvidersSource, live: Live, *,
+    adaptive: bool = False, mode: Mode = "live", cassettes: Path | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    previous: Mapping[tuple[str, str], CertificationRecord] | None = None,
+    audits: Sequence[PostAudit] = (), headline: bool = True,
+) -> Generator[Certification, None, tuple[CertificationRun, int]]:
+    """Certify ``pairings`` under a bar, commit the records to the lock, yield an event per
+    record; return (the run, how many records the lock took). A contract whose fixed plan
+    cannot decide makes the whole run adaptive (said first, before any call is spent)."""
+    undecidable = workspace.undecidable([p.contract for p in pairings])
+    adaptive = adaptive or any(c.adaptive_decides for c in undecidable)
+    for check in undecidable:
+        live.say(f"note: {check.text()}")
+    if adaptive:  # the most it may spend; a decided provider stops early
+        total = sum(p.contract.thresholds.budget_for(len(p.contract.goldens)) for p in pairings)
+    else:
+        total = sum(len(p.contract.goldens) * p.contract.thresholds.samples for p in pairings)
+    label = "certifying" + (" (adaptive: at most)" if adaptive and headline else "")
+    with live.bar(label, total) as advance:
+        result: CertificationRun = asyncio.run(certify(
+            pairings, mode=mode, cassettes=cassettes, concurrency=concurrency,
+            on_progress=advance, adaptive=adaptive, previous=previous, audits=audits))
+    # A record no call reached is no evidence: it never replaces an earlier one in the lock
+    # (written only where the lock has none, so the gate says why the pair is undecided).
+    # Merged into the lock as it is now, under a file lock: a concurrent run keeps its records.
+    # A record a harness error left undecided (our bug, not evidence) is never written.
+    written = workspace.lock.commit(result.records)
+    if headline:
+        how: str = "replayed from cassettes" if mode == "replay" else mode
+        fakes = sum(1 for r in result.records if r.fake)
+        if fakes and mode != "replay":  # a fake provider answers in process: nothing is "live"
+            how = ("fake providers" if fakes == len(result.records)
+                   else f"{how}; {fakes} of {len(result.records)} fake providers")
+        rule = "adaptive, mixture SPRT" if adaptive else "fixed, Clopper–Pearson"
+        live.say(f"certification ({how}; {rule})")
+    failover = {(p.provider.id, p.contract.id): p.failover for p in pairings}
+    for record in result.records:
+        link = failover.get(record.key, "")
+        command = certify_command(record.provider, record.contract, str(source.providers),
+                                  str(source.contracts) if source.contracts else None,
+                                  adaptive=adaptive,
+                                  lock=str(source.lock) if source.lock else None)
+        yield certification(record, link, fix=workspace.fix_for(record, command),
+                            gated=link == "auto")
+    return result, written

@@ -1,0 +1,102 @@
+"""The drill's entry point: frozen settings in, typed events and a verdict out.
+
+``drill(settings)`` serves the profile's providers as fakes, probes the service with one control
+intent (a service that never calls the fakes stops there: one unknown, one diagnosis), drills
+every intent of every drill in one round, judges them, and gives the ``drill_run`` events (one
+per drill) with the run's verdict. No command line: the ``drill`` command builds the settings,
+calls this, and hands each event to its report session; tests call it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.domain.verdicts import Outcome
+from harness.drill.drills import DRILLS, NAMES
+from harness.drill.engine import DrillResults, drilling
+from harness.drill.events import DrilledIntent, DrillFinding, DrillRun
+from harness.drill.judge import Certifier, IntentVerdict
+from harness.drill.summary import drill_events, lanes
+from harness.scenarios.events import Unknown
+from harness.target.drill_profile import DrillProfile
+
+RunVerdict = Literal["pass", "fail", "unknown"]
+#: what a service that never called the fakes may have done instead
+REAL_MONEY = ("it may have called the real providers at their default URLs instead: real "
+              "calls, real money (check the provider dashboards and the service's logs)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DrillSettings:
+    """Everything one drill needs, built by the command (or a test) and never changed."""
+
+    profile: DrillProfile
+    target: str
+    env: Mapping[str, str]
+    drills: tuple[str, ...] = NAMES
+    trials: int = 10
+    concurrency: int | None = None  # intents at work at once (None: all: one round)
+    ports: Mapping[str, int] = field(default_factory=dict)
+    certify: Certifier | None = None
+    #: the command that drills one drill again (shown in the report)
+    command: Callable[[str], str] = field(default=lambda name: "")
+    probe: bool = True  # one control intent first; stop if the fakes see nothing
+
+
+@dataclass(frozen=True)
+class DrillOutcome:
+    """A run's events (one per drill, or one unknown when the probe reached nothing), every
+    intent's verdict, and the run's verdict."""
+
+    events: tuple[DrillRun, ...]
+    results: DrillResults
+    verdict: RunVerdict
+
+
+def drill(settings: DrillSettings, *, on_serving: Callable[[list[tuple[str, str, str]]], None]
+          | None = None, on_intent: Callable[[IntentVerdict], None] | None = None
+          ) -> DrillOutcome:
+    """Drill ``settings.target``: ConfigError for a profile, variable or port problem before
+    anything started; ``on_serving`` hears where the fakes listen once they do."""
+    with drilling(settings.profile, target=settings.target, env=settings.env,
+                  ports=settings.ports, concurrency=settings.concurrency) as engine:
+        if on_serving is not None:
+            on_serving(engine.fakes)
+        results = engine.run(list(settings.drills), settings.trials, certify=settings.certify,
+                             on_intent=on_intent, probe=settings.probe)
+    if results.unreached is not None:
+        events: tuple[DrillRun, ...] = (unreached_event(results, results.unreached,
+                                                        settings.command("control")),)
+    else:
+        events = tuple(drill_events(results, settings.command))
+    return DrillOutcome(events, results, run_verdict(events))
+
+
+def run_verdict(events: tuple[DrillRun, ...]) -> RunVerdict:
+    outcomes = {e.outcome for e in events}
+    return "fail" if "fail" in outcomes else "unknown" if "unknown" in outcomes or not events \
+        else "pass"
+
+
+def unreached_event(results: DrillResults, probe: IntentVerdict, command: str) -> DrillRun:
+    """The one diagnosis for a service that never called the fakes: no drill was run."""
+    finding = probe.findings[0]
+    ev = probe.evidence
+    first = ev.submissions[0] if ev.submissions else None
+    accepted = first is not None and first.status is not None and 200 <= first.status < 300
+    money = f" {REAL_MONEY[0].upper()}{REAL_MONEY[1:]}." if accepted else ""
+    reason = (f"{finding.message}; the drill stopped after this one control intent (nothing "
+              f"else was drilled).{money}")
+    outcome: Outcome = "unknown"
+    return DrillRun(
+        drill="control", target=results.target, verdict="unknown", outcome=outcome,
+        description=DRILLS["control"].description + " (the probe before every drill)",
+        profile=results.profile, trials=1,
+        intents=(DrilledIntent(tag=ev.tag, trial=1, verdict="unknown",
+                               findings=(DrillFinding(finding.promise, "unknown", reason,
+                                                      finding.fix),),
+                               timeline=lanes(ev, None), note=ev.note),),
+        unknowns=(Unknown(reason, finding.fix),), command=command,
+        wall_s=results.wall_s)

@@ -1,0 +1,285 @@
+"""One drilled intent, from its submits to its close: script the fakes for its tag, submit it
+(once, a double click from one barrier, staggered, or again after the service's timeout), watch
+the job, let held answers go when the drill decides (docs/drill.md, "Held answers"), settle (a
+quiet period with no call of its tag), and read the job a last time.
+
+I/O only; the verdicts are :mod:`harness.drill.judge`'s. The engine (:mod:`harness.drill.engine`)
+serves the fakes, owns the client and the clock, and runs many intents at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from harness.domain.words import counted
+from harness.drill.drills import Drill, late_ms
+from harness.drill.evidence import IntentEvidence
+from harness.target.ids import UnusableId, path_segment
+
+if TYPE_CHECKING:  # the engine runs intents; an intent only calls back into it
+    from harness.drill.engine import Engine
+
+#: quick looks at a job after a call of its tag arrived or ended, before slowing down again
+QUICK_LOOKS = 3
+
+
+@dataclass
+class Slot:
+    """An intent's place among the ``concurrency`` intents at work; given back when it only
+    settles (a settling intent loads nothing but a slow poll)."""
+
+    semaphore: threading.Semaphore
+    held: bool = False
+
+    def take(self) -> None:
+        self.semaphore.acquire()
+        self.held = True
+
+    def give_back(self) -> None:
+        if self.held:
+            self.held = False
+            self.semaphore.release()
+
+
+@dataclass
+class Holds:
+    """When the held answers of one intent go: the fallback's once the job was observed twice
+    after the fallback's call arrived (once, past ``cap_s``), the late primary's once the
+    fallback's answer was delivered and the job observed complete (or ``late_s`` after it
+    arrived when no fallback call came)."""
+
+    fallback: bool
+    primary: bool
+    cap_s: float
+    late_s: float
+
+    def tick(self, engine: Engine, ev: IntentEvidence, now: float, complete: bool) -> None:
+        if not (self.fallback or self.primary):
+            return
+        calls = engine.calls(ev.tag)
+        fallbacks = [c for c in calls if c.role == "fallback"]
+        if self.fallback and fallbacks:
+            arrived = fallbacks[0].at
+            looks = sum(o.at > arrived for o in ev.observations)
+            # two looks; past the cap one will do (the fakes let it go anyway at their
+            # backstop, three quarters of the provider timeout after the call arrived)
+            if looks >= 2 or (looks and now - arrived >= self.cap_s):
+                engine.let_go(ev.tag, "fallback")
+                self.fallback = False
+        if self.primary:
+            primary = next((c for c in calls if c.role == "primary"), None)
+            delivered = any(c.outcome == "answered" for c in fallbacks)
+            alone = primary is not None and not fallbacks and now - primary.at >= self.late_s
+            if (delivered and complete) or alone:
+                engine.let_go(ev.tag, "primary")
+                self.primary = False
+
+
+@dataclass
+class IntentRun:
+    """One intent of ``drill``: its tag, its key, its evidence."""
+
+    engine: Engine
+    drill: Drill
+    trial: int
+    slot: Slot
+    tag: str = field(default_factory=lambda: f"drill-{uuid.uuid4().hex[:12]}")
+    key: str = field(default_factory=lambda: f"drill-key-{uuid.uuid4().hex}")
+
+    def run(self) -> IntentEvidence:
+        e, section = self.engine, self.engine.section
+        jobs = section.submit.kind == "create_job"
+        t = section.timeouts
+        primary = self.drill.primary
+        if self.drill.hold_primary and not jobs:  # a chat call is not observed: plain timing
+            primary = f"slow:{late_ms(t.provider_s)}"
+        # a held late primary with no fallback call after twice the service's timeout (and a
+        # second): the service does not fail over; it then answers
+        holds = Holds(fallback=jobs and self.drill.timeout,
+                      primary=jobs and self.drill.hold_primary,
+                      cap_s=t.provider_s / 2, late_s=2 * t.provider_s + 1.0)
+        e.script(self.tag, primary, hold_primary=holds.primary, hold_fallback=holds.fallback)
+        ev = IntentEvidence(self.drill.name, self.trial, self.tag, e.now())
+        clicking: list[threading.Thread] = []
+        try:
+            clicking = self._submit(ev)
+            job = self._job(ev) if jobs else None
+            if job is not None:
+                self._watch(ev, holds, job)
+            else:
+                self._settle_calls(ev)
+        finally:
+            for thread in clicking:
+                thread.join(e.budget + 5)
+            e.let_go(self.tag, None)
+            e.forget_wake(self.tag)
+        ev.submissions.sort(key=lambda s: s.at)
+        ev.calls = e.calls(self.tag)
+        ev.ended_at = e.now()
+        return ev
+
+    # -- submits ------------------------------------------------------------------------------
+    def _submit(self, ev: IntentEvidence) -> list[threading.Thread]:
+        """The first submit now; a second one (a double click, a re-click) from a thread of
+        its own, so that the job is watched (and held answers go) while it is in flight."""
+        e = self.engine
+        stream = e.section.submit.stream or self.drill.name == "stream-cut"
+        lock = threading.Lock()
+
+        def one() -> None:
+            done = e.submit(self.tag, self.key, stream)
+            with lock:
+                ev.submissions.append(done)
+
+        clicks = self.drill.clicks
+        if clicks == "together":  # two clicks released from one barrier; watch after the 1st
+            first = threading.Event()
+            barrier = threading.Barrier(2, timeout=e.budget)
+
+            def click() -> None:
+                try:
+                    barrier.wait()
+                except threading.BrokenBarrierError:
+                    return
+                try:
+                    one()
+                finally:
+                    first.set()
+            both = _started([click, click])
+            first.wait(e.budget + 5)
+            return both
+        one()
+        if clicks == "once" or ev.submissions[0].status is None:
+            return []
+        return _started([lambda: self._click_again(clicks, one)])
+
+    def _click_again(self, clicks: str, one: Callable[[], None]) -> None:
+        """The second submit: once the primary's call arrived (staggered), or after the
+        service's timeout, once it turned to the fallback (a re-click)."""
+        e = self.engine
+        wait = e.section.timeouts.provider_s + 2
+        if not e.wait_for(self.tag, lambda calls: any(c.role == "primary" for c in calls), wait):
+            return  # no call reached the primary: the judge says so
+        if clicks == "again":
+            e.wait_for(self.tag, lambda calls: any(c.role == "fallback" for c in calls), wait)
+        one()
+
+    # -- watching -----------------------------------------------------------------------------
+    def _job(self, ev: IntentEvidence) -> str | None:
+        """The job the submits named, if it can be watched: an id is data, one path segment
+        (else this intent is unknown, naming it); a submit answer that was not JSON, said."""
+        job = next((s.job_id for s in list(ev.submissions) if s.job_id), None)
+        first = ev.submissions[0]
+        if job is None and first.error and first.status is not None and first.status < 300:
+            ev.cause = (f"the service answered the submit with HTTP {first.status} and "
+                        f"{first.error}", "make the submit's answer JSON holding the job's id "
+                        "(at drill.submit.id_field)")
+        try:
+            if job is not None:
+                path_segment(job)
+        except UnusableId as exc:
+            ev.cause, job = (str(exc), "the service must answer ids that fit in a URL path "
+                             "segment (no control characters, at most 1,024 characters)"), None
+        return job
+
+    def _watch(self, ev: IntentEvidence, holds: Holds, job: str) -> None:
+        e = self.engine
+        poll = e.poll_s
+        # the budget counts from when the service took the job (a loaded service's submit
+        # may itself take seconds)
+        deadline = (ev.submissions[0].ended_at or ev.started_at) + e.budget
+        done_at: float | None = None
+        settling_since: float | None = None
+        quick = QUICK_LOOKS
+        while not e.stop.is_set():
+            ev.observations.append(e.observe(job))
+            now = e.now()
+            if done_at is None and ev.observations[-1].status in ("succeeded", "failed"):
+                done_at = now
+            holds.tick(e, ev, now, done_at is not None)
+            if done_at is None and now > deadline:
+                self._release(ev, "the job did not finish within the drill's budget")
+                ev.observations.append(e.observe(job))
+                break
+            if done_at is not None and settling_since is None:
+                settling_since = self._settling(ev, done_at, now)
+            if settling_since is not None and self._quiet(ev, now, done_at or now):
+                ev.observations.append(e.observe(job))  # the job, read a last time
+                break
+            idle = e.idle_s if settling_since is None else max(e.idle_s, e.settle_s / 10)
+            if done_at is None and self._giving_up(ev, now):
+                idle = poll
+            quick = QUICK_LOOKS if e.pause(ev.tag, poll if quick > 0 else idle) else quick - 1
+        self.slot.give_back()
+        e.lists(ev, job)
+
+    def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
+        """The service is about to give up on a silent primary (its timeout is near) and has
+        not turned to a fallback yet: look at the pace of ``poll_s``, so that a ``failed``
+        shown in between is seen."""
+        if not self.drill.timeout:
+            return False
+        calls = self.engine.calls(ev.tag)
+        primary = next((c for c in calls if c.role == "primary"), None)
+        return (primary is not None and not any(c.role == "fallback" for c in calls)
+                and now >= primary.at + 0.8 * self.engine.section.timeouts.provider_s)
+
+    def _settling(self, ev: IntentEvidence, done_at: float, now: float) -> float | None:
+        """The job is complete: once no call of the tag is open, the intent only settles (its
+        slot goes back); a call still open long after completion is released (noted)."""
+        e = self.engine
+        open_calls = e.open_calls(ev.tag)
+        if not open_calls:
+            self.slot.give_back()
+            return now
+        patience = e.section.timeouts.provider_s * 2 + 0.3
+        if now - done_at > patience:
+            self._release(ev, f"{counted(open_calls, 'call')} still open {patience:.2f} s "
+                          "after the job completed: the service never let go of them")
+        return None
+
+    def _quiet(self, ev: IntentEvidence, now: float, done_at: float) -> bool:
+        """Settled: ``settle_s`` passed with no call of the tag starting or ending (and none
+        open), or the settle's hard cap passed (a service that never stops calling)."""
+        e = self.engine
+        if now > done_at + e.budget + e.settle_s:
+            ev.note = ev.note or "calls of the intent kept coming; the drill stopped settling"
+            return True
+        if e.open_calls(ev.tag):
+            return False
+        last = max([done_at, *(c.at for c in e.calls(ev.tag)),
+                    *(c.ended_at for c in e.calls(ev.tag) if c.ended_at is not None)])
+        return now >= last + max(e.settle_s, 2 * e.poll_s)
+
+    def _settle_calls(self, ev: IntentEvidence) -> None:
+        """A chat call (or a submit that made no job): the tag's calls end, then it settles."""
+        e = self.engine
+        patience = e.section.timeouts.provider_s * 2 + 0.3
+        if not e.wait_settled(ev.tag, patience):
+            self._release(ev, "a provider call was still open after the answer")
+        self.slot.give_back()
+        answered = ev.submissions[-1].ended_at if ev.submissions else None
+        while not e.stop.is_set():
+            calls = e.calls(ev.tag)
+            last = max([answered or e.now(), *(c.at for c in calls),
+                        *(c.ended_at for c in calls if c.ended_at is not None)])
+            left = last + e.settle_s - e.now()
+            if left <= 0:
+                return
+            e.pause(ev.tag, left)
+
+    def _release(self, ev: IntentEvidence, why: str) -> None:
+        if not ev.stopped_waiting:
+            ev.stopped_waiting, ev.note = True, why
+            self.engine.release(ev.tag)
+
+
+def _started(targets: list[Callable[[], None]]) -> list[threading.Thread]:
+    threads = [threading.Thread(target=t, name="drill-click", daemon=True) for t in targets]
+    for thread in threads:
+        thread.start()
+    return threads
