@@ -57,6 +57,16 @@ Outside the hierarchy, deliberately (the same test holds this list complete):
     NotPostgres         explore.pg_wire       a wire parser's signal that the peer speaks
     NotRedis            explore.redis_wire    another protocol; the explore proxy catches it
                                               and reports what it saw
+    BoundExceeded       target.bounded        an httpx.TransportError raised inside the
+    AnswerTooLarge      target.bounded        transport to a target (a body over the limit,
+    DeadlineExceeded    target.bounded        no whole answer in time, a signal): the client
+    Interrupted         target.bounded        records it as the target's failure, by name
+    UnusableId          target.ids            a ValueError: an id from the service that cannot
+                                              be a URL segment makes that intent unknown
+    MissingField        target.bodies         a ValueError of a body template, turned into the
+                                              profile's error at its line (or not applicable)
+    CounterUnsettled    scenarios.targets     a signal of the side-effect reader: the run's
+                                              side-effect promise is unknown, with the reason
 """
 
 from __future__ import annotations
