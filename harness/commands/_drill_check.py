@@ -6,7 +6,7 @@ spaces apart), the scenarios' side effects are the billed provider calls the dri
 instead of "not applicable" — with its verdict and evidence, or unknown with the reason.
 
 The command calls :func:`open_check_drill` before it opens its report (a port or profile problem
-exits 2 with nothing written), then :meth:`CheckDrill.run` with the session, the target and the
+exits 2 with nothing written), then :meth:`CheckDrill.run` with the session and the
 scenarios' part.
 """
 
@@ -78,11 +78,13 @@ class CheckDrill:
     results: DrillResults | None = None
     trials: int = CHECK_TRIALS
     judged: dict[str, ScenarioRun] = field(default_factory=dict)
+    #: the fakes count the scenarios' side effects (billed provider calls)
+    lent: bool = False
 
     def close(self) -> None:
         self.stack.close()
 
-    def run(self, session: Any, target: Any, scenarios: Callable[[Any], None],
+    def run(self, session: Any, scenarios: Callable[[Any], None],
             trials: int | None = None) -> None:
         """The drills and ``scenarios(session)`` in one run (:func:`run_beside`: at the same
         time); the scenarios' side effects counted as billed provider calls when the profile
@@ -90,7 +92,7 @@ class CheckDrill:
         self.trials = trials or CHECK_TRIALS
         fakes = ", ".join(f"{n} ({k}) at {u}" for n, k, u in self.engine.fakes)
         session.say(f"drills: {self.profile.name}'s providers served at {fakes}")
-        if count_provider_calls(target, self.engine):
+        if self.lent:
             session.say("side effects: billed provider calls of the scenarios' jobs, counted by "
                         "the drill's fakes (the profile names no counter)")
         beside = Beside(session, self.judges)
@@ -147,9 +149,11 @@ class CheckDrill:
 
 
 def open_check_drill(target: str | None, profile_path: str | None,
-                     env: Mapping[str, str]) -> CheckDrill | None:
+                     env: Mapping[str, str], scenarios_target: Any = None) -> CheckDrill | None:
     """The profile's drills, fakes listening (None: no profile, or no drill: section);
-    ConfigError for a profile, variable or port problem."""
+    ConfigError for a profile, variable or port problem. Opened before the target's preflight:
+    the fakes then count the side effects of ``scenarios_target`` from its first request on
+    (when its profile names no counter)."""
     if not target or not profile_path:
         return None
     src = load_yaml(Path(profile_path))
@@ -159,4 +163,5 @@ def open_check_drill(target: str | None, profile_path: str | None,
     url = target.split(",")[0]
     stack = ExitStack()
     engine = stack.enter_context(drilling(profile, target=url, env=env, concurrency=16))
-    return CheckDrill(profile, url, engine, stack)
+    lent = scenarios_target is not None and count_provider_calls(scenarios_target, engine)
+    return CheckDrill(profile, url, engine, stack, lent=lent)

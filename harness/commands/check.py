@@ -156,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         drill = None
         try:
             target_secrets(target, s.target)
-            target.preflight()  # out of reach, or refusing an owner's token: exit 2 now
-            drill = open_check_drill(s.target, s.target_profile, os.environ)  # docs/drill.md
+            # docs/drill.md; the fakes listen before the preflight's creates reach them
+            drill = open_check_drill(s.target, s.target_profile, os.environ, target)
+            target.preflight()  # out of reach, refusing an owner or every create: exit 2 now
             session = open_session(args, "check", targets=[target.description])
             session.say(f"check: {counted(len(scenarios), 'scenario')} against "
                         f"{target.description}; suites: {suites}")
@@ -166,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
             if drill is None:
                 _on_target(session, s, scenarios, target)
             else:  # both halves at once: timeouts, late results judged by the drill
-                drill.run(session, target, lambda beside: _on_target(beside, s, scenarios,
-                                                                     target), s.trials)
+                drill.run(session, lambda beside: _on_target(beside, s, scenarios, target),
+                          s.trials)
         finally:
             target.close()
             if drill is not None:

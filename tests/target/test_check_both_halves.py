@@ -1,8 +1,10 @@
 """`check --target` on a profile with a body template, owners by name and a ``drill:`` section
 (issue 30 item 5): the scenarios and the drill run in one run, the detection suite's side-effect
 promise is judged from the drill's fakes (no counter endpoint), and on the correct example service
-nothing is broken and nothing unknown. The service is examples/drill/correct_service.py, whose
-create body is ``{"input": {"text": …}}`` and whose owner is its bearer token."""
+nothing is broken and nothing unknown. The service is examples/drill/correct_service.py, judged
+through its shipped profile once that describes the service's own API (``owners:`` and a body
+template: ``POST /jobs {"text": …}``, ``X-Owner``), else through :data:`PROFILE`, written here for
+the API it had before (``POST /v1/jobs {"input": {"text": …}}``, the owner as its bearer token)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 
 from harness.cli import main
 from tests._servers import free_port
-from tests.drill.conftest import Service, provider_env
+from tests.drill.conftest import EXAMPLES, Service, provider_env
 
 PROFILE = """\
 name: correct-example-own-api
@@ -41,9 +43,19 @@ drill:
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
-  timeouts: {provider_s: 0.4, job_s: 5}
-  policy: {max_billed_calls: 2, hedge: {allowed: true, after_s: 0.4}}
+  timeouts: {provider_s: 0.5, job_s: 5}
+  policy: {max_billed_calls: 2, hedge: {allowed: true, after_s: 0.5}}
 """
+
+
+def example_profile(tmp_path: Path) -> Path:
+    """The example's shipped profile when it speaks the service's own API, else PROFILE."""
+    shipped = EXAMPLES / "correct.profile.yaml"
+    if "owners:" in shipped.read_text(encoding="utf-8"):
+        return shipped
+    written = tmp_path / "p.yaml"
+    written.write_text(PROFILE, encoding="utf-8")
+    return written
 
 
 def verdicts(events: list[dict[str, Any]]) -> dict[str, str]:
@@ -62,11 +74,10 @@ def test_both_halves_on_the_correct_service(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("PRIMARY_PORT", str(primary))
     monkeypatch.setenv("FALLBACK_PORT", str(fallback))
     monkeypatch.chdir(tmp_path)  # no providers.yaml, no scenarios/ of the checkout
-    service = Service("correct_service.py", ["--timeout", "0.4", "--db", str(tmp_path / "j.db")],
+    service = Service("correct_service.py", ["--timeout", "0.5", "--db", str(tmp_path / "j.db")],
                       provider_env(primary, fallback), tmp_path / "service.log")
     try:
-        profile = tmp_path / "p.yaml"
-        profile.write_text(PROFILE, encoding="utf-8")
+        profile = example_profile(tmp_path)
         code = main(["check", "--target", service.url, "--target-profile", str(profile),
                      "--trials", "1", "--report-dir", str(tmp_path / "report")])
     finally:

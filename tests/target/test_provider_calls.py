@@ -16,8 +16,8 @@ from harness.scenarios.runner import RunResult
 from harness.scenarios.targets.service import ProfileTarget
 from tests.target.twins import PROFILE, twin
 
-DUPLICATES = Path(__file__).resolve().parents[2] / "scenarios" / "detection" / \
-    "duplicate_arrivals.yaml"
+DETECTION = Path(__file__).resolve().parents[2] / "scenarios" / "detection"
+DUPLICATES = DETECTION / "duplicate_arrivals.yaml"
 DRILL = """\
 drill:
   submit:
@@ -47,16 +47,18 @@ def side_effect_checks(result: RunResult) -> list[str]:
     return [c.verdict for c in result.checks if c.checker == "one_side_effect_per_click"]
 
 
-def judge(flaw: str | None, provider: tuple[RecordingFake, str], tmp_path: Path) -> list[str]:
+def judge(flaw: str | None, provider: tuple[RecordingFake, str], tmp_path: Path,
+          scenario_file: Path = DUPLICATES) -> list[str]:
     fake, url = provider
     path = tmp_path / "p.yaml"
     path.write_text(PROFILE + DRILL, encoding="utf-8")
-    scenario = load_scenario(DUPLICATES)
+    scenario = load_scenario(scenario_file)
+    patterns = ["burst"] if scenario.arrival is not None else None
     with twin(flaw, provider=url) as base, ProfileTarget(base, path, env={}) as target:
         assert "side_effects" not in target.capabilities
         assert target.count_provider_calls([fake])
         assert "side_effects" in target.capabilities
-        trials = run_trials(scenario, target, trials=1, patterns=["burst"])
+        trials = run_trials(scenario, target, trials=1, patterns=patterns)
     verdicts = [v for run in trials.all_runs for v in side_effect_checks(run)]
     assert verdicts, "one_side_effect_per_click was not judged"
     return verdicts
@@ -73,3 +75,10 @@ def test_check_then_insert_bills_the_duplicate(
         provider: tuple[RecordingFake, str], tmp_path: Path) -> None:
     assert judge("check-then-insert", provider, tmp_path) == ["invalid"]
     assert len([r for r in provider[0].received() if r.tag is None]) > 1
+
+
+def test_retries_after_completion_bill_nothing_more(
+        provider: tuple[RecordingFake, str], tmp_path: Path) -> None:
+    # replay_fidelity's re-serialised retry is, through a one-key body, the same request
+    assert judge(None, provider, tmp_path, DETECTION / "replay_fidelity.yaml") == ["valid"]
+    assert len([r for r in provider[0].received() if r.tag is None]) == 1

@@ -20,8 +20,10 @@ NOT_OBSERVED = ("the target's side effects were not observed: name a counter und
 #: the fix, concrete: what to write and where (a user without a profile needs one for this alone)
 COUNTER_FIX = ("name a side-effect counter in the target profile (--target-profile FILE), e.g. "
                "side_effects: {http: {path: /stats, field: jobs}} or side_effects: {sql: "
-               "{url_env: JOBS_DB, query: \"SELECT count(*) FROM jobs\"}} (docs/detection.md, "
-               "'Side effects, observed directly')")
+               "{url_env: JOBS_DB, query: \"SELECT count(*) FROM jobs\"}}; or, for an LLM job "
+               "service, describe its providers under drill: and run check --target, which "
+               "counts billed provider calls (docs/detection.md, 'Side effects, observed "
+               "directly')")
 
 
 def side_effects_made(items: list[Pair]) -> tuple[int, list[Pair]] | None:

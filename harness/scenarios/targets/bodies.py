@@ -38,10 +38,21 @@ def _intents(scenario: Scenario) -> list[IntentSpec]:
     return list(seen.values())
 
 
+def _retries(scenario: Scenario) -> bool:
+    """Does the scenario send one intent, spelt the same, more than once (an identical retry:
+    something to judge besides the spellings)?"""
+    sent: list[str] = []
+    for step in scenario.steps:
+        if isinstance(step.action, Create):
+            sent += [step.action.intent_of_copy(i).text for i in range(step.concurrent)]
+    return len(sent) > len(set(sent))
+
+
 def template_problem(template: Any, scenario: Scenario) -> str | None:
     """Why ``scenario`` cannot be played through the body template, or None: a field one of its
     intents lacks, two of its intents given one body, or intents that differ only in spelling
-    where the service's body has nothing to reorder."""
+    where the service's body has nothing to reorder and nothing else is sent twice (with an
+    identical retry, the spellings are retries too: the scenario still judges them)."""
     rendered: dict[str, tuple[IntentSpec, Any]] = {}
     for intent in _intents(scenario):
         try:
@@ -57,7 +68,7 @@ def template_problem(template: Any, scenario: Scenario) -> str | None:
     for intent, body in rendered.values():
         if not can_reorder(body):
             spellings.setdefault(intent.fingerprint, set()).add(intent.text)
-    if any(len(texts) > 1 for texts in spellings.values()):
+    if any(len(texts) > 1 for texts in spellings.values()) and not _retries(scenario):
         return ("its intents differ only in spelling, and the service's create body (operations."
                 "create_job.body) has no object with two keys: there is nothing to reorder or "
                 "respell, so every spelling is the same request")

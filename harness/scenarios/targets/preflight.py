@@ -121,8 +121,9 @@ def check_creates(session: TargetSession, owner: str, bodies: Sequence[str],
     if any(r.code in KEY_REUSED_CODES for r in replies):
         return
     status, code = replies[0].status, replies[0].code
+    said = "" if code == f"http_{status}" else f" {code}"
     raise ConfigError(
-        f"the service refused every create with {status} {code} ({len(replies)} of "
+        f"the service refused every create with {status}{said} ({len(replies)} of "
         f"{len(replies)} preflight creates, each with a fresh key and another intent) at "
         f"{description}: no scenario could show anything", field="operations.create_job",
         fix=refusal_fix(status))
