@@ -91,8 +91,7 @@ class LockFileEligibility:
             command=command,
         )
         if found.state is State.MISSING and not self.lock.exists:  # say which file, and why
-            found = replace(found, why=f"{found.why}: {self.lock.path} is missing (no such "
-                            "file)")
+            found = replace(found, why=f"{found.why}: {self.lock.path} is missing")
         return found
 
     def is_eligible(self, provider_id: str, contract_id: str) -> tuple[bool, str]:

@@ -20,7 +20,7 @@ def test_a_missing_lock_file_is_named_and_the_fix_keeps_the_path_options(
              "--lock", "nope.lock.json"]
     assert main(["gate", *paths]) == 3
     out = capsys.readouterr().out
-    assert "nope.lock.json is missing (no such file)" in out, out
+    assert "in the lock file: nope.lock.json is missing" in out, out
     fixes = [line.split("fix: run: ", 1)[1] for line in out.splitlines() if "fix: run: " in line]
     assert len(fixes) == 2, out
     for fix in fixes:
