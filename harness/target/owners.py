@@ -25,7 +25,8 @@ class Owners(BaseModel):
     header: str | None = Field(default=None, min_length=1)
     cookie: str | None = Field(default=None, min_length=1)
     query: str | None = Field(default=None, min_length=1)
-    value: str = "Bearer {token}"
+    #: empty: "Bearer {token}" in the Authorization header; any other place must say its value
+    value: str = ""
 
     @model_validator(mode="after")
     def _one_place(self) -> Owners:
@@ -34,6 +35,12 @@ class Owners(BaseModel):
             raise ProfileValueError("names more than one place for the owner", FORMS_FIX)
         if not places:
             object.__setattr__(self, "header", "Authorization")
+        if not self.value:
+            if self.header is None or self.header.lower() != "authorization":
+                raise ProfileValueError(
+                    f"has no value: say what goes in the {self.place}, "
+                    '"{owner}" (the owner\'s name) or "{token}" (a token per owner)', FORMS_FIX)
+            object.__setattr__(self, "value", "Bearer {token}")
         if ("{owner}" in self.value) == ("{token}" in self.value):
             raise ProfileValueError(
                 "value needs exactly one of {owner} (the owner's name) or {token} (a token "

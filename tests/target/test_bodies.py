@@ -85,6 +85,7 @@ def test_a_respelt_intent_reorders_the_services_body() -> None:
      "auth: and owners: both"),
     ('owners: {header: X-Owner, value: "static"}\n', "exactly one of {owner}"),
     ('owners: {header: X-Owner, cookie: c, value: "{owner}"}\n', "more than one place"),
+    ('owners: {header: X-Tenant}\n', "has no value: say what goes in the header X-Tenant"),
 ])
 def test_owners_mistakes_are_refused(tmp_path: Path, extra: str, said: str) -> None:
     with pytest.raises(ConfigError) as caught:
