@@ -55,8 +55,9 @@ def test_a_signal_ends_a_drill_stuck_on_a_slow_target_within_two_seconds(
             proc.send_signal(signum)
             out, err = proc.communicate(timeout=10)
             took = time.monotonic() - sent
-        finally:
+        finally:  # gone and reaped, whatever happened (no process left to a later test)
             proc.kill()
+            proc.wait()
     assert proc.returncode == code, err
     assert took < BOUND_S, took
     assert "Traceback" not in err and SECRET not in err + out
@@ -92,8 +93,9 @@ def test_a_signal_while_the_cli_starts_prints_no_traceback(
             time.sleep(after_s)  # the moment of the signal is what is under test
             proc.send_signal(signum)
             _out, err = proc.communicate(timeout=10)
-        finally:
+        finally:  # gone and reaped, whatever happened (no process left to a later test)
             proc.kill()
+            proc.wait()
     assert proc.returncode == code, err
     assert "Traceback" not in err
 
@@ -184,8 +186,9 @@ def test_ctrl_c_ends_check_stuck_on_slow_creates_within_two_seconds(tmp_path: Pa
             proc.send_signal(signal.SIGINT)
             _out, err = proc.communicate(timeout=10)
             took = time.monotonic() - sent
-        finally:
+        finally:  # gone and reaped, whatever happened (no process left to a later test)
             proc.kill()
+            proc.wait()
     assert proc.returncode == 130, err
     assert took < BOUND_S, took
     assert "Traceback" not in err
