@@ -45,7 +45,9 @@ drill:
 
 @pytest.mark.parametrize(("script", "verdicts"), [
     ("correct_service.py", {"passed"}),
-    ("sdk_retries_service.py", {"failed", "passed"}),
+    # the SDK retries the held late primary until it gives up on it: that answer never
+    # reaches the service, so the late-answer scenarios are unknown (no evidence), never passed
+    ("sdk_retries_service.py", {"failed", "unknown"}),
 ])
 def test_cli_check_judges_the_timeout_scenarios_by_the_drill(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
