@@ -213,10 +213,12 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
     session, results = opened[0], outcome.results
     for event in outcome.events:
         session.emit(event)
+    drilled = {name: [intent_json(v) for v in verdicts]
+               for name, verdicts in results.verdicts.items()}
+    if results.unreached is not None:  # the probe that stopped the run is an intent too
+        drilled.setdefault("control", []).insert(0, intent_json(results.unreached))
     details = session.write_file("drill.json", {  # scrubbed of secrets like every report file
-        "target": target, "profile": profile.name, "trials": args.trials,
-        "drills": {name: [intent_json(v) for v in verdicts]
-                   for name, verdicts in results.verdicts.items()}})
+        "target": target, "profile": profile.name, "trials": args.trials, "drills": drilled})
     intents = sum(len(v) for v in results.verdicts.values()) + (results.unreached is not None)
     at_once = f"{args.concurrency} at work at once"
     session.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "

@@ -259,6 +259,11 @@ class Engine:
                                 any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held))
         return sorted(out, key=lambda c: c.at)
 
+    def untagged(self, since: float) -> int:
+        """Provider calls carrying no drill tag that arrived at or after ``since``."""
+        return sum(1 for item in self.served for r in item.fake.received_tag(None)
+                   if r.at >= since)
+
     # -- the run ------------------------------------------------------------------------------
     def run(self, drills: Sequence[str], trials: int, *, certify: Certifier | None = None,
             on_intent: Callable[[IntentVerdict], None] | None = None,

@@ -119,6 +119,7 @@ class IntentRun:
             e.forget_wake(self.tag)
         ev.submissions.sort(key=lambda s: s.at)
         ev.calls = e.calls(self.tag)
+        ev.untagged = e.untagged(since=ev.started_at)
         ev.ended_at = e.now()
         return ev
 

@@ -16,8 +16,9 @@ from tests.faults.hostile.probe import Answer, Probe, Request, call_provider
 
 def echoing(primary: str) -> tuple[Probe, list[str]]:
     """A service that echoes the credentials it gets in every field it controls: a 401 body
-    (the first submit), the job id, the job's status and its result."""
-    lock, seen = threading.Lock(), []
+    (the second submit: the first is the drill's control probe, which must reach the fakes or
+    the run stops there), the job id, the job's status and its result."""
+    lock, seen, posts = threading.Lock(), [], []
 
     def answer(request: Request) -> Answer:
         token = request.headers.get("authorization", "").removeprefix("Bearer ")
@@ -25,8 +26,10 @@ def echoing(primary: str) -> tuple[Probe, list[str]]:
         echo = f"{token} {key}"
         with lock:
             seen.append(echo)
-            first = len(seen) == 1
-        if request.method == "POST" and first:
+            if request.method == "POST":
+                posts.append(echo)
+            refused = request.method == "POST" and len(posts) == 2
+        if refused:
             return Answer.json({"error": f"unknown token {echo}", "detail": token}, 401)
         if request.method == "POST":
             call_provider(primary, json.loads(request.body)["text"])
