@@ -20,12 +20,22 @@ import httpx
 
 from harness.domain.errors import ConfigError
 from harness.scenarios.checkers.base import TOKENS_FIX
-from harness.scenarios.targets.base import TargetSession
+from harness.scenarios.targets.base import Reply, TargetSession
 
 REFUSED = (401, 403)
 #: a create answer saying "this key is used" (API.md's, or a profile's declared answer): the
 #: body was understood, so the service does not refuse every create
 KEY_REUSED_CODES = ("idempotency_key_reused", "still_in_progress", "still_locked")
+
+
+def _read_missing_job(session: TargetSession, owner: str, description: str) -> Reply:
+    """Read a job that does not exist as ``owner``; :class:`ConfigError` when nothing answers."""
+    reply = session.get_job(owner, f"failover-harness-preflight-{secrets.token_hex(4)}")
+    if reply.status == 0:
+        raise ConfigError(f"cannot reach the target {description}: "
+                          f"{reply.detail or 'no answer'}", field="--target",
+                          fix="start the service or fix the URL (and the profile's paths)")
+    return reply
 
 
 def check_owners(session: TargetSession, owners: Iterable[str], description: str, *,
@@ -34,11 +44,7 @@ def check_owners(session: TargetSession, owners: Iterable[str], description: str
     when the service cannot be reached or refuses an owner's token."""
     refused: list[tuple[str, int, str]] = []
     for owner in owners:
-        reply = session.get_job(owner, f"failover-harness-preflight-{secrets.token_hex(4)}")
-        if reply.status == 0:
-            raise ConfigError(f"cannot reach the target {description}: "
-                              f"{reply.detail or 'no answer'}", field="--target",
-                              fix="start the service or fix the URL (and the profile's paths)")
+        reply = _read_missing_job(session, owner, description)
         if reply.status in REFUSED:
             refused.append((owner, reply.status, reply.code))
     if not refused:
@@ -83,11 +89,7 @@ def wrong_base_url(description: str, what: str) -> ConfigError:
 def check_named_owner(session: TargetSession, owner: str, description: str, place: str) -> None:
     """Read a missing job as ``owner``, presented by name (the profile's ``owners:``): a 401 or
     403 there means the profile names the wrong place or form for the owner."""
-    reply = session.get_job(owner, f"failover-harness-preflight-{secrets.token_hex(4)}")
-    if reply.status == 0:
-        raise ConfigError(f"cannot reach the target {description}: "
-                          f"{reply.detail or 'no answer'}", field="--target",
-                          fix="start the service or fix the URL (and the profile's paths)")
+    reply = _read_missing_job(session, owner, description)
     if reply.status in REFUSED:
         raise ConfigError(
             f"{description} refused owner {owner}, presented in the {place} ({reply.status} "
