@@ -1,0 +1,54 @@
+"""When nothing may run yet not every client is done, the schedule loop waits for a change
+(``_patient``). A client that finishes meanwhile is such a change: the schedule ends, it is
+not stuck. Under load a service's last answer can still be on its way after an expired settle;
+the holding proxy's loop then waited its whole stuck time and called a correct twin stuck."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.explore import through
+from harness.explore.hold import IDLE, RUNNING, Worker
+from harness.explore.loop import ScheduleLoop
+from harness.explore.plan import OpSpec, Plan
+from harness.explore.workloads import HEDGED, JOB_CHECKERS
+from tests.explore.conftest import Open
+
+
+def _through_loop(settle_s: float) -> through.ThroughController:
+    """A holding-proxy controller's schedule state, without a service or a proxy."""
+    loop = through.ThroughController.__new__(through.ThroughController)
+    ScheduleLoop.__init__(loop, "test")
+    loop.settle_s, loop.control = settle_s, None
+    loop.held, loop.inflight, loop.waiting, loop.due = {}, {}, {}, {}
+    return loop
+
+
+def test_a_request_that_finishes_after_its_settle_expired_ends_the_schedule(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(through, "STUCK_S", 20.0)  # bounds a hang only
+    loop = _through_loop(settle_s=0.001)
+    worker = Worker(0, loop.lock, loop.cv)  # its thread is not started: the test moves it
+    worker.client, worker.status = "alice/1", RUNNING  # its answer is on its way
+    loop.held, loop.inflight = {worker: []}, {worker: []}
+    assert loop._settle() == ["alice/1"]  # the settle expires: the request still moves
+    with loop.cv:  # then its answer arrives
+        worker.status = IDLE
+    assert loop._options([worker], []) == [] and loop._done([worker])
+    assert loop._patient([worker], []) is True  # was False after STUCK_S: "stuck"
+
+
+def test_the_store_controller_is_patient_until_every_client_is_done(
+        open_controller: Open) -> None:
+    controller = open_controller()
+    clients = {"tab1": (OpSpec("create", "tab1", key="k1", intent="ask", save="job"),)}
+    plan = Plan("double-click", {"ask": HEDGED}, (), clients, (), (), JOB_CHECKERS)
+    assert controller.run(plan, _First()).status == "held"
+    workers = controller.workers[:1]
+    assert controller._done(workers)
+    assert controller._patient(workers, []) is True
+
+
+class _First:
+    def choose(self, enabled: object) -> int:
+        return 0
