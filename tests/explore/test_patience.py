@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import pytest
 
+from harness.explore import controller as controller_module
 from harness.explore import through
+from harness.explore.controller import Controller
 from harness.explore.hold import IDLE, RUNNING, Worker
 from harness.explore.loop import ScheduleLoop
 from harness.explore.plan import OpSpec, Plan
+from harness.explore.target import explore_store
 from harness.explore.workloads import HEDGED, JOB_CHECKERS
 from tests.explore.conftest import Open
 
@@ -52,3 +55,25 @@ def test_the_store_controller_is_patient_until_every_client_is_done(
 class _First:
     def choose(self, enabled: object) -> int:
         return 0
+
+
+@pytest.mark.postgres
+def test_a_statement_no_other_session_can_block_is_never_asked_about(
+        pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pg_blocking_pids`` is asked about a running statement only while another worker's
+    session has a transaction open: one client alone never is, however long its statements
+    take on a loaded machine; two that hold transactions at once still are (their lock waits
+    are found: tests/explore/test_controller.py)."""
+    # as if every statement outlasted the first wait (a loaded machine)
+    monkeypatch.setattr(controller_module, "POLL_S", 0.0)
+    with explore_store(pg_dsn) as (store, _), Controller(store) as controller:
+        asked: list[object] = []
+        probe = controller.sessions.probe
+        monkeypatch.setattr(controller.sessions, "probe",
+                            lambda running: asked.append(running) or probe(running))
+        alone = {"tab1": (OpSpec("create", "tab1", key="k1", intent="ask", save="job"),
+                          OpSpec("read", "tab1", job="job"))}
+        plan = Plan("double-click", {"ask": HEDGED}, (), alone, (), (), JOB_CHECKERS)
+        for _ in range(20):
+            assert controller.run(plan, _First()).status == "held"
+        assert asked == []
