@@ -1,7 +1,8 @@
-"""When nothing may run yet not every client is done, the schedule loop waits for a change
-(``_patient``). A client that finishes meanwhile is such a change: the schedule ends, it is
-not stuck. Under load a service's last answer can still be on its way after an expired settle;
-the holding proxy's loop then waited its whole stuck time and called a correct twin stuck."""
+"""The schedule loop on a loaded machine. When nothing may run yet not every client is done, it
+waits for a change (``_patient``); a client that finishes meanwhile is such a change: the
+schedule ends, it is not stuck (under load a service's last answer can still be on its way after
+an expired settle; the holding proxy's loop waited its whole stuck time and called a correct twin
+stuck). And a PostgreSQL statement is asked about lock waits only when a lock can be held."""
 
 from __future__ import annotations
 
