@@ -1,0 +1,228 @@
+"""The locks of a sharded ``certify`` (``--shard K/N``), merged into the one lock users commit.
+
+A shard certifies whole pairings (``harness.campaign.certification``) and writes their records
+to :data:`SHARD_LOCK` in its report folder, stamped with a :class:`ShardStamp`: which shard it
+is, and the digest of the plan every shard split (the pairings with their config and contract
+hashes). :func:`merge_locks` takes every shard's lock and folds the records into the lock file
+under the same file lock ``certify`` commits under, written atomically (:meth:`LockFile.write`):
+
+- every shard 1..N must be there exactly once, all of one plan, written by this harness;
+- records merge by pairing: the newest certification of a pairing wins (a record no call
+  reached never replaces one in the lock, as in ``certify``);
+- two shards holding different records of one pairing at the same config and contract hashes
+  is a conflict: an error naming both files, never a silent pick.
+
+Each refusal is a :class:`ConfigError` (exit 2) that names the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.contracts.judgement import Pairing
+from harness.contracts.lockfile import GENERATED_BY, LOCK_VERSION, LockFile, exclusive, read_lock
+from harness.contracts.records import CertificationRecord
+from harness.contracts.standing import has_harness_error
+from harness.domain.errors import ConfigError
+
+#: a shard's lock, in its report folder (``certify --shard K/N``)
+SHARD_LOCK = "shard.lock.json"
+
+_FIX_RERUN = "re-run every shard with the same harness, providers file and contracts"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardStamp:
+    """What a shard's lock says about itself: shard ``index`` of ``total`` of plan ``plan``."""
+
+    index: int  # 1-based
+    total: int
+    plan: str  # :func:`plan_digest` of the whole plan (every shard's pairings)
+    planned: int  # pairings in the whole plan
+    pairings: tuple[tuple[str, str], ...]  # (provider, contract): the ones this shard certified
+    lock: str  # the lock file the unsharded run would have updated, as it was named
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "total": self.total, "plan": self.plan,
+                "planned": self.planned, "pairings": [list(p) for p in self.pairings],
+                "lock": self.lock}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ShardStamp:
+        pairings = tuple((str(p), str(c)) for p, c in data["pairings"])
+        stamp = cls(int(data["index"]), int(data["total"]), str(data["plan"]),
+                    int(data["planned"]), pairings, str(data["lock"]))
+        if not 1 <= stamp.index <= stamp.total:
+            raise ValueError(f"shard {stamp.index}/{stamp.total} is not a shard")
+        return stamp
+
+    @property
+    def name(self) -> str:
+        return f"{self.index}/{self.total}"
+
+
+def plan_digest(pairings: Iterable[Pairing]) -> str:
+    """SHA-256 of the certified pairings with their config and contract hashes, in canonical
+    order: two shards agree on it only when they split the same providers and contracts."""
+    rows = sorted(
+        (p.contract.id, p.provider.id, p.provider.config_hash(), p.contract.hash, p.failover)
+        for p in pairings if p.record)
+    return hashlib.sha256(json.dumps(rows, separators=(",", ":")).encode()).hexdigest()
+
+
+def write_shard_lock(path: Path, records: Iterable[CertificationRecord],
+                     stamp: ShardStamp) -> LockFile:
+    """A shard's records and stamp at ``path``, atomically. A record a harness error left
+    undecided is not written (our bug, not evidence), as ``certify`` never writes one."""
+    lock = LockFile(path, shard=stamp.to_json())
+    lock.merge(r for r in records if not has_harness_error(r))
+    lock.write()
+    return lock
+
+
+@dataclass
+class LockMerge:
+    """What :func:`merge_locks` did: the lock as written, and which records it took."""
+
+    lock: LockFile
+    shards: list[Path]  # in shard order
+    taken: list[tuple[str, str]] = field(default_factory=list)  # pairings the lock took
+    kept: list[tuple[str, str]] = field(default_factory=list)  # …where the lock's own won
+
+    @property
+    def written(self) -> bool:
+        return bool(self.taken)
+
+
+def merge_locks(shard_locks: Sequence[Path], *, into: Path | None = None) -> LockMerge:
+    """Merge the shard locks ``shard_locks`` (every shard of one ``certify --shard K/N`` run)
+    into the lock file ``into`` (default: the lock the shards name, the one an unsharded
+    ``certify`` would have updated), and write it atomically under its file lock.
+
+    Refused, with a :class:`ConfigError` that names the files: a file that is not a shard's
+    lock, one written by another harness version, shards of different plans (another
+    providers file, config or contract set), a duplicated shard, a missing shard, and
+    different records of one pairing at the same config and contract hashes (a conflict).
+    A pairing's newest certification wins over the lock's own record; a record no call
+    reached never replaces one. Nothing is written when no record is taken.
+    """
+    if not shard_locks:
+        raise ConfigError("no shard lock to merge", field="locks",
+                          fix=f"pass the {SHARD_LOCK} of every shard")
+    shards = _check_shards([_read_shard(Path(p)) for p in shard_locks])
+    records = _by_pairing(shards)
+    target = into if into is not None else Path(shards[0][1].lock)
+    taken: list[tuple[str, str]] = []
+    kept: list[tuple[str, str]] = []
+    with exclusive(target):
+        lock = read_lock(target)  # as it is now: a concurrent certify keeps its records
+        for key in sorted(records):
+            record = records[key][0]
+            current = lock.records.get(key)
+            if current is not None and (record.unreached
+                                        or record.certified_at < current.certified_at):
+                kept.append(key)
+                continue
+            lock.records[key] = record
+            taken.append(key)
+        if taken:
+            lock.write()
+    return LockMerge(lock, [lk.path for lk, _ in shards], taken, kept)
+
+
+def _read_shard(path: Path) -> tuple[LockFile, ShardStamp]:
+    """A shard's lock and its stamp; a file that is not one is refused by name."""
+    lock = read_lock(path)
+    if not lock.exists:
+        raise ConfigError("no such shard lock", file=str(path),
+                          fix=f"pass the {SHARD_LOCK} that 'certify --shard K/N' wrote")
+    if lock.shard is None:
+        raise ConfigError(
+            "not a shard's lock (no 'shard' block): a committed lock is merged into, not from",
+            file=str(path), field="shard",
+            fix=f"pass the {SHARD_LOCK} of each shard, and this lock as the target (--lock)")
+    try:
+        stamp = ShardStamp.from_json(lock.shard)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"the shard block is malformed: {type(exc).__name__}: {exc}",
+                          file=str(path), field="shard", fix=_FIX_RERUN) from None
+    if lock.generated_by != GENERATED_BY:
+        raise ConfigError(
+            f"written by {lock.generated_by or 'an unknown harness'!r}, not by this "
+            f"{GENERATED_BY!r} (lock_version {LOCK_VERSION})", file=str(path),
+            field="generated_by", fix=_FIX_RERUN)
+    return lock, stamp
+
+
+def _check_shards(
+    shards: list[tuple[LockFile, ShardStamp]],
+) -> list[tuple[LockFile, ShardStamp]]:
+    """Every shard 1..N once, of one plan, and every planned pairing certified; in shard order.
+    (A pairing two shards hold is judged record by record: :func:`_newer`.)"""
+    first_lock, first = shards[0]
+    for lock, stamp in shards[1:]:
+        if (stamp.plan, stamp.total, stamp.planned) != (first.plan, first.total, first.planned):
+            raise ConfigError(
+                f"shard {stamp.name} ({lock.path}) and shard {first.name} ({first_lock.path}) "
+                "are shards of different runs: another providers file, provider config or "
+                "contract set, or another shard count", file=str(lock.path), field="shard.plan",
+                fix=_FIX_RERUN)
+    by_index: dict[int, Path] = {}
+    for lock, stamp in shards:
+        if stamp.index in by_index:
+            raise ConfigError(
+                f"shard {stamp.name} is given twice: {by_index[stamp.index]} and {lock.path}",
+                file=str(lock.path), field="shard.index",
+                fix="pass each shard's report folder once")
+        by_index[stamp.index] = lock.path
+    missing = [i for i in range(1, first.total + 1) if i not in by_index]
+    if missing:
+        names = ", ".join(f"{i}/{first.total}" for i in missing)
+        given = ", ".join(str(p) for _, p in sorted(by_index.items()))
+        raise ConfigError(
+            f"shard {names} {'is' if len(missing) == 1 else 'are'} missing (given: {given})",
+            field="shard.index", fix="download every shard's report folder before merging")
+    ordered = sorted(shards, key=lambda s: s[1].index)
+    covered = {key for _, stamp in ordered for key in stamp.pairings}
+    if len(covered) != first.planned:
+        raise ConfigError(
+            f"the shards certified {len(covered)} of the {first.planned} pairings planned",
+            file=str(first_lock.path), field="shard.pairings", fix=_FIX_RERUN)
+    return ordered
+
+
+def _by_pairing(
+    shards: list[tuple[LockFile, ShardStamp]],
+) -> dict[tuple[str, str], tuple[CertificationRecord, Path]]:
+    """Each pairing's newest record among the shards; a conflict is refused naming both."""
+    out: dict[tuple[str, str], tuple[CertificationRecord, Path]] = {}
+    for lock, _ in shards:
+        for key, record in lock.records.items():
+            seen = out.get(key)
+            if seen is None or _newer(record, lock.path, *seen):
+                out[key] = (record, lock.path)
+    return out
+
+
+def _newer(record: CertificationRecord, path: Path, other: CertificationRecord,
+           other_path: Path) -> bool:
+    """Does ``record`` (from ``path``) replace ``other``? Identical records are one; different
+    records at the same config and contract hashes, or at the same time, conflict."""
+    if record.to_json() == other.to_json():
+        return False
+    same_digests = (record.config_hash, record.contract_hash) == (other.config_hash,
+                                                                  other.contract_hash)
+    if same_digests or record.certified_at == other.certified_at:
+        raise ConfigError(
+            f"conflicting records for provider {record.provider!r} and contract "
+            f"{record.contract!r} at config_hash {record.config_hash[:12]}… and contract_hash "
+            f"{record.contract_hash[:12]}…: {other_path} says {other.verdict} (certified "
+            f"{other.certified_at.isoformat()}), {path} says {record.verdict} (certified "
+            f"{record.certified_at.isoformat()})", file=str(path), field="certifications",
+            fix="keep one of them: re-run the shard that certified this pairing")
+    return record.certified_at > other.certified_at
