@@ -10,12 +10,14 @@ is undecided (its confidence bounds straddle the threshold: sample more, e.g. wi
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from harness.campaign.certification import CertifySettings, run_certify
 from harness.commands._gateway import add_gateway_options, providers_source
 from harness.commands._report import add_report_options, bound, play
 from harness.contracts.certifier import DEFAULT_CONCURRENCY
+from harness.domain.shard import Shard, shard_from_env
 
 HELP = "Certify fallback providers against their contracts and write the lock file"
 EXITS = {
@@ -27,6 +29,8 @@ EXAMPLES = (
     ("certify live, sampling in rounds until every verdict is decided",
      "failover-harness certify --adaptive"),
     ("certify offline from recorded cassettes", "failover-harness certify --replay"),
+    ("certify shard 2 of 4 of the pairings in a CI matrix job (then: failover-harness merge)",
+     "failover-harness certify --shard 2/4"),
 )
 
 
@@ -51,6 +55,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"calls in flight at most (default: {DEFAULT_CONCURRENCY})")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file to update (default: <providers>.lock.json beside it)")
+    parser.add_argument("--shard", default=None, metavar="K/N",
+                        help="certify only shard K of N of the pairings (each pairing whole), "
+                        "and write their records to shard.lock.json in the report folder for "
+                        "'failover-harness merge' (default: from CI_NODE_INDEX/CI_NODE_TOTAL "
+                        "or BUILDKITE_PARALLEL_JOB; see docs/ci.md)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
     add_report_options(parser)
@@ -61,7 +70,8 @@ def settings(args: argparse.Namespace) -> CertifySettings:
         source=providers_source(args), adaptive=args.adaptive,
         mode="record" if args.record else "replay" if args.replay else "live",
         cassettes=args.cassettes, provider=args.provider, contract=args.contract,
-        concurrency=args.concurrency)
+        concurrency=args.concurrency,
+        shard=Shard.parse(args.shard) if args.shard else shard_from_env(os.environ))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,10 +1,11 @@
 """The locks of a sharded ``certify`` (``--shard K/N``), merged into the one lock users commit.
 
 A shard certifies whole pairings (``harness.campaign.certification``) and writes their records
-to :data:`SHARD_LOCK` in its report folder, stamped with a :class:`ShardStamp`: which shard it
-is, and the digest of the plan every shard split (the pairings with their config and contract
-hashes). :func:`merge_locks` takes every shard's lock and folds the records into the lock file
-under the same file lock ``certify`` commits under, written atomically (:meth:`LockFile.write`):
+to :data:`SHARD_LOCK` in its report folder with a :class:`LockShard`: its stamp (which shard it
+is, and the digests of the harness version, of the plan every shard split — the pairings with
+their config and contract hashes — and of how it sampled) and the pairings it certified.
+:func:`merge_locks` takes every shard's lock and folds the records into the lock file, under
+the file lock ``certify`` commits under, written atomically (:meth:`LockFile.write`):
 
 - every shard 1..N must be there exactly once, all of one plan, written by this harness;
 - records merge by pairing: the newest certification of a pairing wins (a record no call
@@ -17,18 +18,19 @@ Each refusal is a :class:`ConfigError` (exit 2) that names the files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import __version__
 from harness.contracts.judgement import Pairing
-from harness.contracts.lockfile import GENERATED_BY, LOCK_VERSION, LockFile, exclusive, read_lock
+from harness.contracts.lockfile import GENERATED_BY, LockFile, exclusive, read_lock
 from harness.contracts.records import CertificationRecord
 from harness.contracts.standing import has_harness_error
 from harness.domain.errors import ConfigError
+from harness.domain.shard import Shard, ShardStamp, digest, missing
 
 #: a shard's lock, in its report folder (``certify --shard K/N``)
 SHARD_LOCK = "shard.lock.json"
@@ -36,50 +38,69 @@ SHARD_LOCK = "shard.lock.json"
 _FIX_RERUN = "re-run every shard with the same harness, providers file and contracts"
 
 
-@dataclass(frozen=True, slots=True)
-class ShardStamp:
-    """What a shard's lock says about itself: shard ``index`` of ``total`` of plan ``plan``."""
+#: what a difference between two shards' stamps means, in the words of a refusal
+_INPUT_WORDS = {
+    "harness": "the harness version",
+    "plan": "the providers, their configs or the contracts",
+    "sampling": "how they sampled (--adaptive, --replay)",
+    "job": "the command",
+    "shard total": "the shard count",
+}
 
-    index: int  # 1-based
-    total: int
-    plan: str  # :func:`plan_digest` of the whole plan (every shard's pairings)
-    planned: int  # pairings in the whole plan
+
+@dataclass(frozen=True, slots=True)
+class LockShard:
+    """What a shard's lock says about itself: its stamp (K/N, and the digests of the harness
+    version, the plan and the sampling), the pairings it certified, and the lock it is for."""
+
+    stamp: ShardStamp
+    planned: int  # pairings in the whole plan (every shard's)
     pairings: tuple[tuple[str, str], ...]  # (provider, contract): the ones this shard certified
     lock: str  # the lock file the unsharded run would have updated, as it was named
 
-    def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "total": self.total, "plan": self.plan,
-                "planned": self.planned, "pairings": [list(p) for p in self.pairings],
-                "lock": self.lock}
-
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ShardStamp:
-        pairings = tuple((str(p), str(c)) for p, c in data["pairings"])
-        stamp = cls(int(data["index"]), int(data["total"]), str(data["plan"]),
-                    int(data["planned"]), pairings, str(data["lock"]))
-        if not 1 <= stamp.index <= stamp.total:
-            raise ValueError(f"shard {stamp.index}/{stamp.total} is not a shard")
-        return stamp
+    def of(cls, shard: Shard, plan: Sequence[Pairing], owned: Iterable[Pairing], *,
+           sampling: str, lock: Path) -> LockShard:
+        """The lock shard of ``shard`` of ``plan`` (every pairing), owning ``owned``."""
+        inputs = {"harness": __version__, "plan": plan_rows(plan), "sampling": sampling}
+        return cls(ShardStamp.of(shard, "certify", inputs),
+                   sum(1 for p in plan if p.record),
+                   tuple((p.provider.id, p.contract.id) for p in owned if p.record), str(lock))
 
     @property
     def name(self) -> str:
-        return f"{self.index}/{self.total}"
+        return str(self.stamp.shard)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.stamp.to_json(), "planned": self.planned,
+                "pairings": [list(p) for p in self.pairings], "lock": self.lock}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, where: str) -> LockShard:
+        stamp = ShardStamp.from_json(data, where=where)
+        try:
+            pairings = tuple((str(p), str(c)) for p, c in data["pairings"])
+            return cls(stamp, int(data["planned"]), pairings, str(data["lock"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"the shard block is malformed: {type(exc).__name__}: {exc}",
+                              file=where, field="shard", fix=_FIX_RERUN) from None
 
 
-def plan_digest(pairings: Iterable[Pairing]) -> str:
-    """SHA-256 of the certified pairings with their config and contract hashes, in canonical
-    order: two shards agree on it only when they split the same providers and contracts."""
+def plan_rows(pairings: Iterable[Pairing]) -> str:
+    """The certified pairings with their config and contract hashes and link mode, in canonical
+    order, as one JSON line: two shards agree on its digest only when they split the same
+    providers and contracts."""
     rows = sorted(
         (p.contract.id, p.provider.id, p.provider.config_hash(), p.contract.hash, p.failover)
         for p in pairings if p.record)
-    return hashlib.sha256(json.dumps(rows, separators=(",", ":")).encode()).hexdigest()
+    return json.dumps(rows, separators=(",", ":"))
 
 
 def write_shard_lock(path: Path, records: Iterable[CertificationRecord],
-                     stamp: ShardStamp) -> LockFile:
+                     shard: LockShard) -> LockFile:
     """A shard's records and stamp at ``path``, atomically. A record a harness error left
     undecided is not written (our bug, not evidence), as ``certify`` never writes one."""
-    lock = LockFile(path, shard=stamp.to_json())
+    lock = LockFile(path, shard=shard.to_json())
     lock.merge(r for r in records if not has_harness_error(r))
     lock.write()
     return lock
@@ -135,7 +156,7 @@ def merge_locks(shard_locks: Sequence[Path], *, into: Path | None = None) -> Loc
     return LockMerge(lock, [lk.path for lk, _ in shards], taken, kept)
 
 
-def _read_shard(path: Path) -> tuple[LockFile, ShardStamp]:
+def _read_shard(path: Path) -> tuple[LockFile, LockShard]:
     """A shard's lock and its stamp; a file that is not one is refused by name."""
     lock = read_lock(path)
     if not lock.exists:
@@ -146,49 +167,48 @@ def _read_shard(path: Path) -> tuple[LockFile, ShardStamp]:
             "not a shard's lock (no 'shard' block): a committed lock is merged into, not from",
             file=str(path), field="shard",
             fix=f"pass the {SHARD_LOCK} of each shard, and this lock as the target (--lock)")
-    try:
-        stamp = ShardStamp.from_json(lock.shard)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"the shard block is malformed: {type(exc).__name__}: {exc}",
-                          file=str(path), field="shard", fix=_FIX_RERUN) from None
-    if lock.generated_by != GENERATED_BY:
+    shard = LockShard.from_json(lock.shard, where=str(path))
+    if dict(shard.stamp.inputs).get("harness") != digest(__version__):
         raise ConfigError(
-            f"written by {lock.generated_by or 'an unknown harness'!r}, not by this "
-            f"{GENERATED_BY!r} (lock_version {LOCK_VERSION})", file=str(path),
-            field="generated_by", fix=_FIX_RERUN)
-    return lock, stamp
+            f"shard {shard.name} was written by {lock.generated_by or 'another harness'!r}, "
+            f"not by this {GENERATED_BY!r}", file=str(path), field="generated_by",
+            fix=_FIX_RERUN)
+    return lock, shard
 
 
 def _check_shards(
-    shards: list[tuple[LockFile, ShardStamp]],
-) -> list[tuple[LockFile, ShardStamp]]:
-    """Every shard 1..N once, of one plan, and every planned pairing certified; in shard order.
+    shards: list[tuple[LockFile, LockShard]],
+) -> list[tuple[LockFile, LockShard]]:
+    """Every shard 1..N once, of one run, and every planned pairing certified; in shard order.
     (A pairing two shards hold is judged record by record: :func:`_newer`.)"""
     first_lock, first = shards[0]
-    for lock, stamp in shards[1:]:
-        if (stamp.plan, stamp.total, stamp.planned) != (first.plan, first.total, first.planned):
+    for lock, shard in shards[1:]:
+        differs = first.stamp.differences(shard.stamp)
+        if differs or shard.planned != first.planned:
+            what = ", ".join(_INPUT_WORDS.get(d, d) for d in differs) or "the plan"
             raise ConfigError(
-                f"shard {stamp.name} ({lock.path}) and shard {first.name} ({first_lock.path}) "
-                "are shards of different runs: another providers file, provider config or "
-                "contract set, or another shard count", file=str(lock.path), field="shard.plan",
-                fix=_FIX_RERUN)
+                f"shard {shard.name} ({lock.path}) and shard {first.name} ({first_lock.path}) "
+                f"are not shards of one run: they differ in {what}", file=str(lock.path),
+                field="shard", fix=_FIX_RERUN)
     by_index: dict[int, Path] = {}
-    for lock, stamp in shards:
-        if stamp.index in by_index:
+    for lock, shard in shards:
+        index = shard.stamp.shard.index
+        if index in by_index:
             raise ConfigError(
-                f"shard {stamp.name} is given twice: {by_index[stamp.index]} and {lock.path}",
+                f"shard {shard.name} is given twice: {by_index[index]} and {lock.path}",
                 file=str(lock.path), field="shard.index",
                 fix="pass each shard's report folder once")
-        by_index[stamp.index] = lock.path
-    missing = [i for i in range(1, first.total + 1) if i not in by_index]
-    if missing:
-        names = ", ".join(f"{i}/{first.total}" for i in missing)
+        by_index[index] = lock.path
+    total = first.stamp.shard.total
+    absent = missing((s.stamp.shard for _, s in shards), total)
+    if absent:
+        names = ", ".join(f"{i}/{total}" for i in absent)
         given = ", ".join(str(p) for _, p in sorted(by_index.items()))
         raise ConfigError(
-            f"shard {names} {'is' if len(missing) == 1 else 'are'} missing (given: {given})",
+            f"shard {names} {'is' if len(absent) == 1 else 'are'} missing (given: {given})",
             field="shard.index", fix="download every shard's report folder before merging")
-    ordered = sorted(shards, key=lambda s: s[1].index)
-    covered = {key for _, stamp in ordered for key in stamp.pairings}
+    ordered = sorted(shards, key=lambda s: s[1].stamp.shard.index)
+    covered = {key for _, shard in ordered for key in shard.pairings}
     if len(covered) != first.planned:
         raise ConfigError(
             f"the shards certified {len(covered)} of the {first.planned} pairings planned",
@@ -197,7 +217,7 @@ def _check_shards(
 
 
 def _by_pairing(
-    shards: list[tuple[LockFile, ShardStamp]],
+    shards: list[tuple[LockFile, LockShard]],
 ) -> dict[tuple[str, str], tuple[CertificationRecord, Path]]:
     """Each pairing's newest record among the shards; a conflict is refused naming both."""
     out: dict[tuple[str, str], tuple[CertificationRecord, Path]] = {}
