@@ -207,10 +207,7 @@ def _status(records: Sequence[TrialRecord]) -> Promise:
     statuses = {r.status for r in records}
     if not statuses or statuses == {"not_applicable"}:
         return "not_applicable"
-    for status in ("broken", "unknown"):
-        if status in statuses:
-            return status  # type: ignore[return-value]
-    return "held"
+    return "broken" if "broken" in statuses else "unknown" if "unknown" in statuses else "held"
 
 
 def _broke(record: TrialRecord, failure: str) -> bool:
