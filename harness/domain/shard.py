@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import ClassVar
 
 from harness.domain.errors import InputError
@@ -197,6 +197,17 @@ class ShardStamp:
                 f"{where}: 'shard' is not a shard stamp (index, total, job, inputs); "
                 f"was it written by another version of failover-harness?"
             ) from exc
+
+
+def settings_text(settings: object, *, leave_out: Iterable[str] = ("shard", "env")) -> str:
+    """A frozen settings dataclass as one canonical line per field (the fields in
+    ``leave_out`` left out: the shard itself, the environment a job reads), for a stamp's
+    ``settings`` input: shards of one run have equal settings but for their K."""
+    skip = set(leave_out)
+    if not is_dataclass(settings):
+        raise TypeError(f"settings are a dataclass, not {type(settings).__name__}")
+    return "\n".join(f"{f.name}={getattr(settings, f.name)!r}" for f in fields(settings)
+                     if f.name not in skip and not callable(getattr(settings, f.name)))
 
 
 def missing(shards: Iterable[Shard], total: int) -> list[int]:
