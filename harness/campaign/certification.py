@@ -27,15 +27,16 @@ from harness.contracts.emit import certification, gate_verdict
 from harness.contracts.events import Certification, GateVerdict
 from harness.contracts.exchange import Mode
 from harness.contracts.judgement import Pairing
-from harness.contracts.lock_merge import SHARD_LOCK, LockShard, write_shard_lock
+from harness.contracts.lock_merge import SHARD_LOCK, LockShard, plan_rows, write_shard_lock
 from harness.contracts.records import CertificationRecord
 from harness.contracts.standing import certify_command
 from harness.contracts.workspace import Workspace
 from harness.domain.errors import ConfigError
 from harness.domain.shard import Shard
-from harness.domain.stream import QUIET, Begin, Folder, Live, entry_point
+from harness.domain.stream import QUIET, Begin, Folder, Live, Sharded, entry_point
 from harness.gateways.options import ProvidersSource
 from harness.gateways.sources import audits_for
+from harness.scenarios.sharding import sharded
 
 #: where a run's records go: the lock file's commit, or a shard's lock; how many were taken
 Commit = Callable[[Iterable[CertificationRecord]], int]
@@ -105,12 +106,18 @@ def run_certify(settings: CertifySettings, *, folder: Folder | None = None,
     lock_shard: LockShard | None = None
     if settings.shard is not None:
         plan, pairings = pairings, shard_plan(pairings, settings.shard)
-        lock_shard = LockShard.of(settings.shard, plan, pairings, lock=workspace.lock.path,
-                                  sampling=f"adaptive={settings.adaptive} mode={settings.mode}")
+        stamped = sharded("certify", settings.shard, settings,
+                          [settings.source.providers, workspace.lock.path],
+                          order=[f"certification:{p.provider.id}/{p.contract.id}"
+                                 for p in plan if p.record],
+                          extra={"plan": plan_rows(plan)})
+        lock_shard = LockShard.of(stamped.stamp, plan, pairings, lock=workspace.lock.path)
         commit = _shard_commit(folder, lock_shard)
     # through a gateway: what the provider got, and what a config in a header makes it send
     audits = audits_for(workspace.providers, pairings, workspace.providers_path)
     yield Begin()  # before certifying: its start time is the run's
+    if lock_shard is not None:
+        yield Sharded(lock_shard.stamp, stamped.order)
     result, written = yield from certify_pairings(
         workspace, pairings, settings.source, live, adaptive=settings.adaptive,
         mode=settings.mode, cassettes=settings.cassettes or workspace.cassettes_dir,

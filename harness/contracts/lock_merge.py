@@ -1,9 +1,10 @@
 """The locks of a sharded ``certify`` (``--shard K/N``), merged into the one lock users commit.
 
 A shard certifies whole pairings (``harness.campaign.certification``) and writes their records
-to :data:`SHARD_LOCK` in its report folder with a :class:`LockShard`: its stamp (which shard it
-is, and the digests of the harness version, of the plan every shard split — the pairings with
-their config and contract hashes — and of how it sampled) and the pairings it certified.
+to :data:`SHARD_LOCK` in its report folder with a :class:`LockShard`: its stamp (the one its
+results.json carries: which shard it is, and the digests of the harness version, the settings,
+the files, and the plan every shard split — the pairings with their config and contract hashes)
+and the pairings it certified.
 :func:`merge_locks` takes every shard's lock and folds the records into the lock file, under
 the file lock ``certify`` commits under, written atomically (:meth:`LockFile.write`):
 
@@ -30,7 +31,7 @@ from harness.contracts.lockfile import GENERATED_BY, LockFile, exclusive, read_l
 from harness.contracts.records import CertificationRecord
 from harness.contracts.standing import has_harness_error
 from harness.domain.errors import ConfigError
-from harness.domain.shard import Shard, ShardStamp, digest, missing
+from harness.domain.shard import ShardStamp, digest, missing
 
 #: a shard's lock, in its report folder (``certify --shard K/N``)
 SHARD_LOCK = "shard.lock.json"
@@ -38,11 +39,12 @@ SHARD_LOCK = "shard.lock.json"
 _FIX_RERUN = "re-run every shard with the same harness, providers file and contracts"
 
 
-#: what a difference between two shards' stamps means, in the words of a refusal
+#: what a difference between two shards' stamps means, in the words of a refusal (a file's
+#: input is named ``file <path>``, and said as it is)
 _INPUT_WORDS = {
     "harness": "the harness version",
     "plan": "the providers, their configs or the contracts",
-    "sampling": "how they sampled (--adaptive, --replay)",
+    "settings": "the settings (--adaptive, --replay, --provider, --contract, …)",
     "job": "the command",
     "shard total": "the shard count",
 }
@@ -59,12 +61,11 @@ class LockShard:
     lock: str  # the lock file the unsharded run would have updated, as it was named
 
     @classmethod
-    def of(cls, shard: Shard, plan: Sequence[Pairing], owned: Iterable[Pairing], *,
-           sampling: str, lock: Path) -> LockShard:
-        """The lock shard of ``shard`` of ``plan`` (every pairing), owning ``owned``."""
-        inputs = {"harness": __version__, "plan": plan_rows(plan), "sampling": sampling}
-        return cls(ShardStamp.of(shard, "certify", inputs),
-                   sum(1 for p in plan if p.record),
+    def of(cls, stamp: ShardStamp, plan: Sequence[Pairing], owned: Iterable[Pairing], *,
+           lock: Path) -> LockShard:
+        """The lock shard stamped ``stamp`` (its inputs include :func:`plan_rows` of ``plan``,
+        every shard's pairings) that certified the recorded pairings of ``owned``."""
+        return cls(stamp, sum(1 for p in plan if p.record),
                    tuple((p.provider.id, p.contract.id) for p in owned if p.record), str(lock))
 
     @property
