@@ -28,8 +28,8 @@ from harness.domain.stream import (
     Folder,
     Live,
     Note,
-    ShardEvidence,
     Sharded,
+    ShardEvidence,
     Stream,
 )
 from harness.reports.live import LiveOutput

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.commands._help import describe
 from harness.commands._report import add_report_options, bound, open_session, play
+from harness.commands._shard import add_shard_option, shard_of
 from harness.providers.secrets import redact_dsn
 from harness.scenarios.emit import detection_matrix as matrix_event
 from harness.scenarios.entry import (
@@ -83,6 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--arrival", type=_patterns, default=None, metavar="PATTERNS",
                      help="arrival patterns of concurrent duplicates, comma-separated: burst, "
                      "staggered, straddle (default: the scenario's arrival.patterns, else burst)")
+    add_shard_option(run, "the scenarios × arrival patterns × trials")
     add_report_options(run)
     listing = sub.add_parser("list", help="Validate scenario files and list them")
     describe(listing, "Validate scenario files and list them, with what each needs",
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     settings = ScenariosSettings(paths=tuple(args.paths or [default_scenarios()]),
                                  trials=args.trials, arrival=args.arrival,
-                                 **target_settings(args))
+                                 shard=shard_of(args), **target_settings(args))
     return play(args, "scenarios run", bound(run_scenarios, settings))
 
 

@@ -224,11 +224,13 @@ def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
         scenarios=tuple(matrix.scenarios),
         targets=tuple(matrix.stores),
         cells=tuple(
-            MatrixCell(scenario, store, SCENARIO_VERDICT[matrix.status(store, scenario)])
+            MatrixCell(scenario, store, SCENARIO_VERDICT[status])
             for scenario in matrix.scenarios
             for store in matrix.stores
+            if (status := matrix.status(store, scenario)) is not None
         ),
-        outcome="fail" if problems else "pass",
+        # a shard's cells: a mutant caught by another shard is judged when they are merged
+        outcome="fail" if problems else "skip" if matrix.partial else "pass",
         problems=problems,
         wall_s=matrix.elapsed_s,
     )
