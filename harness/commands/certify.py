@@ -10,14 +10,13 @@ is undecided (its confidence bounds straddle the threshold: sample more, e.g. wi
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from harness.campaign.certification import CertifySettings, run_certify
 from harness.commands._gateway import add_gateway_options, providers_source
 from harness.commands._report import add_report_options, bound, play
+from harness.commands._shard import add_shard_option, shard_of
 from harness.contracts.certifier import DEFAULT_CONCURRENCY
-from harness.domain.shard import Shard, shard_from_env
 
 HELP = "Certify fallback providers against their contracts and write the lock file"
 EXITS = {
@@ -55,11 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"calls in flight at most (default: {DEFAULT_CONCURRENCY})")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file to update (default: <providers>.lock.json beside it)")
-    parser.add_argument("--shard", default=None, metavar="K/N",
-                        help="certify only shard K of N of the pairings (each pairing whole), "
-                        "and write their records to shard.lock.json in the report folder for "
-                        "'failover-harness merge' (default: from CI_NODE_INDEX/CI_NODE_TOTAL "
-                        "or BUILDKITE_PARALLEL_JOB; see docs/ci.md)")
+    add_shard_option(parser, "the pairings, each whole, their records written to "
+                     "shard.lock.json in the report folder, not to the lock file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
     add_report_options(parser)
@@ -71,7 +67,7 @@ def settings(args: argparse.Namespace) -> CertifySettings:
         mode="record" if args.record else "replay" if args.replay else "live",
         cassettes=args.cassettes, provider=args.provider, contract=args.contract,
         concurrency=args.concurrency,
-        shard=Shard.parse(args.shard) if args.shard else shard_from_env(os.environ))
+        shard=shard_of(args))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -121,40 +121,62 @@ class LockMerge:
         return bool(self.taken)
 
 
-def merge_locks(shard_locks: Sequence[Path], *, into: Path | None = None) -> LockMerge:
-    """Merge the shard locks ``shard_locks`` (every shard of one ``certify --shard K/N`` run)
-    into the lock file ``into`` (default: the lock the shards name, the one an unsharded
-    ``certify`` would have updated), and write it atomically under its file lock.
+@dataclass(frozen=True)
+class ShardLocks:
+    """The locks of every shard of one run, read and checked: ready to merge into a lock."""
+
+    shards: tuple[tuple[LockFile, LockShard], ...]  # in shard order
+    records: dict[tuple[str, str], tuple[CertificationRecord, Path]]  # pairing -> newest
+
+    @property
+    def lock(self) -> Path:
+        """The lock the shards name: the one an unsharded ``certify`` would have updated."""
+        return Path(self.shards[0][1].lock)
+
+    def merge_into(self, into: Path | None = None) -> LockMerge:
+        """Fold the records into the lock file ``into`` (default: :attr:`lock`) as it is now,
+        under its file lock, and write it atomically; nothing is written when no record is
+        taken. A pairing's newest certification wins over the lock's own record; a record no
+        call reached never replaces one."""
+        target = into if into is not None else self.lock
+        taken: list[tuple[str, str]] = []
+        kept: list[tuple[str, str]] = []
+        with exclusive(target):
+            lock = read_lock(target)  # as it is now: a concurrent certify keeps its records
+            for key in sorted(self.records):
+                record = self.records[key][0]
+                current = lock.records.get(key)
+                if current is not None and (record.unreached
+                                            or record.certified_at < current.certified_at):
+                    kept.append(key)
+                    continue
+                lock.records[key] = record
+                taken.append(key)
+            if taken:
+                lock.write()
+        return LockMerge(lock, [lk.path for lk, _ in self.shards], taken, kept)
+
+
+def read_shard_locks(shard_locks: Sequence[Path]) -> ShardLocks:
+    """Read and check the shard locks ``shard_locks`` (every shard of one ``certify --shard
+    K/N`` run), in any order.
 
     Refused, with a :class:`ConfigError` that names the files: a file that is not a shard's
-    lock, one written by another harness version, shards of different plans (another
-    providers file, config or contract set), a duplicated shard, a missing shard, and
-    different records of one pairing at the same config and contract hashes (a conflict).
-    A pairing's newest certification wins over the lock's own record; a record no call
-    reached never replaces one. Nothing is written when no record is taken.
-    """
+    lock, one written by another harness version, shards of different runs (another providers
+    file, config or contract set, other settings, another shard count), a duplicated shard, a
+    missing shard, and different records of one pairing at the same config and contract hashes
+    (a conflict)."""
     if not shard_locks:
         raise ConfigError("no shard lock to merge", field="locks",
                           fix=f"pass the {SHARD_LOCK} of every shard")
     shards = _check_shards([_read_shard(Path(p)) for p in shard_locks])
-    records = _by_pairing(shards)
-    target = into if into is not None else Path(shards[0][1].lock)
-    taken: list[tuple[str, str]] = []
-    kept: list[tuple[str, str]] = []
-    with exclusive(target):
-        lock = read_lock(target)  # as it is now: a concurrent certify keeps its records
-        for key in sorted(records):
-            record = records[key][0]
-            current = lock.records.get(key)
-            if current is not None and (record.unreached
-                                        or record.certified_at < current.certified_at):
-                kept.append(key)
-                continue
-            lock.records[key] = record
-            taken.append(key)
-        if taken:
-            lock.write()
-    return LockMerge(lock, [lk.path for lk, _ in shards], taken, kept)
+    return ShardLocks(tuple(shards), _by_pairing(shards))
+
+
+def merge_locks(shard_locks: Sequence[Path], *, into: Path | None = None) -> LockMerge:
+    """Merge the shard locks ``shard_locks`` into the lock file ``into`` (default: the lock the
+    shards name): :func:`read_shard_locks`, then :meth:`ShardLocks.merge_into`."""
+    return read_shard_locks(shard_locks).merge_into(into)
 
 
 def _read_shard(path: Path) -> tuple[LockFile, LockShard]:
