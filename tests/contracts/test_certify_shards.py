@@ -65,26 +65,35 @@ def run_shards(project: Project, total: int, out: Path,
     return [folder / "latest" / SHARD_LOCK for folder in folders]
 
 
+def normalized_data(value: Any, drop: tuple[str, ...] = ()) -> Any:
+    """``value`` without what differs between two runs of the same work: the times
+    (certified_at, expires_at), durations (``*_s``) and ``drop`` (texts naming paths)."""
+    if isinstance(value, dict):
+        return {k: normalized_data(v, drop) for k, v in value.items()
+                if k not in ("certified_at", "expires_at", *drop) and not k.endswith("_s")
+                and not k.startswith("latency")}
+    if isinstance(value, list):
+        return [normalized_data(v, drop) for v in value]
+    return value
+
+
 def normalized(lock: Path) -> dict[str, Any]:
-    """The lock without what differs between two runs of the same work: the times
-    (certified_at, expires_at) and durations (``*_s``)."""
+    return normalized_data(json.loads(lock.read_text("utf-8")))
 
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items()
-                    if k not in ("certified_at", "expires_at") and not k.endswith("_s")}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
 
-    return strip(json.loads(lock.read_text("utf-8")))
+def report(report_dir: Path) -> dict[str, Any]:
+    """A report's verdict, exit code and events, without times, durations and paths."""
+    document = json.loads((report_dir / "latest" / "results.json").read_text("utf-8"))
+    return {"verdict": document["verdict"], "exit_code": document["exit_code"],
+            "events": [normalized_data(e, drop=("fix",)) for e in document["events"]]}
 
 
 @pytest.fixture(scope="module")
-def unsharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, dict[str, Any]]:
+def unsharded(tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Project, dict[str, Any], dict[str, Any]]:
     """The project the shards run in (no lock yet, as the unsharded run had none), and the lock
-    one unsharded ``certify`` writes for the same project (a copy, so that the shards see no
-    lock: a lock read before certifying gives every record its drift)."""
+    and report one unsharded ``certify`` writes for the same project (a copy, so that the
+    shards see no lock: a lock read before certifying gives every record its drift)."""
     project = four_pairings(tmp_path_factory.mktemp("certify-shards"))
     whole = four_pairings(tmp_path_factory.mktemp("certify-whole"))
     code = main(["certify", "--providers", str(whole.providers_path), "--report-dir",
@@ -92,13 +101,13 @@ def unsharded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, dict[s
     assert code == 1  # 'ignores' is an ineligible auto link
     lock = normalized(whole.lock_path)
     assert {(c["provider"], c["contract"]) for c in lock["certifications"]} == PAIRINGS
-    return project, lock
+    return project, lock, report(whole.root / "reports")
 
 
 @pytest.fixture(scope="module")
 def shard_runs(unsharded, tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], list[Path]]:
     """``shard_runs(N)``: the shard locks of N shards of the project (run once per N)."""
-    project, _ = unsharded
+    project = unsharded[0]
     runs: dict[int, list[Path]] = {}
 
     def get(total: int) -> list[Path]:
@@ -110,9 +119,9 @@ def shard_runs(unsharded, tmp_path_factory: pytest.TempPathFactory) -> Callable[
 
 
 @pytest.mark.parametrize("total", [1, 2, 3])
-def test_n_shards_merged_give_the_unsharded_lock(unsharded, shard_runs, tmp_path: Path,
-                                                 total: int) -> None:
-    project, expected = unsharded
+def test_n_shards_merged_give_the_unsharded_lock_and_report(unsharded, shard_runs,
+                                                            tmp_path: Path, total: int) -> None:
+    project, expected_lock, expected_report = unsharded
     locks = shard_runs(total)
     assert not project.lock_path.exists()  # a shard leaves the lock file alone
     certified = [set(map(tuple, json.loads(p.read_text("utf-8"))["shard"]["pairings"]))
@@ -120,10 +129,19 @@ def test_n_shards_merged_give_the_unsharded_lock(unsharded, shard_runs, tmp_path
     assert set().union(*certified) == PAIRINGS  # every pairing certified…
     assert sum(len(c) for c in certified) == len(PAIRINGS)  # …by exactly one shard
     merged = tmp_path / "providers.lock.json"
-    result = merge_locks(list(reversed(locks)), into=merged)  # any order of the folders
-    assert sorted(result.taken) == sorted(PAIRINGS) and not result.kept
-    assert normalized(merged) == expected
+    folders = [str(p.parent) for p in reversed(locks)]  # any order of the folders
+    code = main(["merge", *folders, "--lock", str(merged), "--report-dir",
+                 str(tmp_path / "merged"), "--quiet"])
+    assert code == 1  # as the unsharded run: 'ignores' is an ineligible auto link
+    assert normalized(merged) == expected_lock
     assert "shard" not in json.loads(merged.read_text("utf-8"))  # a lock to commit
+    assert report(tmp_path / "merged") == expected_report
+
+
+def test_merge_locks_takes_every_pairing_in_any_order(shard_runs, tmp_path: Path) -> None:
+    result = merge_locks(list(reversed(shard_runs(2))), into=tmp_path / "providers.lock.json")
+    assert sorted(result.taken) == sorted(PAIRINGS) and not result.kept
+    assert [p.parent.parent.name for p in result.shards] == ["shard-1", "shard-2"]
 
 
 def test_the_split_is_canonical_whole_and_carries_each_fallbacks_reference(tmp_path) -> None:
@@ -179,7 +197,7 @@ def test_a_duplicated_shard_is_refused_naming_both_files(three_shards, tmp_path:
 
 def test_shards_of_another_contract_are_refused_naming_both(unsharded, three_shards,
                                                             tmp_path: Path) -> None:
-    project, _ = unsharded
+    project = unsharded[0]
     other = Project(tmp_path / "other", fresh=False)
     shutil.copytree(project.contracts, other.contracts)
     shutil.copy(project.providers_path, other.providers_path)
@@ -252,3 +270,33 @@ def test_a_committed_lock_is_not_a_shard(three_shards, tmp_path: Path) -> None:
         merge_locks([committed], into=tmp_path / "other.lock.json")
     assert "not a shard's lock" in str(caught.value)
     assert str(committed) in str(caught.value)
+
+
+def _merge_cli(folders: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+               ) -> tuple[int, str]:
+    into = tmp_path / "providers.lock.json"
+    code = main(["merge", *map(str, folders), "--lock", str(into), "--report-dir",
+                 str(tmp_path / "merged"), "--quiet"])
+    assert not into.exists() and not (tmp_path / "merged").exists()  # refused: nothing written
+    return code, capsys.readouterr().err
+
+
+def test_merge_refuses_a_missing_or_duplicated_shard_with_exit_2(three_shards, tmp_path: Path,
+                                                                 capsys) -> None:
+    folders = [p.parent for p in three_shards]
+    code, err = _merge_cli(folders[:2], tmp_path, capsys)
+    assert code == 2 and "shard 3/3 missing" in err, err
+    copy = tmp_path / "copy"
+    shutil.copytree(folders[1], copy)
+    code, err = _merge_cli([*folders, copy], tmp_path, capsys)
+    assert code == 2 and "shard 2/3 is given twice" in err and str(copy) in err, err
+
+
+def test_merge_refuses_a_shard_folder_without_its_lock(three_shards, tmp_path: Path,
+                                                       capsys) -> None:
+    folders = [p.parent for p in three_shards]
+    stripped = tmp_path / "stripped"
+    shutil.copytree(folders[2], stripped)
+    (stripped / SHARD_LOCK).unlink()
+    code, err = _merge_cli([*folders[:2], stripped], tmp_path, capsys)
+    assert code == 2 and f"no {SHARD_LOCK} in {stripped}" in err, err
