@@ -87,7 +87,7 @@ _GITHUB_PERMISSIONS = """\
 
 _GITHUB_GATE = """\
       - name: Gate on the merged lock
-        run: failover-harness gate --providers providers.yaml   # 0 ok, 1 ineligible, 3 unknown
+        run: failover-harness gate --providers providers.yaml --report-dir reports/gate
 """
 
 _GITHUB_COMMIT = """\
@@ -165,7 +165,7 @@ def gitlab_ci(shards: int, run: str = DEFAULT_RUN) -> str:
     """The GitLab CI file: ``parallel: shards`` jobs running ``run``, then a merge job."""
     text, job = _check(shards, run)
     certify = job == "certify"
-    gate = ("    - failover-harness gate --providers providers.yaml   # 0 ok, 1 ineligible, "
-            "3 unknown\n") if certify else ""
+    gate = ("    - failover-harness gate --providers providers.yaml --report-dir merged/gate\n"
+            if certify else "")
     return (_GITLAB.replace("@RUN@", text).replace("@N@", str(shards))
             .replace("@GATE@", gate).replace("@LOCK@", ", providers.lock.json" if certify else ""))
