@@ -300,3 +300,24 @@ def test_merge_refuses_a_shard_folder_without_its_lock(three_shards, tmp_path: P
     (stripped / SHARD_LOCK).unlink()
     code, err = _merge_cli([*folders[:2], stripped], tmp_path, capsys)
     assert code == 2 and f"no {SHARD_LOCK} in {stripped}" in err, err
+
+
+def test_seven_shards_of_four_pairings_some_empty_merge_to_the_unsharded_lock(
+        unsharded, tmp_path: Path) -> None:
+    """More shards than pairings: shards 5 to 7 certify nothing and still say so (their lock
+    holds no record, their stamp is there), so the merge knows none is missing. In process,
+    one after another: the split, not the processes, is under test here."""
+    project, expected_lock, expected_report = unsharded
+    folders = []
+    for k in range(1, 8):
+        folder = tmp_path / f"shard-{k}"
+        assert main(["certify", "--providers", str(project.providers_path), "--shard",
+                     f"{k}/7", "--report-dir", str(folder), "--no-progress", "--quiet"]) in (0, 1)
+        shard_lock = json.loads((folder / "latest" / SHARD_LOCK).read_text("utf-8"))
+        assert len(shard_lock["certifications"]) == (1 if k <= 4 else 0)
+        folders.append(str(folder))
+    merged = tmp_path / "providers.lock.json"
+    assert main(["merge", *folders, "--lock", str(merged), "--report-dir",
+                 str(tmp_path / "merged"), "--quiet"]) == 1
+    assert normalized(merged) == expected_lock
+    assert report(tmp_path / "merged") == expected_report
