@@ -228,3 +228,25 @@ def test_the_gitlab_pipeline_runs_its_parallel_jobs_and_merges_them(tmp_path: Pa
         assert (runner.root / path).exists(), path
     lock = json.loads((runner.root / "providers.lock.json").read_text("utf-8"))
     assert len(lock["certifications"]) == 4
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--shards", "0"], "a matrix has 1 to 256 jobs"),
+    (["--run", "serve"], "not a command that splits into shards"),
+    (["--run", "check --shard 1/2"], "passes --shard and --report-dir itself"),
+])
+def test_export_refuses_a_recipe_it_cannot_write(args: list[str], said: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "github-workflow", *args]) == 2
+    captured = capsys.readouterr()
+    assert said in captured.err and not captured.out
+
+
+def test_export_writes_the_recipe_of_another_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "github-workflow", "--shards", "3", "--run", "check"]) == 0
+    workflow = yaml.safe_load(capsys.readouterr().out)
+    assert workflow["jobs"]["shard"]["strategy"]["matrix"]["shard"] == [1, 2, 3]
+    steps = workflow["jobs"]["merge"]["steps"]
+    assert not [s for s in steps if "gate" in s.get("run", "") or "git " in s.get("run", "")]
+    [shard] = [s for s in workflow["jobs"]["shard"]["steps"] if "--shard" in s.get("run", "")]
+    assert shard["run"].startswith("failover-harness check --shard ${{ matrix.shard }}/3")
