@@ -25,7 +25,6 @@ VOLATILE = {"started_at", "finished_at", "wall_s", "invocation", "run_dir", "rep
             "repro_dir", "shard"}
 CHECK = ["check", "--no-certify", "--quiet", "--scenarios",
          *(str(SCENARIOS / f) for f in ("double_click.yaml", "out_of_order_completion.yaml",
-                                        "late_result_after_completion.yaml",
                                         "mismatched_key.yaml", "crash_mid_attempt.yaml"))]
 #: sequential scenarios (no concurrent group: each trial is the same history wherever it runs)
 #: on a mutant, so rates and first failing trials are exact
