@@ -1,6 +1,6 @@
 """Shard benchmark: explore split over N jobs against one run, a shard's overhead, and the merge.
 
-    python -m bench.shard [--smoke] [--shards 2] [--budget 2000] [--seed 7]
+    python -m bench.shard [--smoke] [--shards 2] [--budget 10000] [--seed 7]
                           [--merge-shards 100] [--per-shard 1000]
 
 Every run is a ``failover-harness`` process, as a CI job runs it; the N shards start at once.
@@ -152,7 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, no goal judged")
     parser.add_argument("--shards", type=int, default=2)
-    parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--budget", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--merge-shards", type=int, default=100)
     parser.add_argument("--per-shard", type=int, default=1000)
