@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.campaign.merge_lock import merge_lock, shard_locks
 from harness.domain.errors import ConfigError
 from harness.domain.shard import Shard, ShardStamp, missing
 from harness.domain.stream import QUIET, Begin, Folder, Live, Note, entry_point
@@ -43,6 +44,7 @@ class MergeSettings:
     """``failover-harness merge``: the shards' report folders."""
 
     folders: tuple[Path, ...]
+    lock: Path | None = None  # certify's shards: the lock to merge into (default: theirs)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class Shards:
 
     command: str
     reports: tuple[ShardReport, ...]
+    lock: Path | None = None  # certify's shards: the lock to merge into (default: theirs)
 
 
 # -- reading and refusing -----------------------------------------------------------------------
@@ -130,7 +133,7 @@ def read_shards(settings: MergeSettings) -> Shards:
                           fix="give every shard's report folder (a failed or cancelled job's "
                               "too: its report says what it ran)")
     ordered = tuple(by_index[k] for k in sorted(by_index))
-    return Shards(first.results.command, ordered)
+    return Shards(first.results.command, ordered, settings.lock)
 
 
 def _name(report: ShardReport) -> str:
@@ -243,6 +246,7 @@ def _copy_folders(shards: Shards, folder: Folder) -> Callable[[Any], Any]:
 def run_merge(shards: Shards, *, folder: Folder, live: Live = QUIET) -> Iterator[Any]:
     """``failover-harness merge``: one run's events from its shards' report folders."""
     targets = dict.fromkeys(t for r in shards.reports for t in r.results.targets)
+    locks = shard_locks([r.folder for r in shards.reports])  # refused before the report
     yield Begin(targets=tuple(targets))
     total = shards.reports[0].info.total
     live.say(f"merge: {total} shards of {shards.command} "
@@ -252,6 +256,5 @@ def run_merge(shards: Shards, *, folder: Folder, live: Live = QUIET) -> Iterator
     yield from (move(e) for e in events)
     for note in dict.fromkeys(n for r in shards.reports for n in r.results.notes):
         yield Note(note)
-    # LOCK MERGE HOOK: the lock records certified by the shards (``certify --shard``) merge by
-    # pairing in harness.contracts.lock_merge.merge_locks (issue 35, part 2); `merge --lock`
-    # is wired there once it lands.
+    if locks is not None:  # certify's shards: their records, by pairing, into one lock
+        merge_lock(locks, shards.lock, live)

@@ -156,6 +156,19 @@ class ShardInfo:
     evidence: tuple[dict[str, Any] | None, ...] = ()
 
 
+_ADAPTERS: dict[type[Any], Any] = {}
+
+
+def _adapter(kind: type[Any]) -> Any:
+    """The pydantic validator of ``kind``, built once: building one costs far more than using
+    it (``merge`` reads a results.json per shard: 100 of them)."""
+    from pydantic import TypeAdapter
+
+    if kind not in _ADAPTERS:
+        _ADAPTERS[kind] = TypeAdapter(kind)
+    return _ADAPTERS[kind]
+
+
 @dataclass(frozen=True)
 class Results:
     """Everything one command found: the header and its events, in the order they came."""
@@ -188,10 +201,8 @@ class Results:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Results:
         """Read a ``results.json`` back (validate it first: :func:`schema.validate_results`)."""
-        from pydantic import TypeAdapter
-
         events = tuple(
-            TypeAdapter(BY_TYPE[e["type"]]).validate_python(
+            _adapter(BY_TYPE[e["type"]]).validate_python(
                 {k: v for k, v in e.items() if k != "type"})
             for e in data.get("events", [])
         )
@@ -200,7 +211,7 @@ class Results:
         for name in ("targets", "notes"):
             header[name] = tuple(header.get(name, ()))
         if header.get("shard") is not None:
-            header["shard"] = TypeAdapter(ShardInfo).validate_python(header["shard"])
+            header["shard"] = _adapter(ShardInfo).validate_python(header["shard"])
         return cls(**header, events=events)
 
     def of(self, kind: type[Any]) -> list[Any]:
