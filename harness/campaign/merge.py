@@ -246,7 +246,8 @@ def _copy_folders(shards: Shards, folder: Folder) -> Callable[[Any], Any]:
 def run_merge(shards: Shards, *, folder: Folder, live: Live = QUIET) -> Iterator[Any]:
     """``failover-harness merge``: one run's events from its shards' report folders."""
     targets = dict.fromkeys(t for r in shards.reports for t in r.results.targets)
-    locks = shard_locks([r.folder for r in shards.reports])  # refused before the report
+    # certify's shard locks, refused before the report begins
+    locks = shard_locks([r.folder for r in shards.reports], shards.lock)
     yield Begin(targets=tuple(targets))
     total = shards.reports[0].info.total
     live.say(f"merge: {total} shards of {shards.command} "

@@ -17,12 +17,17 @@ from harness.domain.stream import Live
 from harness.domain.words import counted
 
 
-def shard_locks(folders: Sequence[Path]) -> ShardLocks | None:
+def shard_locks(folders: Sequence[Path], lock: Path | None = None) -> ShardLocks | None:
     """The shard locks of the report ``folders`` (one per shard, in K order), read and
     checked; None when no shard wrote one (a run that certified nothing: not ``certify``).
-    Some shards with a lock and some without is refused, naming those without."""
+    Some shards with a lock and some without is refused, naming those without; so is a
+    ``lock`` to merge into (``--lock``) when no shard wrote one."""
     paths = [folder / SHARD_LOCK for folder in folders]
     present = [p for p in paths if p.is_file()]
+    if not present and lock is not None:
+        raise ConfigError(f"no shard wrote lock records ({SHARD_LOCK}) to merge into {lock}",
+                          field="--lock", fix="leave --lock out: only 'certify --shard K/N' "
+                                              "writes lock records")
     if not present:
         return None
     if len(present) != len(paths):

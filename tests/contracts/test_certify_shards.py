@@ -321,3 +321,15 @@ def test_seven_shards_of_four_pairings_some_empty_merge_to_the_unsharded_lock(
                  str(tmp_path / "merged"), "--quiet"]) == 1
     assert normalized(merged) == expected_lock
     assert report(tmp_path / "merged") == expected_report
+
+
+def test_merge_refuses_a_lock_to_merge_into_when_no_shard_wrote_one(tmp_path: Path,
+                                                                    capsys) -> None:
+    folders = []
+    for k in (1, 2):
+        folder = tmp_path / f"scenarios-{k}"
+        assert main(["scenarios", "run", str(ROOT / "scenarios" / "double_click.yaml"),
+                     "--shard", f"{k}/2", "--report-dir", str(folder), "--quiet"]) == 0
+        folders.append(folder)
+    code, err = _merge_cli(folders, tmp_path, capsys)
+    assert code == 2 and "no shard wrote lock records" in err, err
