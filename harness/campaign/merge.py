@@ -199,7 +199,12 @@ def merged_events(shards: Shards) -> list[Any]:
     seen = list(groups)
     keys = sorted(seen, key=lambda k: (0, order[k], 0) if k in order
                   else (1, 0, seen.index(k)))
-    return [_merged(k, groups[k]) for k in keys]
+    try:
+        return [_merged(k, groups[k]) for k in keys]
+    except (KeyError, TypeError, ValueError) as exc:  # ValidationError is a ValueError
+        raise ConfigError(f"a shard's evidence is not what this version records ({exc!r:.200})",
+                          field="shard", fix="merge reports written by this version's "
+                          "--shard (the harness version is in each results.json)") from exc
 
 
 def moved(value: Any, move: Callable[[str], str]) -> Any:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 UnknownKey = tuple[str, str, str]  # (checker, reason, fix)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a merge builds 100,000 of them, and none is changed
 class TrialRecord:
     """One trial of a series, as its judgement needs it."""
 
@@ -217,7 +217,7 @@ def _broke(record: TrialRecord, failure: str) -> bool:
 
 def _counts(items: Iterable[Mapping[str, int]]) -> Counter[str]:
     total: dict[str, int] = {}
-    for item in items:  # a plain loop: Counter.update's Mapping check costs more than the sum
+    for item in items:
         for key, n in item.items():
             total[key] = total.get(key, 0) + n
     return Counter(total)
@@ -246,6 +246,8 @@ def _unknowns(records: Sequence[TrialRecord]) -> tuple[UnknownCount, ...]:
     counts: Counter[UnknownKey] = Counter()
     firsts: dict[UnknownKey, TrialRecord] = {}
     for record in records:
+        if not record.unknowns:
+            continue
         counts.update(record.unknowns)
         for key in record.unknowns:
             firsts.setdefault(tuple(key), record)  # type: ignore[arg-type]
@@ -264,10 +266,11 @@ def series_of(head: SeriesHead, records: Iterable[TrialRecord], *,
     for record in ordered_records:
         by_pattern.setdefault(record.pattern, []).append(record)
     status = _status(ordered_records)
-    found: dict[str, None] = {}
-    for checker in head.checkers:
-        for record in ordered_records:
-            found.update((f, None) for f in record.failures if f.partition(":")[0] == checker)
+    shown: dict[str, dict[str, None]] = {c: {} for c in head.checkers}  # in first-seen order
+    for record in ordered_records:
+        for failure in record.failures:
+            shown.get(failure.partition(":")[0], {}).setdefault(failure)
+    found = [f for checker in head.checkers for f in shown[checker]]
     patterns = tuple(
         PatternSummary(p, len(rs), sum(r.status == "broken" for r in rs),
                        _losers(_counts(r.losers for r in rs)),
@@ -303,8 +306,23 @@ def trial_series(ts: TrialSet, *, replays: Mapping[int, str] | None = None,
 
 # -- shards -------------------------------------------------------------------------------------
 @cache
-def _records() -> TypeAdapter[list[TrialRecord]]:
-    return TypeAdapter(list[TrialRecord])
+def _first() -> TypeAdapter[FirstFailure]:
+    return TypeAdapter(FirstFailure)
+
+
+def record_of(data: Mapping[str, Any]) -> TrialRecord:
+    """A record back from a shard's evidence (built directly: a long series has thousands;
+    the evidence a trial shows is validated as its event's)."""
+    firsts = data.get("firsts") or {}
+    shown = data.get("unknown_first")
+    return TrialRecord(
+        pattern=str(data["pattern"]), trial=int(data["trial"]), status=data["status"],
+        broken=tuple(data.get("broken", ())), failures=tuple(data.get("failures", ())),
+        losers=dict(data.get("losers") or {}), busy=dict(data.get("busy") or {}),
+        unknowns=tuple((str(c), str(r), str(f)) for c, r, f in data.get("unknowns", ())),
+        fixes=tuple(data.get("fixes", ())), reason=str(data.get("reason", "")),
+        firsts={k: _first().validate_python(v) for k, v in firsts.items()},
+        unknown_first=_first().validate_python(shown) if shown else None)
 
 
 @cache
@@ -313,16 +331,21 @@ def _head() -> TypeAdapter[SeriesHead]:
 
 
 def series_evidence(ts: TrialSet, records: Sequence[TrialRecord]) -> dict[str, Any]:
-    """What a shard records beside its part of a series, for :func:`merge_series`."""
+    """What a shard records beside its part of a series, for :func:`merge_series` (each
+    record without its empty fields: a shard of a long series keeps thousands)."""
     return {"kind": "trial_series", "head": asdict(series_head(ts)),
-            "records": [asdict(r) for r in records]}
+            "records": [{k: v for k, v in asdict(r).items() if v or k in _KEPT}
+                        for r in records]}
+
+
+_KEPT = ("pattern", "trial", "status")  # a record's fields without a default
 
 
 def merge_series(parts: Sequence[tuple[TrialSeries, Mapping[str, Any]]]) -> TrialSeries:
     """One series from the shards' parts of it (each with its evidence): judged again from
     every trial's record, as one run judges its own."""
     head = _head().validate_python(parts[0][1]["head"])
-    records = [r for _, evidence in parts for r in _records().validate_python(evidence["records"])]
+    records = [record_of(r) for _, evidence in parts for r in evidence["records"]]
     head = replace(head, warnings=next(
         (_head().validate_python(e["head"]).warnings for _, e in parts if e["records"]), ()))
     return series_of(head, records, wall_s=sum(event.wall_s for event, _ in parts))

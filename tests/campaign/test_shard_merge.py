@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from harness import __version__
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,3 +186,15 @@ def test_a_report_run_without_shard_is_refused(tmp_path: Path, three: list[Path]
     assert "it was run without --shard" in err
     err = refused(tmp_path, capsys, tmp_path / "nothing-here")
     assert "no results.json: not a report folder" in err
+
+
+def test_a_shard_of_another_harness_version_is_refused(
+        tmp_path: Path, three: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
+    path = three[1] / "latest" / "results.json"
+    data = json.loads(path.read_text("utf-8"))
+    data["harness_version"] = "9.9.9"
+    data["shard"]["inputs"]["harness"] = "sha256:" + "0" * 64  # what 9.9.9 would digest
+    path.write_text(json.dumps(data), "utf-8")
+    err = refused(tmp_path, capsys, *three)
+    assert "(shard 2/3) is not a shard of the same run" in err
+    assert f"the harness version ({__version__} and 9.9.9) differ" in err
