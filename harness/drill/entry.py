@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from harness.domain.shard import Shard
 from harness.domain.stream import Sharded
-from harness.domain.verdicts import Outcome
+from harness.domain.verdicts import Outcome, Verdict
 from harness.drill.drills import DRILLS, NAMES
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun
@@ -26,7 +26,6 @@ from harness.scenarios.events import Unknown
 from harness.scenarios.sharding import sharded, unit
 from harness.target.drill_profile import DrillProfile
 
-RunVerdict = Literal["pass", "fail", "unknown"]
 #: what a service that never called the fakes may have done instead
 REAL_MONEY = ("it may have called the real providers at their default URLs instead: real "
               "calls, real money (check the provider dashboards and the service's logs)")
@@ -57,7 +56,7 @@ class DrillOutcome:
 
     events: tuple[DrillRun, ...]
     results: DrillResults
-    verdict: RunVerdict
+    verdict: Verdict
     stamp: Sharded | None = None  # a shard's: what its report records
     evidence: tuple[dict[str, Any] | None, ...] = ()  # a shard's: by event, for merge
 
@@ -97,7 +96,7 @@ def _stamp(settings: DrillSettings) -> Sharded | None:
                    order=[unit("drill", name) for name in settings.drills])
 
 
-def run_verdict(events: tuple[DrillRun, ...]) -> RunVerdict:
+def run_verdict(events: tuple[DrillRun, ...]) -> Verdict:
     outcomes = {e.outcome for e in events}
     return "fail" if "fail" in outcomes else "unknown" if "unknown" in outcomes or not events \
         else "pass"

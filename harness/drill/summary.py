@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.domain.verdicts import FINDING_VERDICT
 from harness.domain.words import of
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
@@ -17,13 +18,11 @@ from harness.drill.judge import PROMISES, IntentVerdict
 from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
 MAX_INTENTS_SHOWN = 5
-#: the promises' words (held | broken | unknown | not_applicable) as results@2 and drill.json
-#: publish them: a promise a drill does not judge was published as "not_judged"
-PUBLISHED = {"not_applicable": "not_judged"}
 
 
 def published(word: str) -> str:
-    return PUBLISHED.get(word, word)
+    """A promise's word (held | broken | unknown | not_applicable) as drill.json publishes it."""
+    return FINDING_VERDICT.get(word, word)  # type: ignore[call-overload]
 OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}
 
 
