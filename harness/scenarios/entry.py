@@ -24,9 +24,12 @@ from harness.domain.redaction import register_secret, register_target_secrets, w
 from harness.domain.shard import Shard
 from harness.domain.stream import QUIET, Begin, Folder, Live, Note, ShardEvidence, entry_point
 from harness.domain.words import counted
+from harness.providers.secrets import redact_dsn
+from harness.scenarios.emit import detection_matrix as matrix_event
 from harness.scenarios.emit import scenario_run
 from harness.scenarios.events import ReplayComparison
 from harness.scenarios.loader import load_scenario, scenario_files
+from harness.scenarios.matrix import detection_matrix
 from harness.scenarios.model import Scenario
 from harness.scenarios.replay import recorded_target, replay_until, reproduction
 from harness.scenarios.runfolder import read_run, replay_command, write_run
@@ -108,6 +111,34 @@ class ReplaySettings(TargetSettings):
     path: Path
     until_violated: int = 1  # replay up to N times, stopping at the first violation
     expect_identical: bool = False  # a history that differs from the recording fails
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixSettings:
+    """``scenarios matrix``: the scenarios against the reference store and every mutant."""
+
+    paths: tuple[Path, ...]
+    db: str | None = None  # None: SQLite; else a PostgreSQL DSN
+    seed: int | None = None
+
+
+@entry_point
+def run_matrix(settings: MatrixSettings, *, folder: Folder,
+               live: Live = QUIET) -> Iterator[Any]:
+    """The detection matrix: which scenario catches which mutant (and none the reference). The
+    table and its problems are live lines; the matrix is the event."""
+    matrix = detection_matrix(load_scenarios(settings.paths), settings.db, seed=settings.seed)
+    yield Begin((redact_dsn(settings.db or "sqlite"),))
+    live.say(matrix.render())
+    runs = len(matrix.cells)
+    live.say(f"{runs} runs in {matrix.elapsed_s:.2f} s "
+             f"({runs / max(matrix.elapsed_s, 1e-9):.0f} scenarios/s)")
+    problems = matrix.problems()
+    for problem in problems:
+        live.say(f"problem: {problem}")
+    if not problems:
+        live.say("every mutant is caught by at least one scenario; the reference by none")
+    yield matrix_event(matrix)
 
 
 def target_secrets(target: Target, text: str | None) -> None:
