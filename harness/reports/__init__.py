@@ -9,8 +9,8 @@ from typing import Any as _Any
 
 from harness.domain import lazy as _lazy
 
-# imported lazily, so that importing one module of the room (the CLI's redaction, a session)
-# does not import every renderer (the HTML one brings Jinja2)
+# imported lazily, so that importing one module of the room (the CLI's redaction, say) does
+# not import every renderer and the result model with every engine's events
 _EXPORTS = {
     "Case": "model",
     "CertCheck": "model",
