@@ -18,6 +18,7 @@ import pytest
 
 from harness import __version__
 from harness.cli import main
+from tests.explore.test_through import free_port, through
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -198,3 +199,40 @@ def test_a_shard_of_another_harness_version_is_refused(
     err = refused(tmp_path, capsys, *three)
     assert "(shard 2/3) is not a shard of the same run" in err
     assert f"the harness version ({__version__} and 9.9.9) differ" in err
+
+
+@pytest.mark.slow
+def test_a_race_found_through_redis_is_found_by_the_shards_merged(
+        redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """explore --through a real service on a real redis-server, split in two: the merged report
+    names the same first violating schedule (found by the second shard; the first held), the same
+    checks and exit code as one run."""
+    monkeypatch.chdir(tmp_path)
+
+    service = tmp_path / "service"  # one command for every shard, as on N runners
+    service.mkdir()
+    port = free_port()
+
+    def command() -> list[str]:
+        (service / "jobs.db").unlink(missing_ok=True)  # each runner starts with a fresh service
+        return ["explore", "--quiet", *through("redis-lock", redis_url, service, port=port),
+                "--workload", "double-click", "--choices", "seeded", "--seed", "13",
+                "--budget", "12"]
+
+    whole_code = main([*command(), "--report-dir", str(tmp_path / "whole")])
+    whole = document(tmp_path / "whole")
+    assert whole_code == 1, whole  # the check-then-lock race is there to be found
+    folders = []
+    for k in (1, 2):
+        folder = tmp_path / f"redis-{k}-of-2"
+        main([*command(), "--shard", f"{k}/2", "--report-dir", str(folder)])
+        folders.append(folder)
+    code, one = merged(tmp_path, folders, "merged-redis")
+    assert code == whole_code
+    first = [e for e in whole["events"] if e["type"] == "explore_result"]
+    again = [e for e in one["events"] if e["type"] == "explore_result"]
+    assert len(first) == len(again) == 1
+    assert first[0]["found_at"] >= 6, first[0]  # in the second shard's half: the first is clean
+    assert document(folders[0])["exit_code"] == 0 and document(folders[1])["exit_code"] == 1
+    for field in ("verdict", "found_at", "schedules_tried", "checks", "schedule"):
+        assert again[0].get(field) == first[0].get(field), field
