@@ -134,11 +134,16 @@ class Engine:
     env: Mapping[str, str]
     served: list[Served]
     epoch: float
-    client: httpx.Client
+    client: httpx.Client  # the submits
+    #: the looks at a job and its lists: a path of their own, never queued behind submits
+    looks: httpx.Client | None = None
     concurrency: int | None = None  # intents at work at once (None: all of them, one round)
     stop: threading.Event = field(default_factory=threading.Event)
-    _woken: dict[str, threading.Event] = field(default_factory=dict)
-    _arrived: dict[str, threading.Event] = field(default_factory=dict)
+    _woken: dict[str, threading.Event] = field(default_factory=dict)  # each intent's watcher
+    #: other waiters on a tag's calls (a second click, the probe): each with its own event, so
+    #: that none takes a wake-up another was waiting for
+    _waiting: dict[str, list[threading.Event]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _load: int = 8  # intents at work at once, for the pace of the looks at a job
 
     def __post_init__(self) -> None:
@@ -146,11 +151,28 @@ class Engine:
             item.fake.on_change = self._changed
 
     def _changed(self, tag: str | None) -> None:
-        """A call of ``tag`` arrived or ended: its watcher looks at the job now."""
-        for waiting in (self._woken, self._arrived):
-            event = waiting.get(tag) if tag else None
+        """A call of ``tag`` arrived or ended: its watcher looks at the job now, and whoever
+        waits on its calls checks them."""
+        if tag is None:
+            return
+        with self._lock:
+            events = [self._woken.get(tag), *self._waiting.get(tag, ())]
+        for event in events:
             if event is not None:
                 event.set()
+
+    @contextmanager
+    def waiting(self, tag: str, event: threading.Event) -> Iterator[threading.Event]:
+        """``event`` is set at each arrival and end of a call of ``tag`` while inside."""
+        with self._lock:
+            self._waiting.setdefault(tag, []).append(event)
+        try:
+            yield event
+        finally:
+            with self._lock:
+                self._waiting[tag].remove(event)
+                if not self._waiting[tag]:
+                    del self._waiting[tag]
 
     def pause(self, tag: str, seconds: float) -> bool:
         """Wait ``seconds`` between two looks at a job, or less if a call of its tag arrived or
@@ -209,9 +231,11 @@ class Engine:
     # -- the fakes, for one tag ---------------------------------------------------------------
     def script(self, tag: str, primary: str, *, hold_primary: bool, hold_fallback: bool) -> None:
         """The tag's scripts: the primary's behaviour, the fallbacks answer; held answers go
-        when the intent lets them go, at the latest (the drill's own backstop) after the
-        fallback's backstop (three quarters of the provider timeout: within the service's own
-        timeout for the call) or the intent's budget."""
+        when the intent lets them go, or at the fakes' backstop: for the fallback three quarters
+        of the provider timeout after its call arrived (within the service's own timeout for
+        the call, which would otherwise cut it), for the late primary the intent's budget. A
+        fallback answer that went at its backstop is the judge's matter (the drill may not have
+        looked twice while it was held)."""
         self._woken[tag] = threading.Event()
         cap = self.section.timeouts.provider_s * 0.75
         for item in self.served:
@@ -241,13 +265,16 @@ class Engine:
                    for s in self.served)
 
     def wait_for(self, tag: str, seen: Callable[[list[Call]], bool], timeout_s: float) -> bool:
-        """Block until ``seen(the tag's calls)`` (True), woken by each arrival and end."""
+        """Block until ``seen(the tag's calls)`` (True), woken by each arrival and end (its own
+        wake-ups: the intent's watcher keeps its own)."""
         deadline = time.monotonic() + timeout_s
-        while not seen(self.calls(tag)):
-            left = deadline - time.monotonic()
-            if left <= 0 or self.stop.is_set():
-                return False
-            self.pause(tag, left)
+        with self.waiting(tag, threading.Event()) as event:
+            while not seen(self.calls(tag)):
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stop.is_set():
+                    return False
+                event.wait(left)
+                event.clear()
         return True
 
     def calls(self, tag: str) -> list[Call]:
@@ -256,7 +283,8 @@ class Engine:
             for r in item.fake.received_tag(tag):
                 out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
                                 r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
-                                any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held))
+                                any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held,
+                                r.freed, r.freed_at))
         return sorted(out, key=lambda c: c.at)
 
     def untagged(self, since: float) -> int:
@@ -304,7 +332,6 @@ class Engine:
         fake (it settles with the round), or it ended having reached none."""
         intent = IntentRun(self, DRILLS["control"], 1, Slot(threading.Semaphore(1)))
         probe = Probe(threading.Event())
-        self._arrived[intent.tag] = probe.reached
 
         def go() -> None:
             try:
@@ -314,10 +341,10 @@ class Engine:
             finally:
                 probe.reached.set()
 
-        probe.thread = threading.Thread(target=go, name="drill-probe", daemon=True)
-        probe.thread.start()
-        probe.reached.wait()  # the intent's own budget bounds it
-        self._arrived.pop(intent.tag, None)
+        with self.waiting(intent.tag, probe.reached):
+            probe.thread = threading.Thread(target=go, name="drill-probe", daemon=True)
+            probe.thread.start()
+            probe.reached.wait()  # the intent's own budget bounds it
         return probe
 
     def _round(self, jobs: list[tuple[Drill, int]], setup: Setup, run: DrillResults,
@@ -378,11 +405,15 @@ class Engine:
         return Submission(at, response.status_code, job_id=None if job is None else str(job),
                           error=error, ended_at=self.now())
 
+    @property
+    def looker(self) -> httpx.Client:
+        return self.looks or self.client
+
     def observe(self, job: str) -> Observation:
         observe = self.section.observe
         at = self.now()
         try:
-            response = self.client.request(
+            response = self.looker.request(
                 observe.method, fill_path(observe.path, {"job_id": job}),
                 headers=self.profile.headers(self.env, "observe"))
         except httpx.HTTPError as exc:
@@ -404,16 +435,16 @@ class Engine:
         observe = self.section.observe
         headers = self.profile.headers(self.env, "observe")
         if observe.attempts is not None:
-            ev.attempts = listed(self.client, observe.attempts, job, headers)
+            ev.attempts = listed(self.looker, observe.attempts, job, headers)
         if observe.races is not None:
-            ev.races = listed(self.client, observe.races, job, headers)
+            ev.races = listed(self.looker, observe.races, job, headers)
             # Two answers reached the service: the loser's race may still be being written (a
             # loaded service; seen: 1.4 s); look again, quickly, before judging it missing.
             answered = sum(c.outcome == "answered" for c in self.calls(ev.tag))
             deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3)
             while answered > 1 and not ev.races and self.now() < deadline \
                     and not self.stop.wait(observe.poll_s):
-                ev.races = listed(self.client, observe.races, job, headers)
+                ev.races = listed(self.looker, observe.races, job, headers)
 
 
 @contextmanager
@@ -428,12 +459,20 @@ def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     epoch = time.monotonic()
     t = profile.section.timeouts
     client_timeout = t.job_s + late_ms(t.provider_s) / 1000 + 5
-    # every request to the service: a total deadline (the intent's budget) and a body limit
-    transport = BoundedTransport(deadline_s=client_timeout, limits=httpx.Limits(
-        max_connections=max(10, (concurrency or 64) * 3)))
-    with serving(profile, upstreams, epoch) as served, httpx.Client(
-            base_url=target.rstrip("/"), timeout=client_timeout, transport=transport) as client:
-        yield Engine(profile, target, env, served, epoch, client, concurrency=concurrency)
+    # every request to the service: a total deadline (the intent's budget) and a body limit;
+    # the submits and the looks each on a client (a pool) of their own: a look at a job is
+    # never queued behind submits (a chat call holds its connection for the whole call)
+    connections = max(10, (concurrency or 64) * 3)
+
+    def client() -> httpx.Client:
+        transport = BoundedTransport(deadline_s=client_timeout,
+                                     limits=httpx.Limits(max_connections=connections))
+        return httpx.Client(base_url=target.rstrip("/"), timeout=client_timeout,
+                            transport=transport)
+
+    with serving(profile, upstreams, epoch) as served, client() as submits, client() as looks:
+        yield Engine(profile, target, env, served, epoch, submits, looks,
+                     concurrency=concurrency)
 
 
 def run_drills(profile: DrillProfile, *, target: str, env: Mapping[str, str],

@@ -40,7 +40,11 @@ class Call:
     status: int | None = None
     stream: bool = False
     keyed: bool = False  # the request carried an idempotency key header
-    held: bool = False  # its answer waited until the drill let it go
+    held: bool = False  # its answer was held (docs/drill.md, "Held answers")
+    #: how its held answer's wait ended: the drill let it go, the fakes' backstop passed, or the
+    #: service left first (None: not held); and when
+    freed: str | None = None
+    freed_at: float | None = None
 
     @property
     def billed(self) -> bool:

@@ -48,13 +48,12 @@ class Slot:
 @dataclass
 class Holds:
     """When the held answers of one intent go: the fallback's once the job was observed twice
-    after the fallback's call arrived (once, past ``cap_s``), the late primary's once the
-    fallback's answer was delivered and the job observed complete (or ``late_s`` after it
-    arrived when no fallback call came)."""
+    after the fallback's call arrived (else the fakes' backstop lets it go, and the judge says
+    what that means), the late primary's once the fallback's answer was delivered and the job
+    observed complete (or ``late_s`` after it arrived when no fallback call came)."""
 
     fallback: bool
     primary: bool
-    cap_s: float
     late_s: float
 
     def tick(self, engine: Engine, ev: IntentEvidence, now: float, complete: bool) -> None:
@@ -64,10 +63,7 @@ class Holds:
         fallbacks = [c for c in calls if c.role == "fallback"]
         if self.fallback and fallbacks:
             arrived = fallbacks[0].at
-            looks = sum(o.at > arrived for o in ev.observations)
-            # two looks; past the cap one will do (the fakes let it go anyway at their
-            # backstop, three quarters of the provider timeout after the call arrived)
-            if looks >= 2 or (looks and now - arrived >= self.cap_s):
+            if sum(o.at > arrived for o in ev.observations) >= 2:
                 engine.let_go(ev.tag, "fallback")
                 self.fallback = False
         if self.primary:
@@ -101,7 +97,7 @@ class IntentRun:
         # second): the service does not fail over; it then answers
         holds = Holds(fallback=jobs and self.drill.timeout,
                       primary=jobs and self.drill.hold_primary,
-                      cap_s=t.provider_s / 2, late_s=2 * t.provider_s + 1.0)
+                      late_s=2 * t.provider_s + 1.0)
         e.script(self.tag, primary, hold_primary=holds.primary, hold_fallback=holds.fallback)
         ev = IntentEvidence(self.drill.name, self.trial, self.tag, e.now())
         clicking: list[threading.Thread] = []
@@ -212,21 +208,23 @@ class IntentRun:
                 ev.observations.append(e.observe(job))  # the job, read a last time
                 break
             idle = e.idle_s if settling_since is None else max(e.idle_s, e.settle_s / 10)
-            if done_at is None and self._giving_up(ev, now):
+            if done_at is None and self._look_quickly(ev, holds, now):
                 idle = poll
             quick = QUICK_LOOKS if e.pause(ev.tag, poll if quick > 0 else idle) else quick - 1
         self.slot.give_back()
         e.lists(ev, job)
 
-    def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
-        """The service is about to give up on a silent primary (its timeout is near) and has
-        not turned to a fallback yet: look at the pace of ``poll_s``, so that a ``failed``
-        shown in between is seen."""
+    def _look_quickly(self, ev: IntentEvidence, holds: Holds, now: float) -> bool:
+        """Look at the pace of ``poll_s`` while the service is about to give up on a silent
+        primary (its timeout is near) and has not turned to a fallback yet, and while the
+        fallback's answer is held for the looks: a ``failed`` shown in between is seen."""
         if not self.drill.timeout:
             return False
         calls = self.engine.calls(ev.tag)
+        if any(c.role == "fallback" for c in calls):
+            return holds.fallback  # its answer waits for two looks
         primary = next((c for c in calls if c.role == "primary"), None)
-        return (primary is not None and not any(c.role == "fallback" for c in calls)
+        return (primary is not None
                 and now >= primary.at + 0.8 * self.engine.section.timeouts.provider_s)
 
     def _settling(self, ev: IntentEvidence, done_at: float, now: float) -> float | None:

@@ -205,8 +205,44 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     if not ev.observations:
         return Finding("timeout_not_failure", "unknown", "the job was never observed",
                        "check drill.observe (path, status_field)")
+    unseen = _unseen_hold(ev)
+    if unseen is not None:
+        return unseen
     return Finding("timeout_not_failure", "held", f"{len(ev.observations)} observations, "
                    "never failed")
+
+
+#: looks at the job the drill takes while the fallback's answer is held (docs/drill.md)
+HELD_LOOKS = 2
+
+
+def _unseen_hold(ev: IntentEvidence) -> Finding | None:
+    """The fallback's answer was held so that the job is seen between the service's timeout and
+    that answer; fewer than two looks in that window (the fakes let the answer go at their
+    backstop, before the service's own timeout would cut the call; or the service left it):
+    no evidence either way."""
+    held = next((c for c in sorted(ev.calls, key=lambda c: c.at)
+                 if c.role == "fallback" and c.held), None)
+    if held is None:
+        return None
+    end = held.freed_at if held.freed_at is not None else held.ended_at
+    looks = sum(1 for o in ev.observations if o.at > held.at
+                and end is not None and (o.answered_at or o.at) <= end)
+    if looks >= HELD_LOOKS:
+        return None
+    why = {"backstop": "the fakes let it go at their backstop, three quarters of "
+                       "timeouts.provider_s after the call arrived, before the service's own "
+                       "timeout would cut the call",
+           "left": "the service left the call first"}.get(held.freed or "", "")
+    span = f"{held.at - ev.started_at:.3f} s" + (
+        f" to {end - ev.started_at:.3f} s" if end is not None else "")
+    return Finding("timeout_not_failure", "unknown", f"the drill could not look twice while "
+                   f"the fallback was held: {counted(looks, 'look')} at the job completed "
+                   f"while {held.ident}'s answer was held ({span}){f': {why}' if why else ''}; "
+                   "a failed status shown in between may have been missed",
+                   "the looks at the job were slow: drill with a lower --concurrency or on a "
+                   "less loaded machine, or with a longer provider timeout (the service's, and "
+                   "timeouts.provider_s with it): the window is three quarters of it")
 
 
 def _silent(drill: Drill) -> str:

@@ -236,3 +236,40 @@ def test_judge_a_late_answer_that_never_reached_the_service_is_no_evidence(
     delivered = Call("gpt", "primary", 1, 0.01, 0.9, "answered", "conformant", held=True)
     ev = _ev("late", [delivered, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 1.0)], races=1)
     assert _findings(ev, setup)["one_winner_per_job"] == "held"
+
+
+HELD_FALLBACK = Call("claude", "fallback", 1, 0.53, 0.91, "answered", "conformant", held=True,
+                     freed="backstop", freed_at=0.905)
+
+
+def _look(at: float, status: str = "running", answered: float | None = None) -> Observation:
+    return Observation(at, status, status, None, 200, answered if answered else at + 0.01)
+
+
+@pytest.mark.parametrize(("looks", "verdict"), [
+    ([0.6], "unknown"),  # one look while held: the backstop let the answer go
+    ([0.6, 0.7], "held"),  # two looks while held, never failed
+    ([0.6, (0.88, 0.95)], "unknown"),  # the second look was answered after the answer went
+])
+def test_judge_a_fallback_answer_held_with_fewer_than_two_looks_is_no_evidence(
+        tmp_path: Path, looks: list[float | tuple[float, float]], verdict: str) -> None:
+    """The fallback's answer is held until the job was looked at twice; when the fakes' backstop
+    let it go first, a brief 'failed' may have been missed: timeout_not_failure is unknown
+    with the reason and the fix, never held."""
+    obs = [_look(x) if isinstance(x, float) else _look(x[0], answered=x[1]) for x in looks]
+    ev = _ev("hang", [HANG, HELD_FALLBACK], [*obs, _done(ANSWER, 1.0)])
+    v = judge_intent(ev, DRILLS["hang"], _setup(tmp_path, hedge=True))
+    finding = v.of("timeout_not_failure")
+    assert finding is not None and finding.verdict == verdict, finding
+    if verdict == "unknown":
+        assert "could not look twice while the fallback was held" in finding.message
+        assert "claude#1" in finding.message and "backstop" in finding.message
+        assert "--concurrency" in finding.fix
+
+
+def test_judge_a_failed_seen_breaks_the_promise_whatever_the_hold(tmp_path: Path) -> None:
+    """Evidence decides: a 'failed' seen is broken even if the drill looked only once."""
+    ev = _ev("hang", [HANG, HELD_FALLBACK], [_look(0.6, "failed"), _done(ANSWER, 1.0)])
+    finding = judge_intent(ev, DRILLS["hang"], _setup(tmp_path, hedge=True)).of(
+        "timeout_not_failure")
+    assert finding is not None and finding.verdict == "broken"
