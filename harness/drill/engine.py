@@ -38,6 +38,16 @@ from harness.target.drill_profile import DrillProfile, Upstream
 from harness.target.ids import fill_path
 from harness.target.model import pick
 
+#: the watchers' looks at jobs in flight at once, whatever the concurrency: each look may be a
+#: new connection, and a small server's accept queue (Python's http.server: 5) that overflows
+#: drops the connection attempt, which the client's kernel retries one second later; a look
+#: that waits for its place here waits for a look, not a second
+LOOKS_AT_ONCE = 4
+#: a look's connection attempts: a dropped SYN (a full accept queue) is retried by the kernel
+#: only one second later, so a look tries a new connection after 0.1 s, then 0.25 s, 1 s, and
+#: then waits as long as the client does (None: a service far away answers the later ones)
+CONNECT_TRIES: tuple[float | None, ...] = (0.1, 0.25, 1.0, None)
+
 
 @dataclass
 class Served:
@@ -145,6 +155,9 @@ class Engine:
     _waiting: dict[str, list[threading.Event]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _load: int = 8  # intents at work at once, for the pace of the looks at a job
+    #: the watchers' looks in flight at once (the held looks do not wait for a place)
+    _looking: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(LOOKS_AT_ONCE))
 
     def __post_init__(self) -> None:
         for item in self.served:
@@ -160,6 +173,10 @@ class Engine:
         for event in events:
             if event is not None:
                 event.set()
+
+    def wake(self, tag: str) -> None:
+        """Wake whoever waits on ``tag``'s calls (its intent is closing)."""
+        self._changed(tag)
 
     @contextmanager
     def waiting(self, tag: str, event: threading.Event) -> Iterator[threading.Event]:
@@ -409,13 +426,24 @@ class Engine:
     def looker(self) -> httpx.Client:
         return self.looks or self.client
 
-    def observe(self, job: str) -> Observation:
+    def observe(self, job: str, *, held: bool = False) -> Observation:
+        """One look at ``job``: at most :data:`LOOKS_AT_ONCE` of the watchers' at once; a
+        ``held`` look (an answer waits for it) goes at once."""
+        if held:
+            return self._observe(job)
+        placed = self._looking.acquire(timeout=self.budget)  # else look anyway
+        try:
+            return self._observe(job)
+        finally:
+            if placed:
+                self._looking.release()
+
+    def _observe(self, job: str) -> Observation:
         observe = self.section.observe
         at = self.now()
         try:
-            response = self.looker.request(
-                observe.method, fill_path(observe.path, {"job_id": job}),
-                headers=self.profile.headers(self.env, "observe"))
+            response = self._look(observe.method, fill_path(observe.path, {"job_id": job}),
+                                  self.profile.headers(self.env, "observe"))
         except httpx.HTTPError as exc:
             return Observation(at, "error", None, None, None, self.now(),
                                error=redact(f"no answer ({type(exc).__name__}: {exc})"))
@@ -430,6 +458,19 @@ class Engine:
                                             else json.dumps(result))
         return Observation(at, classify(observe.statuses, raw), None if raw is None else str(raw),
                            text, response.status_code, self.now())
+
+    def _look(self, method: str, path: str, headers: dict[str, str]) -> httpx.Response:
+        """A look's request; a connection attempt not accepted within :data:`CONNECT_TRIES`'s
+        time is tried again at once (a look never sent is safe to send again)."""
+        for connect in CONNECT_TRIES:
+            timeout = self.looker.timeout if connect is None else httpx.Timeout(
+                self.looker.timeout.read, connect=connect)
+            try:
+                return self.looker.request(method, path, headers=headers, timeout=timeout)
+            except httpx.ConnectTimeout:
+                if connect is None or self.stop.is_set():
+                    raise
+        raise AssertionError("CONNECT_TRIES ends with None")  # pragma: no cover
 
     def lists(self, ev: IntentEvidence, job: str) -> None:
         observe = self.section.observe

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from harness.domain.words import counted
-from harness.drill.drills import Drill
+from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
 from harness.target.drill_section import DrillSection
@@ -211,9 +211,6 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     return Finding("timeout_not_failure", "held", f"{len(ev.observations)} observations, "
                    "never failed")
 
-
-#: looks at the job the drill takes while the fallback's answer is held (docs/drill.md)
-HELD_LOOKS = 2
 
 
 def _unseen_hold(ev: IntentEvidence) -> Finding | None:
