@@ -8,7 +8,6 @@ measure seconds from the same ``epoch``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,36 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from harness.domain.errors import ConfigError
+from harness.drill.client import Clients, ServiceClient, clients_of
 from harness.drill.drills import DRILLS, Drill, late_ms
-from harness.drill.evidence import (
-    IDEMPOTENCY_HEADERS,
-    Call,
-    IntentEvidence,
-    Observation,
-    Submission,
-)
+from harness.drill.evidence import IDEMPOTENCY_HEADERS, Call, IntentEvidence
 from harness.drill.intent import IntentRun, Slot
-from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
-from harness.drill.watch import classify, fill, listed, read_chat, unreadable
+from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent, mark_overload
 from harness.providers.recording import RecordingFake
-from harness.providers.secrets import redact
-from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile, Upstream
-from harness.target.ids import fill_path
-from harness.target.model import pick
-
-#: the watchers' looks at jobs in flight at once, whatever the concurrency: each look may be a
-#: new connection, and a small server's accept queue (Python's http.server: 5) that overflows
-#: drops the connection attempt, which the client's kernel retries one second later; a look
-#: that waits for its place here waits for a look, not a second
-LOOKS_AT_ONCE = 4
-#: a look's connection attempts: a dropped SYN (a full accept queue) is retried by the kernel
-#: only one second later, so a look tries a new connection after 0.1 s, then 0.25 s, 1 s, and
-#: then waits as long as the client does (None: a service far away answers the later ones)
-CONNECT_TRIES: tuple[float | None, ...] = (0.1, 0.25, 1.0, None)
 
 
 @dataclass
@@ -144,9 +121,7 @@ class Engine:
     env: Mapping[str, str]
     served: list[Served]
     epoch: float
-    client: httpx.Client  # the submits
-    #: the looks at a job and its lists: a path of their own, never queued behind submits
-    looks: httpx.Client | None = None
+    clients: Clients  # to the service: the submits, and the looks at a job
     concurrency: int | None = None  # intents at work at once (None: all of them, one round)
     stop: threading.Event = field(default_factory=threading.Event)
     _woken: dict[str, threading.Event] = field(default_factory=dict)  # each intent's watcher
@@ -155,13 +130,13 @@ class Engine:
     _waiting: dict[str, list[threading.Event]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _load: int = 8  # intents at work at once, for the pace of the looks at a job
-    #: the watchers' looks in flight at once (the held looks do not wait for a place)
-    _looking: threading.BoundedSemaphore = field(
-        default_factory=lambda: threading.BoundedSemaphore(LOOKS_AT_ONCE))
 
     def __post_init__(self) -> None:
         for item in self.served:
             item.fake.on_change = self._changed
+        #: the drill's requests to the service (submits, looks at a job, its lists)
+        self.service = ServiceClient(self.profile, self.env, self.clients, self.now, self.stop,
+                                     self.budget)
 
     def _changed(self, tag: str | None) -> None:
         """A call of ``tag`` arrived or ended: its watcher looks at the job now, and whoever
@@ -317,7 +292,7 @@ class Engine:
         work at a time; a settling intent gives its place back), each judged as it ends.
         ``probe``: one control intent first; if the service never calls the fakes for it, stop
         there (:attr:`DrillResults.unreached`)."""
-        setup = Setup(self.section, self.fakes, certify)
+        setup = Setup(self.section, self.fakes, certify, self.target)
         run = DrillResults(self.profile.name, self.target, trials, self.concurrency or 0,
                            self.fakes, {name: [] for name in drills})
         jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills]
@@ -340,6 +315,7 @@ class Engine:
                 on_intent(first)
         run.wall_s = time.perf_counter() - started
         run.calls = sum(len(s.fake.received()) for s in self.served) - before
+        mark_overload([v for verdicts in run.verdicts.values() for v in verdicts], self._load)
         for verdicts in run.verdicts.values():
             verdicts.sort(key=lambda v: v.evidence.trial)
         return run
@@ -397,95 +373,20 @@ class Engine:
                 raise
 
     # -- the service --------------------------------------------------------------------------
-    def submit(self, tag: str, key: str, stream: bool = False) -> Submission:
-        submit = self.section.submit
-        marks = {"{tag}": tag, "{key}": key}
-        headers = {k: fill(v, marks) for k, v in self.profile.headers(self.env).items()}
-        body = fill(submit.body, marks)
-        at = self.now()
-        try:
-            if submit.kind == "chat":  # a gateway streams for the stream-cut drill
-                if stream and isinstance(body, dict):
-                    body = {**body, "stream": True}
-                return read_chat(self.client, submit, headers, body, at, self.now, stream)
-            response = self.client.request(submit.method, submit.path, json=body,
-                                           headers=headers)
-        except httpx.HTTPError as exc:
-            return Submission(at, None, error=redact(f"{type(exc).__name__}: {exc}"),
-                              ended_at=self.now())
-        try:
-            data, unread = json_body(response), ""
-        except ValueError:
-            data, unread = None, unreadable(response)
-        job = pick(data, submit.id_field)
-        error = unread if response.is_success else redact(response.text[:200])
-        return Submission(at, response.status_code, job_id=None if job is None else str(job),
-                          error=error, ended_at=self.now())
-
-    @property
-    def looker(self) -> httpx.Client:
-        return self.looks or self.client
-
-    def observe(self, job: str, *, held: bool = False) -> Observation:
-        """One look at ``job``: at most :data:`LOOKS_AT_ONCE` of the watchers' at once; a
-        ``held`` look (an answer waits for it) goes at once."""
-        if held:
-            return self._observe(job)
-        placed = self._looking.acquire(timeout=self.budget)  # else look anyway
-        try:
-            return self._observe(job)
-        finally:
-            if placed:
-                self._looking.release()
-
-    def _observe(self, job: str) -> Observation:
-        observe = self.section.observe
-        at = self.now()
-        try:
-            response = self._look(observe.method, fill_path(observe.path, {"job_id": job}),
-                                  self.profile.headers(self.env, "observe"))
-        except httpx.HTTPError as exc:
-            return Observation(at, "error", None, None, None, self.now(),
-                               error=redact(f"no answer ({type(exc).__name__}: {exc})"))
-        try:
-            data = json_body(response)
-        except ValueError:
-            return Observation(at, "error", None, None, response.status_code, self.now(),
-                               error=f"HTTP {response.status_code} and {unreadable(response)}")
-        raw = pick(data, observe.status_field)
-        result = pick(data, observe.result_field)
-        text = None if result is None else (result if isinstance(result, str)
-                                            else json.dumps(result))
-        return Observation(at, classify(observe.statuses, raw), None if raw is None else str(raw),
-                           text, response.status_code, self.now())
-
-    def _look(self, method: str, path: str, headers: dict[str, str]) -> httpx.Response:
-        """A look's request; a connection attempt not accepted within :data:`CONNECT_TRIES`'s
-        time is tried again at once (a look never sent is safe to send again)."""
-        for connect in CONNECT_TRIES:
-            timeout = self.looker.timeout if connect is None else httpx.Timeout(
-                self.looker.timeout.read, connect=connect)
-            try:
-                return self.looker.request(method, path, headers=headers, timeout=timeout)
-            except httpx.ConnectTimeout:
-                if connect is None or self.stop.is_set():
-                    raise
-        raise AssertionError("CONNECT_TRIES ends with None")  # pragma: no cover
-
     def lists(self, ev: IntentEvidence, job: str) -> None:
+        """The lists the service shows for the job (attempts, races), read once it settled."""
         observe = self.section.observe
-        headers = self.profile.headers(self.env, "observe")
         if observe.attempts is not None:
-            ev.attempts = listed(self.looker, observe.attempts, job, headers)
+            ev.attempts = self.service.listed(observe.attempts, job)
         if observe.races is not None:
-            ev.races = listed(self.looker, observe.races, job, headers)
+            ev.races = self.service.listed(observe.races, job)
             # Two answers reached the service: the loser's race may still be being written (a
             # loaded service; seen: 1.4 s); look again, quickly, before judging it missing.
             answered = sum(c.outcome == "answered" for c in self.calls(ev.tag))
             deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3)
             while answered > 1 and not ev.races and self.now() < deadline \
                     and not self.stop.wait(observe.poll_s):
-                ev.races = listed(self.looker, observe.races, job, headers)
+                ev.races = self.service.listed(observe.races, job)
 
 
 @contextmanager
@@ -499,21 +400,10 @@ def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     profile.headers(env, "observe")
     epoch = time.monotonic()
     t = profile.section.timeouts
-    client_timeout = t.job_s + late_ms(t.provider_s) / 1000 + 5
-    # every request to the service: a total deadline (the intent's budget) and a body limit;
-    # the submits and the looks each on a client (a pool) of their own: a look at a job is
-    # never queued behind submits (a chat call holds its connection for the whole call)
-    connections = max(10, (concurrency or 64) * 3)
-
-    def client() -> httpx.Client:
-        transport = BoundedTransport(deadline_s=client_timeout,
-                                     limits=httpx.Limits(max_connections=connections))
-        return httpx.Client(base_url=target.rstrip("/"), timeout=client_timeout,
-                            transport=transport)
-
-    with serving(profile, upstreams, epoch) as served, client() as submits, client() as looks:
-        yield Engine(profile, target, env, served, epoch, submits, looks,
-                     concurrency=concurrency)
+    with serving(profile, upstreams, epoch) as served, \
+            clients_of(target, t.job_s + late_ms(t.provider_s) / 1000 + 5,
+                       concurrency) as clients:
+        yield Engine(profile, target, env, served, epoch, clients, concurrency=concurrency)
 
 
 def run_drills(profile: DrillProfile, *, target: str, env: Mapping[str, str],

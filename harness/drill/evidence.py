@@ -78,6 +78,7 @@ class Submission:
     result: str | None = None  # chat: the answer's text
     stream_complete: bool | None = None  # chat with stream: did the stream end properly?
     answered_base: str | None = None  # the gateway's word on who answered (an api base URL)
+    unreached: bool = False  # no answer because no connection was made (refused, timed out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,7 +129,7 @@ class IntentRun:
         lock = threading.Lock()
 
         def one() -> None:
-            done = e.submit(self.tag, self.key, stream)
+            done = e.service.submit(self.tag, self.key, stream)
             with lock:
                 ev.submissions.append(done)
 
@@ -189,7 +189,7 @@ class IntentRun:
             for _ in range(HELD_LOOKS if arrived() else 0):
                 if holds.closed.is_set() or e.stop.is_set():
                     break
-                ev.observations.append(e.observe(job, held=True))
+                ev.observations.append(e.service.observe(job, held=True))
             e.let_go(self.tag, "fallback")
             holds.fallback = False
 
@@ -222,7 +222,7 @@ class IntentRun:
         settling_since: float | None = None
         quick = QUICK_LOOKS
         while not e.stop.is_set():
-            look = e.observe(job)
+            look = e.service.observe(job)
             ev.observations.append(look)
             now = e.now()
             if done_at is None and look.status in ("succeeded", "failed"):
@@ -230,12 +230,12 @@ class IntentRun:
             holds.tick(e, ev, now, done_at is not None)
             if done_at is None and now > deadline:
                 self._release(ev, "the job did not finish within the drill's budget")
-                ev.observations.append(e.observe(job))
+                ev.observations.append(e.service.observe(job))
                 break
             if done_at is not None and settling_since is None:
                 settling_since = self._settling(ev, done_at, now)
             if settling_since is not None and self._quiet(ev, now, done_at or now):
-                ev.observations.append(e.observe(job))  # the job, read a last time
+                ev.observations.append(e.service.observe(job))  # the job, read a last time
                 break
             idle = e.idle_s if settling_since is None else max(e.idle_s, e.settle_s / 10)
             if done_at is None and self._giving_up(ev, now):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from harness.domain.words import counted
+from harness.drill.causes import overloaded, unanswered, undrillable
 from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
@@ -48,8 +49,6 @@ PROMISES: dict[str, str] = {
 #: (certified?, why) for a provider; None: no contract to judge against
 Certifier = Callable[[str], tuple[bool, str] | None]
 ONE_JOB, ONE_WINNER = "one_job_per_intent", "one_winner_per_job"
-BASE_URL_VARS = {"openai-chat": ("OPENAI_BASE_URL", "/v1"),
-                 "anthropic-messages": ("ANTHROPIC_BASE_URL", "")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,23 +91,14 @@ class Setup:
     section: DrillSection
     fakes: Sequence[tuple[str, str, str]]
     certify: Certifier | None = None
-
-
-def base_url_fix(fakes: Sequence[tuple[str, str, str]]) -> str:
-    """The variables and URLs that point a service's providers at the fakes."""
-    parts = []
-    for name, kind, url in fakes:
-        var, suffix = BASE_URL_VARS.get(kind, ("the provider's base URL", ""))
-        parts.append(f"{var}={url}{suffix} ({name})")
-    return ("start the service with its providers pointed at the drill: " + ", ".join(parts)
-            + " (or the gateway's upstreams / api_base at those URLs)")
+    target: str = ""  # the service's URL (for a cause that names it)
 
 
 def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdict:
     out = IntentVerdict(ev)
-    reason = _precondition(ev, drill, setup)
-    if reason is not None:
-        out.findings.append(reason)
+    cause = undrillable(ev, drill, setup.fakes, setup.target)
+    if cause is not None:
+        out.findings.append(Finding("completed", "unknown", *cause))
         return out
     chat = setup.section.submit.kind == "chat"
     winner, winner_finding = _winner(ev, setup, chat)
@@ -128,32 +118,16 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
     return out
 
 
-def _precondition(ev: IntentEvidence, drill: Drill, setup: Setup) -> Finding | None:
-    if ev.cause is not None:  # the service's own answer made the intent undrillable
-        return Finding("completed", "unknown", ev.cause[0], ev.cause[1])
-    first = ev.submissions[0] if ev.submissions else None
-    if first is None or first.status is None or not 200 <= first.status < 300:
-        got = "no answer" if first is None or first.status is None else f"HTTP {first.status}"
-        detail = f" ({first.error})" if first is not None and first.error else ""
-        if not ev.calls:
-            return Finding("completed", "unknown", f"the service answered the submit with "
-                           f"{got}{detail} and never called a provider",
-                           "check drill.submit (path, headers, body) against the service's API")
-    if not ev.calls and ev.untagged:
-        return Finding("completed", "unknown", f"the fakes got {ev.untagged} provider "
-                       f"call{'s' if ev.untagged != 1 else ''} while this intent ran, none "
-                       "carrying a drill tag: the service does not pass the submitted text "
-                       "into its provider request", "send the text the drill submits (it holds "
-                       "the tag drill-<12 hex>) to the provider unchanged, or put {tag} where "
-                       "the service copies it into the prompt (drill.submit.body)")
-    if not ev.calls:
-        return Finding("completed", "unknown", "the service never called the fakes for this "
-                       "intent, so nothing was drilled", base_url_fix(setup.fakes))
-    if drill.name != "control" and not any(c.role == "primary" for c in ev.calls):
-        return Finding("completed", "unknown", f"no call reached the primary, so the scripted "
-                       f"failure ({drill.description}) never happened",
-                       "check which provider the profile marks role: primary")
-    return None
+def mark_overload(verdicts: Sequence[IntentVerdict], concurrency: int) -> None:
+    """Across a run's intents: when the drill's concurrency overloaded the service, the intents
+    whose submit got no answer say so, and their fix names ``--concurrency``."""
+    overload = overloaded([v.evidence for v in verdicts], concurrency)
+    if overload is None:
+        return
+    for v in verdicts:
+        if unanswered(v.evidence):
+            v.findings = [Finding(f.promise, f.verdict, f.message + overload[0], overload[1])
+                          if f.verdict == "unknown" else f for f in v.findings]
 
 
 def answered_by(ev: IntentEvidence, setup: Setup, winner: Call | None) -> str | None:

@@ -9,7 +9,7 @@ import pytest
 
 from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
-from harness.drill.judge import Setup, judge_intent
+from harness.drill.judge import IntentVerdict, Setup, judge_intent, mark_overload
 from harness.providers.recording import signature
 from harness.target.drill_profile import load_drill
 
@@ -273,3 +273,47 @@ def test_judge_a_failed_seen_breaks_the_promise_whatever_the_hold(tmp_path: Path
     finding = judge_intent(ev, DRILLS["hang"], _setup(tmp_path, hedge=True)).of(
         "timeout_not_failure")
     assert finding is not None and finding.verdict == "broken"
+
+
+def _unanswered(tmp_path: Path, *, unreached: bool) -> IntentVerdict:
+    ev = IntentEvidence("control", 1, TAG, 0.0, ended_at=1.0)
+    error = "ConnectError: [Errno 111] Connection refused" if unreached else \
+        "DeadlineExceeded: no whole answer within 10 s"
+    ev.submissions = [Submission(0.0, None, error=error, ended_at=0.1, unreached=unreached)]
+    setup = Setup(_setup(tmp_path).section, FAKES, None, "http://127.0.0.1:4100")
+    return judge_intent(ev, DRILLS["control"], setup)
+
+
+def test_judge_a_service_it_could_not_reach_is_named_with_its_url(tmp_path: Path) -> None:
+    """No connection at all: 'could not reach the service at <url>', unknown; never 'answered
+    the submit with no answer'."""
+    [finding] = _unanswered(tmp_path, unreached=True).findings
+    assert finding.verdict == "unknown"
+    assert finding.message.startswith("could not reach the service at http://127.0.0.1:4100 "
+                                      "(ConnectError"), finding.message
+    assert "--target" in finding.fix
+    [finding] = _unanswered(tmp_path, unreached=False).findings  # connected, no answer
+    assert finding.verdict == "unknown"
+    assert finding.message.startswith("the service gave no answer to the submit "
+                                      "(DeadlineExceeded"), finding.message
+
+
+def test_judge_overload_across_intents_names_concurrency(tmp_path: Path) -> None:
+    """Some submits answered, two or more with no answer at all: the drill's concurrency
+    overloaded the service; those intents' fix names --concurrency (not drill.submit). One
+    lost submit alone, or none answered (the service is down), is not that pattern."""
+    ok = judge_intent(_ev("hang", [HANG, FALLBACK], [_done(ANSWER, 0.6)]), DRILLS["hang"],
+                      _setup(tmp_path, hedge=True))
+    lost = [_unanswered(tmp_path, unreached=True), _unanswered(tmp_path, unreached=False)]
+    mark_overload([ok, *lost], 36)
+    for v in lost:
+        [finding] = v.findings
+        assert finding.verdict == "unknown"
+        assert "2 of 3 intents got no answer to their submit while 1 was answered" \
+            in finding.message, finding.message
+        assert "--concurrency" in finding.fix and "drill.submit" not in finding.fix
+    assert all(f.verdict != "unknown" for f in ok.findings)
+    for verdicts in ([ok, _unanswered(tmp_path, unreached=True)],
+                     [_unanswered(tmp_path, unreached=True) for _ in range(3)]):
+        mark_overload(verdicts, 36)
+        assert all("--concurrency" not in f.fix for v in verdicts for f in v.findings)
