@@ -62,7 +62,10 @@ def test_check_on_a_service_with_its_own_worker_raises_no_false_alarm(
     primary, fallback = free_port(), free_port()
     monkeypatch.setenv("PRIMARY_PORT", str(primary))
     monkeypatch.setenv("FALLBACK_PORT", str(fallback))
-    service = start_service("correct_service.py", ["--timeout", "0.5"],
+    # its primary let go 5 s after the call (--abandon-after), so the late drill's held answer
+    # always reaches it (at the default 1.5 s a loaded machine made it let go first: the late
+    # answer was never tried, an honest unknown, exit 3)
+    service = start_service("correct_service.py", ["--timeout", "0.5", "--abandon-after", "5"],
                             provider_env(primary, fallback))
     scenarios = tmp_path / "idle"  # the workspace has the shipped ones in scenarios/
     scenarios.mkdir()
