@@ -109,6 +109,8 @@ def serving(profile: DrillProfile, upstreams: Sequence[Upstream], epoch: float
             for tag in {r.tag for r in item.fake.received() if r.tag}:
                 item.fake.release(tag)
         for server in started:
+            server.stopping()  # all at once: each takes a tick of its loop to notice
+        for server in started:
             server.stop()
 
 
