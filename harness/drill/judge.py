@@ -179,6 +179,13 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     if not ev.observations:
         return Finding("timeout_not_failure", "unknown", "the job was never observed",
                        "check drill.observe (path, status_field)")
+    if not _timed_out(ev):
+        return Finding("timeout_not_failure", "unknown", f"the service never acted on its "
+                       f"timeout while the drill watched ({counted(len(ev.observations), 'look')}"
+                       f"): no fallback call, the primary never given up, the job never "
+                       "'unknown', so what it shows after a timeout was not seen",
+                       "check timeouts.provider_s against the service's timeout; a service too "
+                       "loaded to reach its timeout within timeouts.job_s: a lower --concurrency")
     unseen = _unseen_hold(ev)
     if unseen is not None:
         return unseen
@@ -186,6 +193,12 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                    "never failed")
 
 
+def _timed_out(ev: IntentEvidence) -> bool:
+    """Evidence that the service acted on the primary's timeout: it called a fallback, gave up
+    on the primary (abandoned, late), or said itself the job's outcome is unknown."""
+    return (any(c.role == "fallback" for c in ev.calls)
+            or any(c.role == "primary" and c.outcome in ("abandoned", "late") for c in ev.calls)
+            or any(o.status == "unknown" for o in ev.observations))
 
 def _unseen_hold(ev: IntentEvidence) -> Finding | None:
     """The fallback's answer was held so that the job is seen between the service's timeout and

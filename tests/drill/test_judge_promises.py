@@ -317,3 +317,18 @@ def test_judge_overload_across_intents_names_concurrency(tmp_path: Path) -> None
                      [_unanswered(tmp_path, unreached=True) for _ in range(3)]):
         mark_overload(verdicts, 36)
         assert all("--concurrency" not in f.fix for v in verdicts for f in v.findings)
+
+
+def test_judge_a_timeout_the_service_never_acted_on_is_no_evidence(tmp_path: Path) -> None:
+    """A job watched while the service never acted on its timeout (no fallback call, the primary
+    never given up, never 'unknown': a service too loaded to get there) says nothing about what
+    it shows after a timeout: unknown, not held. Its own 'unknown' status is that evidence."""
+    released = Call("gpt", "primary", 1, 0.01, 6.0, "released", "hang")
+    running = [Observation(0.1 * i, "running", "running", None) for i in range(1, 30)]
+    found = judge_intent(_ev("hang", [released], running), DRILLS["hang"],
+                         _setup(tmp_path)).of("timeout_not_failure")
+    assert found is not None and found.verdict == "unknown", found
+    assert "never acted on its timeout" in found.message and "--concurrency" in found.fix
+    said = [*running[:5], Observation(0.6, "unknown", "unknown", None), *running[5:]]
+    assert _findings(_ev("hang", [released], said), _setup(tmp_path))[
+        "timeout_not_failure"] == "held"
