@@ -206,7 +206,10 @@ def test_a_queue_twin_breaks_its_rule_in_every_trial(
 def assert_twin(code: int, rates: Rates, out: str, rules: dict[str, tuple[str, ...]],
                 may_break: set[str], results: Path) -> None:
     """The twin's rule broken in every trial of its drills, but for an intent the load left
-    without evidence (unknown, with a cause in LOAD_CAUSES); never held."""
+    without evidence (unknown, with a cause in LOAD_CAUSES) or whose service stalled before it
+    got to its bug (its job never finished: 'completed' broken in as many intents; seen once:
+    timeout-fails' worker stuck with its job 'queued' for 6 s on a loaded machine, the rule then
+    held in that intent, truly); at most LOAD_MISSES such intents."""
     assert code == 1, out
     found = broken(rates)
     unknowns = {e["drill"]: [u["reason"] for u in e["unknowns"]]
@@ -215,8 +218,9 @@ def assert_twin(code: int, rates: Rates, out: str, rules: dict[str, tuple[str, .
     for promise, drills in rules.items():
         for name in drills:
             rate = rates[name][promise]
-            assert rate["held"] == 0, (name, promise, rate, out)
-            assert rate["broken"] + rate["unknown"] == TRIALS, (name, promise, rate, out)
+            stalled = rates[name]["completed"]["broken"]
+            assert rate["held"] <= stalled, (name, promise, rate, out)
+            assert rate["held"] + rate["broken"] + rate["unknown"] == TRIALS, (name, rate, out)
             assert rate["broken"] >= TRIALS - LOAD_MISSES, (name, promise, rate, out)
             if rate["unknown"]:
                 assert all(r.startswith(LOAD_CAUSES) for r in unknowns[name]), unknowns[name]
