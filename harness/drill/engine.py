@@ -383,11 +383,15 @@ class Engine:
         if observe.races is not None:
             ev.races = self.service.listed(observe.races, job)
             # Two answers reached the service: the loser's race may still be being written (a
-            # loaded service; seen: 1.4 s); look again, quickly, before judging it missing.
+            # loaded service; seen: 1.4 s, and beyond 3 s where its database waited on a lock):
+            # look again until the intent's budget passed before judging it missing; a list
+            # the service did not answer is read again too
             answered = sum(c.outcome == "answered" for c in self.calls(ev.tag))
-            deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3)
+            deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3,
+                                        self.budget)
+            pace = max(observe.poll_s, 0.1)
             while answered > 1 and not ev.races and self.now() < deadline \
-                    and not self.stop.wait(observe.poll_s):
+                    and not self.stop.wait(pace):
                 ev.races = self.service.listed(observe.races, job)
 
 

@@ -343,6 +343,11 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
                                f"then reported {last.raw_status!r}")
     late = [c for c in ev.calls if c.outcome == "answered" and c is not winner
             and c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
+    if late and setup.section.observe and setup.section.observe.races and ev.races is None:
+        return winner, Finding(ONE_WINNER, "unknown", f"the late answer of {late[0].ident} "
+                               "reached the service after the winner, and the service did not "
+                               "answer the list of races", "check drill.observe.races (path, "
+                               "items) against the service's API")
     if late and setup.section.observe and setup.section.observe.races and not ev.races:
         return winner, Finding(ONE_WINNER, "broken", f"the late answer of {late[0].ident} "
                                "reached the service after the winner and no race was recorded")

@@ -147,6 +147,9 @@ def test_judge_the_late_answer_overwrites_the_winner(tmp_path: Path) -> None:
     assert _findings(ev, setup)["one_winner_per_job"] == "broken"
     ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=1)
     assert _findings(ev, setup)["one_winner_per_job"] == "held"
+    # the service did not answer the list of races: no evidence either way
+    ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=None)
+    assert _findings(ev, setup)["one_winner_per_job"] == "unknown"
 
 
 def test_judge_billed_bound_counts_abandoned_reset_and_not_refused(tmp_path: Path) -> None:
