@@ -91,7 +91,27 @@ def sequential(store: SqlStore, plan: Plan, tag: str) -> int:
     return len(history.ops)
 
 
+def backend_cpu(controller: Controller) -> dict[int, float] | None:
+    """PostgreSQL: CPU seconds used so far by each backend serving this database (the workers',
+    the pool's, the lock-wait probe's), from /proc; None on SQLite or a server elsewhere."""
+    if controller.sessions.kind != "postgres":
+        return None
+    rows = controller.sessions.control.execute(  # type: ignore[attr-defined]
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()").fetchall()
+    used: dict[int, float] = {}
+    for (pid,) in rows:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        used[int(pid)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
 def throughput(url: str, schedules: int) -> None:
+    """Schedules/s against the sequential baseline, and the CPU each schedule costs: this
+    process (the controller and its workers) and, on a local PostgreSQL, its backends. CPU is
+    what a loaded machine cannot hide; wall time rises and falls with the load."""
     for workload in WORKLOADS:
         plans = [build_plan(workload, RandomDraw(random.Random(f"bench:{n}")), 3)
                  for n in range(schedules)]
@@ -101,14 +121,21 @@ def throughput(url: str, schedules: int) -> None:
                 sequential(store, plan, f"seq{os.getpid()}.{time.time_ns()}.{n}")
             baseline = time.perf_counter() - start
             with Controller(store) as controller:
-                start = time.perf_counter()
+                before = backend_cpu(controller)
+                start, cpu = time.perf_counter(), time.process_time()
                 found = search(controller, SearchSettings(workload=workload, budget=schedules,
                                                     seed=1, clients=3))
-                explored = time.perf_counter() - start
+                explored, cpu = time.perf_counter() - start, time.process_time() - cpu
+                after = backend_cpu(controller)  # the workers' backends began after `before`
         steps = found.progress.steps
+        server = ""
+        if before is not None and after is not None:
+            used = sum(t - before.get(pid, 0.0) for pid, t in after.items())
+            server = f" + server {1000 * used / schedules:4.1f}"
         print(f"  {workload:<13} {schedules / explored:7.0f} schedules/s {steps / explored:7.0f} "
               f"steps/s   sequential baseline {schedules / baseline:7.0f} schedules/s   "
-              f"explore runs at {baseline / explored:4.2f}x its speed")
+              f"explore runs at {baseline / explored:4.2f}x its speed   CPU per schedule: "
+              f"explore {1000 * cpu / schedules:4.1f}{server} ms")
 
 
 def first_violation(url: str, seeds: int) -> None:

@@ -74,6 +74,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                       "behaviour"),
     "gate": ("harness.commands.gate",
              "Check that every auto failover link is certified at its current config (for CI)"),
+    "merge": ("harness.commands.merge",
+              "Merge the report folders of a run's shards (--shard K/N) into one run's report"),
     "replay": ("harness.commands.replay",
                "Replay a run folder or a repro folder and check that the history is reproduced "
                "exactly"),

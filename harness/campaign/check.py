@@ -24,7 +24,8 @@ from harness.contracts.standing import State
 from harness.contracts.workspace import Workspace
 from harness.domain.errors import ConfigError
 from harness.domain.redaction import register_target_secrets
-from harness.domain.stream import QUIET, Begin, Folder, Live, Note, entry_point
+from harness.domain.shard import Shard
+from harness.domain.stream import QUIET, Begin, Folder, Live, Note, Sharded, entry_point
 from harness.domain.words import counted
 from harness.gateways.options import ProvidersSource
 from harness.gateways.sources import audits_for, source_file
@@ -34,7 +35,7 @@ from harness.scenarios.entry import (
     TargetSettings,
     load_scenarios,
     public_target,
-    scenario_events,
+    scenarios_events,
     shipped_scenarios,
     target_notes,
     target_secrets,
@@ -43,6 +44,7 @@ from harness.scenarios.matrix import REFERENCE
 from harness.scenarios.matrix import detection_matrix as run_matrix
 from harness.scenarios.model import Scenario
 from harness.scenarios.runfolder import replay_command, write_run
+from harness.scenarios.sharding import refuse_shard, sharded, unit
 from harness.store.mutants import MUTANTS
 
 Certify = Literal["stale", "always", "never"]
@@ -88,13 +90,26 @@ def run_check(settings: CheckSettings, *, folder: Folder, live: Live = QUIET) ->
         register_target_secrets(s.db)
         scenarios, suites = _suites(s, with_detection=False)
         yield Begin(targets=(s.db or "sqlite (embedded)",))
+        if s.shard is not None:
+            yield _stamp(s, scenarios)
         live.say(f"check: {counted(len(scenarios), 'scenario')} on the reference store and its "
-                 f"mutants; suites: {suites}")
+                 f"mutants; suites: {suites}" + (f"; shard {s.shard}" if s.shard else ""))
         yield from _self_check(s, scenarios, folder, live)
-    if workspace is None:
+    if s.shard is not None and s.shard.index != 1:  # one shard speaks for the providers
+        live.say(f"certification and the gate: run by shard 1/{s.shard.total}")
+    elif workspace is None:
         yield Note(f"no {s.source.providers}: certification and gate skipped")
     else:
         yield from _providers(s, workspace, live)
+
+
+def _stamp(s: CheckSettings, scenarios: list[Scenario]) -> Sharded:
+    """A shard's stamp: the settings, every scenario file, the profile and the providers'
+    files (what decides the verdicts), the scenarios' order."""
+    files: list[str | Path] = [x.source for x in scenarios]
+    files += [s.target_profile or "", s.source.providers]
+    return sharded("check", s.shard or Shard.ALL, s, files,
+                   order=[unit("scenario", x.name) for x in scenarios])
 
 
 def _open_workspace(s: CheckSettings) -> Workspace | None:
@@ -115,7 +130,14 @@ def _on_target(s: CheckSettings, folder: Folder, live: Live) -> Iterator[Any]:
         # docs/drill.md; the fakes listen before the preflight's creates reach them
         drill = open_check_drill(s.target, s.target_profile, s.env, target)
         target.preflight()  # out of reach, refusing an owner or every create: exit 2 now
+        if drill is not None and s.shard is not None and not s.shard.whole:
+            raise refuse_shard(
+                "check --target with a profile's drill: section (the drill judges scenarios "
+                "over all its intents)",
+                "shard `scenarios run` and `drill` instead, or run this check whole")
         yield Begin(targets=(target.description,))
+        if s.shard is not None:
+            yield _stamp(s, scenarios)
         live.say(f"check: {counted(len(scenarios), 'scenario')} against {target.description}; "
                  f"suites: {suites}")
         yield from target_notes(target)
@@ -134,10 +156,11 @@ def _scenarios(s: CheckSettings, scenarios: list[Scenario], target: Any,
                folder: Folder) -> Iterator[Any]:
     """Every scenario on the user's service; the detection suite as trial series, at its
     default trials (each scenario's ``arrival.trials``, else 1), or ``trials``."""
-    for scenario in scenarios:
+    def plan(scenario: Scenario) -> tuple[bool, int | None]:
         detection = in_detection_suite(scenario)
-        yield from scenario_events(scenario, target, s, folder, trials=detection,
-                                   count=s.trials if detection else None)
+        return detection, s.trials if detection else None
+
+    return scenarios_events(scenarios, target, s, folder, plan)
 
 
 def in_detection_suite(scenario: Scenario) -> bool:
@@ -180,12 +203,16 @@ def _suites(s: CheckSettings, *, with_detection: bool) -> tuple[list[Scenario], 
 def _self_check(s: CheckSettings, scenarios: list[Scenario], folder: Folder,
                 live: Live) -> Iterator[Any]:
     """The scenarios on the reference store (a run each) and every mutant (the matrix)."""
+    shard = s.shard
     with live.bar("scenarios × stores", len(scenarios) * (1 + len(MUTANTS))) as advance:
         matrix = run_matrix(scenarios, s.db, seed=s.seed,
-                            on_cell=lambda _store, _result: advance(1))
+                            on_cell=lambda _store, _result: advance(1),
+                            owns=None if shard is None else shard.owns)
     target = public_target(s.db or "sqlite")
     for scenario in scenarios:
-        result = matrix.cells[(REFERENCE, scenario.name)]
+        result = matrix.cells.get((REFERENCE, scenario.name))
+        if result is None:  # another shard's
+            continue
         replay = None
         if result.status in ("broken", "unknown"):
             replay = replay_command(write_run(result, folder()), target)

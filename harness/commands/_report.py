@@ -21,7 +21,17 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.console import console
-from harness.domain.stream import QUIET_BAR, AddTarget, Begin, Folder, Live, Note, Stream
+from harness.domain.stream import (
+    QUIET_BAR,
+    AddTarget,
+    Begin,
+    Folder,
+    Live,
+    Note,
+    Sharded,
+    ShardEvidence,
+    Stream,
+)
 from harness.reports.live import LiveOutput
 from harness.reports.session import FolderWriter, Handler, JsonOut, JunitFile, ReportSession
 
@@ -127,6 +137,10 @@ def play(args: argparse.Namespace, command: str, job: Callable[[Folder, Live], S
             session.note(message.text)
         elif isinstance(message, AddTarget):
             session.add_target(message.target)
+        elif isinstance(message, Sharded):
+            session.sharded(message.stamp, message.order)
+        elif isinstance(message, ShardEvidence):
+            session.attach_evidence(message.data)
         else:
             session.emit(message)
     if not started:

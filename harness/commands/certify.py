@@ -15,6 +15,7 @@ from pathlib import Path
 from harness.campaign.certification import CertifySettings, run_certify
 from harness.commands._gateway import add_gateway_options, providers_source
 from harness.commands._report import add_report_options, bound, play
+from harness.commands._shard import add_shard_option, shard_of
 from harness.contracts.certifier import DEFAULT_CONCURRENCY
 
 HELP = "Certify fallback providers against their contracts and write the lock file"
@@ -27,6 +28,8 @@ EXAMPLES = (
     ("certify live, sampling in rounds until every verdict is decided",
      "failover-harness certify --adaptive"),
     ("certify offline from recorded cassettes", "failover-harness certify --replay"),
+    ("certify shard 2 of 4 of the pairings in a CI matrix job (then: failover-harness merge)",
+     "failover-harness certify --shard 2/4"),
 )
 
 
@@ -51,6 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"calls in flight at most (default: {DEFAULT_CONCURRENCY})")
     parser.add_argument("--lock", type=Path, default=None, metavar="FILE",
                         help="the lock file to update (default: <providers>.lock.json beside it)")
+    add_shard_option(parser, "the pairings, each whole, their records written to "
+                     "shard.lock.json in the report folder, not to the lock file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
     add_report_options(parser)
@@ -61,7 +66,8 @@ def settings(args: argparse.Namespace) -> CertifySettings:
         source=providers_source(args), adaptive=args.adaptive,
         mode="record" if args.record else "replay" if args.replay else "live",
         cassettes=args.cassettes, provider=args.provider, contract=args.contract,
-        concurrency=args.concurrency)
+        concurrency=args.concurrency,
+        shard=shard_of(args))
 
 
 def run(args: argparse.Namespace) -> int:

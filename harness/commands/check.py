@@ -33,6 +33,7 @@ from typing import Any
 from harness.campaign.check import CheckSettings, checked, run_check
 from harness.commands._gateway import add_gateway_options, providers_source
 from harness.commands._report import add_report_options, bound, play
+from harness.commands._shard import add_shard_option, shard_of
 from harness.project import find_project, load_project
 from harness.scenarios.targets import TARGET_HELP
 
@@ -84,6 +85,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     certify.add_argument("--no-certify", action="store_true",
                          help="do not certify: gate on the lock file as it is")
     add_gateway_options(parser)  # --contract-map, --via, --header: for a gateway
+    add_shard_option(parser, "the scenarios × stores (self-check) or scenarios × patterns × "
+                     "trials (--target); shard 1 certifies and gates")
     add_report_options(parser)
 
 
@@ -109,6 +112,7 @@ def settings(args: argparse.Namespace) -> tuple[CheckSettings, Path | None]:
         providers_explicit=args.providers is not None,
         certify="always" if args.certify else "never" if args.no_certify else "stale",
         env=dict(os.environ),
+        shard=shard_of(args),
     ), project.report_dir
 
 

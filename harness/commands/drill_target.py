@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.commands._gateway import gateway_options
 from harness.commands._report import open_session
+from harness.commands._shard import add_shard_option, shard_of
 from harness.domain.errors import ConfigError
 from harness.domain.words import counted
 from harness.drill.entry import DrillSettings, drill
@@ -199,7 +200,7 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
     settings = DrillSettings(
         profile=profile, target=target, env=os.environ, drills=drills, trials=args.trials,
         concurrency=args.concurrency, ports=ports, certify=certify or certifier(args, profile),
-        command=lambda name: command(args, name, target))
+        command=lambda name: command(args, name, target), shard=shard_of(args))
     opened: list[ReportSession] = []
 
     def serving(fakes: list[tuple[str, str, str]]) -> None:
@@ -211,8 +212,13 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
     outcome = drill(settings, on_serving=serving, on_intent=progress(
         lambda text: opened[0].say(text)) if args.verbose else None)
     session, results = opened[0], outcome.results
-    for event in outcome.events:
+    if outcome.stamp is not None:
+        session.sharded(outcome.stamp.stamp, outcome.stamp.order)
+    for n, event in enumerate(outcome.events):
         session.emit(event)
+        evidence = outcome.evidence[n] if n < len(outcome.evidence) else None
+        if evidence is not None:  # a shard's: what merge judges the drill again from
+            session.attach_evidence(evidence)
     drilled = {name: [intent_json(v) for v in verdicts]
                for name, verdicts in results.verdicts.items()}
     if results.unreached is not None:  # the probe that stopped the run is an intent too
@@ -237,6 +243,7 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY, metavar="N",
                         help=f"intents at work at once, every drill's mixed in one round "
                         f"(default: {CONCURRENCY}; a settling intent does not count)")
+    add_shard_option(parser, "the (drill, trial) intents")
     parser.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
                         help="serve provider NAME on PORT (overrides the profile; repeatable)")
     parser.add_argument("--providers", type=Path, default=None, metavar="FILE",

@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 from harness.commands._report import add_report_options, bound, play
+from harness.commands._shard import add_shard_option, shard_of
 from harness.explore.entry import (
     CHOICES,
     DEFAULT_BUDGET,
@@ -81,6 +82,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "for services explore cannot see inside")
     parser.add_argument("--tokens-file", default=None, metavar="FILE",
                         help="HTTP targets: YAML {token: owner} (or $HARNESS_TOKENS)")
+    add_shard_option(parser, "the seed's schedules (a contiguous range each: seeded "
+                     "choices with a --budget)")
     add_report_options(parser)
 
 
@@ -116,7 +119,7 @@ def settings(args: argparse.Namespace) -> ExploreSettings:
         workload=args.workload, clients=args.clients, budget=args.budget,
         time_limit=args.time_limit, schedule=args.schedule, choices=args.choices,
         depth=args.depth, commit_steps=args.commit_steps, shrink=not args.no_shrink,
-        stress=args.stress, **_through(args))
+        stress=args.stress, shard=shard_of(args), **_through(args))
 
 
 def _through(args: argparse.Namespace) -> dict[str, Any]:

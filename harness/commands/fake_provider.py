@@ -16,11 +16,10 @@ import argparse
 import json
 import os
 import secrets
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
+from harness.commands._serving import stopped_by_uvicorn
 from harness.contracts.fakes import golden_answer
 from harness.contracts.loader import load_contract
 from harness.domain.errors import ConfigError
@@ -103,13 +102,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"control endpoints (/_fake/received, /_fake/script, /_fake/reset) need the header "
           f"{CONTROL_HEADER}: {shown}", flush=True)
     # Ctrl-C and SIGTERM both stop the server gracefully and end with exit code 0.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        uvicorn_server(app).run(sockets=[sock])
+        with stopped_by_uvicorn():
+            uvicorn_server(app).run(sockets=[sock])
     except KeyboardInterrupt:
         pass  # uvicorn re-raises the signal it shut down for
     finally:
-        signal.signal(signal.SIGTERM, previous)
         sock.close()
     received = app.received()
     if args.log is not None:
@@ -121,6 +119,3 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     return 0
 
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt

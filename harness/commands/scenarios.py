@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.commands._help import describe
-from harness.commands._report import add_report_options, bound, open_session, play
-from harness.providers.secrets import redact_dsn
-from harness.scenarios.emit import detection_matrix as matrix_event
+from harness.commands._report import add_report_options, bound, play
+from harness.commands._shard import add_shard_option, shard_of
 from harness.scenarios.entry import (
+    MatrixSettings,
     ScenariosSettings,
     load_scenarios,
+    run_matrix,
     run_scenarios,
     shipped_scenarios,
 )
-from harness.scenarios.matrix import detection_matrix
 from harness.scenarios.model import ARRIVAL_PATTERNS, Scenario
 from harness.scenarios.targets import TARGET_HELP
 
@@ -83,6 +83,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--arrival", type=_patterns, default=None, metavar="PATTERNS",
                      help="arrival patterns of concurrent duplicates, comma-separated: burst, "
                      "staggered, straddle (default: the scenario's arrival.patterns, else burst)")
+    add_shard_option(run, "the scenarios × arrival patterns × trials")
     add_report_options(run)
     listing = sub.add_parser("list", help="Validate scenario files and list them")
     describe(listing, "Validate scenario files and list them, with what each needs",
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     settings = ScenariosSettings(paths=tuple(args.paths or [default_scenarios()]),
                                  trials=args.trials, arrival=args.arrival,
-                                 **target_settings(args))
+                                 shard=shard_of(args), **target_settings(args))
     return play(args, "scenarios run", bound(run_scenarios, settings))
 
 
@@ -161,17 +162,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _matrix(args: argparse.Namespace) -> int:
-    scenarios = _load(args.paths)
-    matrix = detection_matrix(scenarios, args.db, seed=args.seed)
-    session = open_session(args, "scenarios matrix", targets=[redact_dsn(args.db or "sqlite")])
-    session.say(matrix.render())
-    runs = len(matrix.cells)
-    session.say(f"{runs} runs in {matrix.elapsed_s:.2f} s "
-                f"({runs / matrix.elapsed_s:.0f} scenarios/s)")
-    problems = matrix.problems()
-    for problem in problems:
-        session.say(f"problem: {problem}")
-    if not problems:
-        session.say("every mutant is caught by at least one scenario; the reference by none")
-    session.emit(matrix_event(matrix))  # the report folder, --json and --junit, like every command
-    return session.finish()
+    settings = MatrixSettings(paths=tuple(args.paths or [default_scenarios()]), db=args.db,
+                              seed=args.seed)
+    return play(args, "scenarios matrix", bound(run_matrix, settings))

@@ -15,6 +15,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from harness.commands._serving import stopped_by_uvicorn
 from harness.domain.errors import ConfigError, StoreError
 from harness.providers.secrets import redacting_config
 from harness.service import app as service
@@ -158,11 +159,12 @@ def run(args: argparse.Namespace) -> int:
         "server_header": False,
     }
     mark_parent()  # the workers die with this process, even when it is killed outright
-    if args.workers == 1:
-        uvicorn.run(service.create_app(store, tokens, owns_store=True), **common)
-    else:
-        store.close()
-        uvicorn.run(
-            "harness.service.app:app_from_env", factory=True, workers=args.workers, **common
-        )
+    with stopped_by_uvicorn():  # Ctrl-C and SIGTERM: a graceful stop, exit 0
+        if args.workers == 1:
+            uvicorn.run(service.create_app(store, tokens, owns_store=True), **common)
+        else:
+            store.close()
+            uvicorn.run(
+                "harness.service.app:app_from_env", factory=True, workers=args.workers, **common
+            )
     return 0

@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.contracts.checks import Sample
@@ -34,6 +34,7 @@ from harness.contracts.stats import Rule
 from harness.contracts.tokenizers import load_tokenizer
 from harness.domain.clock import Clock, SystemClock
 from harness.domain.errors import ConfigError
+from harness.domain.shard import Shard
 from harness.providers.classify import REFUSED_EVERY_CALL
 from harness.providers.config import ProvidersFile
 from harness.store import Store, open_store
@@ -155,6 +156,19 @@ def plan(
         )
     return pairings
 
+
+def shard_plan(pairings: list[Pairing], shard: Shard) -> list[Pairing]:
+    """The pairings ``shard`` certifies, whole: the recorded pairings in canonical order
+    (contract, provider, model: the same on every machine), round-robin over the shards; a
+    fallback whose chain primary another shard certifies gets that primary here too, run only
+    as its reference (``record=False``, as ``--provider`` does). In plan order."""
+    canonical = sorted((p for p in pairings if p.record),
+                       key=lambda p: (p.contract.id, p.provider.id, p.provider.model))
+    owned = {(p.provider.id, p.contract.id) for i, p in enumerate(canonical) if shard.owns(i)}
+    references = {(p.primary, p.contract.id) for p in pairings
+                  if (p.provider.id, p.contract.id) in owned}
+    return [replace(p, record=(p.provider.id, p.contract.id) in owned) for p in pairings
+            if (p.provider.id, p.contract.id) in owned | references]
 
 
 async def certify(

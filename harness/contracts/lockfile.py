@@ -20,6 +20,7 @@ from harness.domain.errors import ConfigError
 
 LOCK_VERSION = 2  # 2: three-state verdicts with bounds, rule, k, per-input tallies, drift
 READABLE_VERSIONS = (1, 2)  # a version-1 record is read, and judged stale (point-estimate rule)
+GENERATED_BY = f"failover-harness {__version__}"
 
 
 def lock_path_for(providers_path: Path) -> Path:
@@ -34,6 +35,10 @@ class LockFile:
     path: Path
     records: dict[tuple[str, str], CertificationRecord] = field(default_factory=dict)
     exists: bool = True  # False: no file at ``path`` when it was read (an empty lock)
+    # A shard's lock (``certify --shard K/N``) says which shard of which plan it holds
+    # (``contracts/lock_merge.py``); the lock users commit has none.
+    shard: dict[str, Any] | None = None
+    generated_by: str = ""  # as read from the file ("" for a lock made in this process)
 
     def get(self, provider: str, contract: str) -> CertificationRecord | None:
         return self.records.get((provider, contract))
@@ -55,7 +60,8 @@ class LockFile:
     def to_json(self) -> dict[str, Any]:
         return {
             "lock_version": LOCK_VERSION,
-            "generated_by": f"failover-harness {__version__}",
+            "generated_by": GENERATED_BY,
+            **({"shard": self.shard} if self.shard is not None else {}),
             "certifications": [self.records[k].to_json() for k in sorted(self.records)],
         }
 
@@ -149,7 +155,9 @@ def read_lock(path: Path) -> LockFile:
             f"{LOCK_VERSION})", file=str(path), field="lock_version",
             fix="re-run 'failover-harness certify' with this version of the harness",
         )
-    lock = LockFile(path)
+    shard = data.get("shard")
+    lock = LockFile(path, shard=shard if isinstance(shard, dict) else None,
+                    generated_by=str(data.get("generated_by") or ""))
     for i, item in enumerate(data["certifications"]):
         try:
             record = CertificationRecord.from_json(item)

@@ -18,6 +18,7 @@ defined elsewhere says so after its name.
     │   │   ├── TokenizerUnavailable    (contracts.tokenizers) not offline   exit 2
     │   │   └── CounterError            (scenarios.targets.side_effects)     exit 2
     │   ├── UnsupportedTarget           a store/target URL we cannot open    exit 2
+    │   ├── ShardError                  (domain.shard) bad --shard / CI index exit 2
     │   └── MissingExtra                an extra is not installed (also an ImportError)
     ├── NotFound                        absent, or another owner's           404
     ├── ConflictError                   the rules refuse the change          409

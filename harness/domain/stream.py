@@ -9,7 +9,9 @@ keyword-only settings object, and yields, in order:
 - the engine's typed events (a scenario run, a certification record, a gate verdict, …), each
   with its ``outcome``;
 - :class:`Note` (a line every rendering shows at its end) and :class:`AddTarget` (a target
-  learnt after the start).
+  learnt after the start);
+- for a shard of a run (``--shard K/N``), :class:`Sharded` once (its stamp) and
+  :class:`ShardEvidence` after an event that ``merge`` judges again from evidence.
 
 It *returns* the run's verdict (the worst outcome, :func:`worst`), as a generator returns.
 Live progress (lines, bars) goes to the :class:`Live` it is given, never into the results.
@@ -26,6 +28,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.domain.shard import ShardStamp
 from harness.domain.verdicts import Verdict
 
 
@@ -48,6 +51,23 @@ class AddTarget:
     """A target learnt after the start."""
 
     target: str
+
+
+@dataclass(frozen=True)
+class Sharded:
+    """The run is one shard of a run split over N jobs (``--shard K/N``): what it records so
+    ``merge`` can put the shards together (its stamp, the canonical order of its units)."""
+
+    stamp: ShardStamp
+    order: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShardEvidence:
+    """What ``merge`` needs to judge the event just yielded again over every shard's evidence
+    (JSON data: per-trial records, a search's tally); only a shard yields it."""
+
+    data: dict[str, Any]
 
 
 #: an entry point's stream: Begin, Note, AddTarget and the engine's events; returns the verdict

@@ -17,6 +17,7 @@ which the engines' ``emit.py`` apply when they make an event::
     CheckVerdict     valid | invalid | unknown | not_applicable   a check in an event
     Decision         pass | fail | undecided                      a rate against its threshold
     CertCheckVerdict Decision | skipped                           one check of a certification
+    FindingVerdict   held | broken | unknown | not_judged         a drill's promise on one intent
 
 A message, a run folder (``runs/<time>-<scenario>/``) and a repro folder say a run's promise
 in the words they always said (``passed`` / ``violated``): :data:`STATUS_WORD`;
@@ -38,6 +39,7 @@ JudgedVerdict = Literal["passed", "failed", "unknown"]
 CheckVerdict = Literal["valid", "invalid", "unknown", "not_applicable"]
 Decision = Literal["pass", "fail", "undecided"]
 CertCheckVerdict = Literal["pass", "fail", "undecided", "skipped"]
+FindingVerdict = Literal["held", "broken", "unknown", "not_judged"]
 
 ELIGIBILITIES: tuple[Eligibility, ...] = ("eligible", "ineligible", "undecided")
 PROMISES: tuple[Promise, ...] = ("held", "broken", "unknown", "not_applicable")
@@ -56,6 +58,10 @@ OUTCOME: dict[Promise, Outcome] = {
 #: one explored schedule's promise, in the results document's words
 EXPLORE_VERDICT: dict[Promise, JudgedVerdict] = {
     "held": "passed", "broken": "failed", "unknown": "unknown"}
+#: a drill's promise on one intent as results@2 and drill.json publish it (a promise a drill does
+#: not judge was published as "not_judged")
+FINDING_VERDICT: dict[Promise, FindingVerdict] = {
+    "held": "held", "broken": "broken", "unknown": "unknown", "not_applicable": "not_judged"}
 #: a promise as messages say it, and run and repro folders keep it (written and read back)
 STATUS_WORD: dict[Promise, str] = {
     "held": "passed", "broken": "violated", "unknown": "unknown",

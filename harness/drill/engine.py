@@ -289,15 +289,17 @@ class Engine:
     # -- the run ------------------------------------------------------------------------------
     def run(self, drills: Sequence[str], trials: int, *, certify: Certifier | None = None,
             on_intent: Callable[[IntentVerdict], None] | None = None,
-            probe: bool = False) -> DrillResults:
+            probe: bool = False, owns: Callable[[str, int], bool] | None = None
+            ) -> DrillResults:
         """Every (drill, trial) intent in one round: all at once (``concurrency`` of them at
         work at a time; a settling intent gives its place back), each judged as it ends.
         ``probe``: one control intent first; if the service never calls the fakes for it, stop
-        there (:attr:`DrillResults.unreached`)."""
+        there (:attr:`DrillResults.unreached`). ``owns``: a shard's intents only."""
         setup = Setup(self.section, self.fakes, certify, self.target)
         run = DrillResults(self.profile.name, self.target, trials, self.concurrency or 0,
                            self.fakes, {name: [] for name in drills})
-        jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills]
+        jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills
+                if owns is None or owns(name, trial)]
         before = sum(len(s.fake.received()) for s in self.served)
         started = time.perf_counter()
         probing = self._probe(setup) if probe else None
@@ -305,13 +307,14 @@ class Engine:
             run.unreached = probing.verdict
             run.wall_s = time.perf_counter() - started
             return run
-        if probing is not None and "control" in drills:
+        kept = probing is not None and (DRILLS["control"], 1) in jobs
+        if kept:
             jobs.remove((DRILLS["control"], 1))  # the probe is control's first trial
         try:
             self._round(jobs, setup, run, on_intent)
         finally:
             first = probing.end() if probing is not None else None
-        if first is not None and "control" in drills:
+        if first is not None and kept:  # (a shard that does not own it only probed)
             run.verdicts["control"].append(first)
             if on_intent is not None:
                 on_intent(first)

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
 
-from harness.domain.verdicts import Outcome
+from harness.domain.shard import Shard
+from harness.domain.stream import Sharded
+from harness.domain.verdicts import Outcome, Verdict
 from harness.drill.drills import DRILLS, NAMES
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun
 from harness.drill.judge import Certifier, IntentVerdict
-from harness.drill.summary import drill_events, lanes
+from harness.drill.merge import drill_evidence, intent_owner
+from harness.drill.summary import drill_events, drill_run, head, lanes, records
 from harness.scenarios.events import Unknown
+from harness.scenarios.sharding import sharded, unit
 from harness.target.drill_profile import DrillProfile
 
-RunVerdict = Literal["pass", "fail", "unknown"]
 #: what a service that never called the fakes may have done instead
 REAL_MONEY = ("it may have called the real providers at their default URLs instead: real "
               "calls, real money (check the provider dashboards and the service's logs)")
@@ -43,6 +46,7 @@ class DrillSettings:
     #: the command that drills one drill again (shown in the report)
     command: Callable[[str], str] = field(default=lambda name: "")
     probe: bool = True  # one control intent first; stop if the fakes see nothing
+    shard: Shard | None = None  # --shard K/N: the (drill, trial) intents this job owns
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,9 @@ class DrillOutcome:
 
     events: tuple[DrillRun, ...]
     results: DrillResults
-    verdict: RunVerdict
+    verdict: Verdict
+    stamp: Sharded | None = None  # a shard's: what its report records
+    evidence: tuple[dict[str, Any] | None, ...] = ()  # a shard's: by event, for merge
 
 
 def drill(settings: DrillSettings, *, on_serving: Callable[[list[tuple[str, str, str]]], None]
@@ -65,16 +71,32 @@ def drill(settings: DrillSettings, *, on_serving: Callable[[list[tuple[str, str,
         if on_serving is not None:
             on_serving(engine.fakes)
         results = engine.run(list(settings.drills), settings.trials, certify=settings.certify,
-                             on_intent=on_intent, probe=settings.probe)
+                             on_intent=on_intent, probe=settings.probe,
+                             owns=intent_owner(settings.shard, settings.drills,
+                                               settings.trials))
     if results.unreached is not None:
         events: tuple[DrillRun, ...] = (unreached_event(results, results.unreached,
                                                         settings.command("control")),)
-    else:
+        return DrillOutcome(events, results, run_verdict(events), _stamp(settings), (None,))
+    if settings.shard is None:
         events = tuple(drill_events(results, settings.command))
-    return DrillOutcome(events, results, run_verdict(events))
+        return DrillOutcome(events, results, run_verdict(events))
+    parts = [(head(results, name, settings.command(name)), records(verdicts))
+             for name, verdicts in results.verdicts.items() if verdicts]  # a shard's drills
+    events = tuple(drill_run(h, r) for h, r in parts)
+    return DrillOutcome(events, results, run_verdict(events), _stamp(settings),
+                        tuple(drill_evidence(h, r) for h, r in parts))
 
 
-def run_verdict(events: tuple[DrillRun, ...]) -> RunVerdict:
+def _stamp(settings: DrillSettings) -> Sharded | None:
+    if settings.shard is None:
+        return None
+    return sharded("drill", settings.shard, settings,
+                   [str(getattr(settings.profile, "path", "") or "")],
+                   order=[unit("drill", name) for name in settings.drills])
+
+
+def run_verdict(events: tuple[DrillRun, ...]) -> Verdict:
     outcomes = {e.outcome for e in events}
     return "fail" if "fail" in outcomes else "unknown" if "unknown" in outcomes or not events \
         else "pass"

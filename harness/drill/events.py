@@ -9,13 +9,12 @@ pieces of :mod:`harness.scenarios.events`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from harness.domain.verdicts import JudgedVerdict, Outcome
+from harness.domain.verdicts import FindingVerdict, JudgedVerdict, Outcome
 from harness.scenarios.events import Timeline, Unknown
 
 DrillVerdict = JudgedVerdict  # the published words of an explore result too
-FindingVerdict = Literal["held", "broken", "unknown", "not_judged"]
 
 
 @dataclass(frozen=True)

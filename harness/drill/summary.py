@@ -5,8 +5,10 @@ it ended, the job's observed states, the winner)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from harness.domain.verdicts import FINDING_VERDICT
 from harness.domain.words import of
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
@@ -16,55 +18,97 @@ from harness.drill.judge import PROMISES, IntentVerdict
 from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
 MAX_INTENTS_SHOWN = 5
-#: the promises' words (held | broken | unknown | not_applicable) as results@2 and drill.json
-#: publish them: a promise a drill does not judge was published as "not_judged"
-PUBLISHED = {"not_applicable": "not_judged"}
 
 
 def published(word: str) -> str:
-    return PUBLISHED.get(word, word)
+    """A promise's word (held | broken | unknown | not_applicable) as drill.json publishes it."""
+    return FINDING_VERDICT.get(word, word)  # type: ignore[call-overload]
 OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}
+
+
+@dataclass(frozen=True)
+class IntentRecord:
+    """One judged intent, as its drill's event needs it (a shard records them for ``merge``)."""
+
+    trial: int
+    verdict: str  # passed | failed | unknown
+    findings: tuple[tuple[str, str, str, str], ...]  # (promise, verdict, message, fix), in order
+    shown: DrilledIntent | None  # a failing or unknown intent, as the report shows it
+    calls: int = 0
+    billed: int = 0
+    retries: int = 0
+    retries_with_key: int = 0
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class DrillHead:
+    """What a drill's event says before any intent: names and the command that drills it."""
+
+    drill: str
+    target: str
+    profile: str
+    command: str
 
 
 def drill_events(results: DrillResults, command: Callable[[str], str]) -> list[DrillRun]:
     """One event per drill, in the order the drills ran."""
-    return [_event(results, name, verdicts, command(name))
+    return [drill_run(head(results, name, command(name)), records(verdicts))
             for name, verdicts in results.verdicts.items()]
 
 
-def _event(results: DrillResults, name: str, verdicts: list[IntentVerdict],
-           command: str) -> DrillRun:
-    promises = tuple(_rate(p, verdicts) for p in PROMISES)
-    bad = [v for v in verdicts if v.verdict != "passed"]
-    verdict = ("failed" if any(v.verdict == "failed" for v in verdicts)
-               else "unknown" if bad or not verdicts else "passed")
-    unknowns = list(dict.fromkeys((f.message, f.fix) for v in verdicts for f in v.findings
-                                  if f.verdict == "unknown"))
-    if not verdicts:
+def head(results: DrillResults, name: str, command: str) -> DrillHead:
+    return DrillHead(name, results.target, results.profile, command)
+
+
+def records(verdicts: list[IntentVerdict]) -> list[IntentRecord]:
+    return [IntentRecord(
+        trial=v.evidence.trial, verdict=v.verdict,
+        findings=tuple((f.promise, f.verdict, f.message, f.fix) for f in v.findings),
+        shown=_intent(v) if v.verdict != "passed" else None,
+        calls=len(v.evidence.calls), billed=sum(c.billed for c in v.evidence.calls),
+        retries=v.retries[0], retries_with_key=v.retries[1],
+        wall_s=v.evidence.ended_at - v.evidence.started_at) for v in verdicts]
+
+
+def drill_run(head: DrillHead, intents: list[IntentRecord], *,
+              shard_order: bool = False) -> DrillRun:
+    """A drill's event judged from its intents' records (``shard_order``: put them in trial
+    order first, as one run has them)."""
+    if shard_order:
+        intents = sorted(intents, key=lambda r: r.trial)
+    promises = tuple(_rate(p, intents) for p in PROMISES)
+    bad = [r for r in intents if r.verdict != "passed"]
+    verdict = ("failed" if any(r.verdict == "failed" for r in intents)
+               else "unknown" if bad or not intents else "passed")
+    unknowns = list(dict.fromkeys((message, fix) for r in intents
+                                  for (_, said, message, fix) in r.findings
+                                  if said == "unknown"))
+    if not intents:
         unknowns.append(("no intent was drilled", "ask for --trials 1 or more"))
-    calls = [c for v in verdicts for c in v.evidence.calls]
     return DrillRun(
-        drill=name, target=results.target, verdict=verdict, outcome=OUTCOME[verdict],  # type: ignore[arg-type]
-        description=DRILLS[name].description, profile=results.profile,
-        trials=len(verdicts), promises=promises,
-        intents=tuple(_intent(v) for v in bad[:MAX_INTENTS_SHOWN]),
+        drill=head.drill, target=head.target, verdict=verdict, outcome=OUTCOME[verdict],  # type: ignore[arg-type]
+        description=DRILLS[head.drill].description, profile=head.profile,
+        trials=len(intents), promises=promises,
+        intents=tuple(r.shown for r in bad[:MAX_INTENTS_SHOWN] if r.shown is not None),
         unknowns=tuple(Unknown(reason, fix) for (reason, fix) in unknowns[:3]),
-        command=command, provider_calls=len(calls), billed_calls=sum(c.billed for c in calls),
-        retries=sum(v.retries[0] for v in verdicts),
-        retries_with_key=sum(v.retries[1] for v in verdicts),
-        wall_s=max((v.evidence.ended_at - v.evidence.started_at for v in verdicts), default=0.0),
+        command=head.command, provider_calls=sum(r.calls for r in intents),
+        billed_calls=sum(r.billed for r in intents),
+        retries=sum(r.retries for r in intents),
+        retries_with_key=sum(r.retries_with_key for r in intents),
+        wall_s=max((r.wall_s for r in intents), default=0.0),
     )
 
 
-def _rate(promise: str, verdicts: list[IntentVerdict]) -> PromiseRate:
+def _rate(promise: str, intents: list[IntentRecord]) -> PromiseRate:
     counts = {"held": 0, "broken": 0, "unknown": 0, "not_applicable": 0}
     example = ""
-    for v in verdicts:
-        f = v.of(promise)
-        kind = f.verdict if f is not None else "not_applicable"
+    for r in intents:
+        f = next((f for f in r.findings if f[0] == promise), None)
+        kind = f[1] if f is not None else "not_applicable"
         counts[kind] += 1
         if f is not None and not example and kind in ("broken", "unknown"):
-            example = f.message
+            example = f[2]
     judged = counts["held"] + counts["broken"] + counts["unknown"]
     if counts["broken"]:
         text = f"broken in {of(counts['broken'], judged, 'intent')}"

@@ -29,6 +29,7 @@ from harness.domain.clock import ManualClock
 from harness.explore.hold import IDLE, PARKED, RUNNING, Worker
 from harness.explore.loop import (
     POLL_S,
+    PROBE_MAX_S,
     STUCK_S,
     Chooser,
     ExploreStuck,
@@ -123,7 +124,7 @@ class Controller(ScheduleLoop):
 
     def _patient(self, workers: list[Worker], timers: list[TimerSpec]) -> bool:
         self._settle(workers, patient=True)  # e.g. PostgreSQL resolving a deadlock
-        return bool(self._enabled(workers))
+        return bool(self._enabled(workers)) or self._done(workers)
 
     def _is_step(self, picked: Any) -> bool:
         return True
@@ -167,22 +168,28 @@ class Controller(ScheduleLoop):
                       key=lambda w: w.client)
 
     def _settle(self, workers: list[Worker], *, patient: bool = False) -> None:
-        """Wait until no worker moves: each is parked, idle, or waits on a database lock."""
+        """Wait until no worker moves: each is parked, idle, or waits on a database lock.
+
+        PostgreSQL: a running statement is asked about (``pg_blocking_pids``) only while another
+        worker's session may hold a lock (a transaction open); then after 1 ms, and twice as
+        long after each answer that it does not wait (up to :data:`PROBE_MAX_S`)."""
         deadline = time.monotonic() + STUCK_S
         postgres = self.sessions.kind == "postgres"
         before = {w: w.status for w in workers} if patient else None
+        interval = POLL_S
         while True:
             with self.cv:
+                probing = postgres and self._may_wait(workers)
                 settled = self.cv.wait_for(
                     lambda: not any(w.unsettled() for w in workers),
-                    timeout=POLL_S if postgres else STUCK_S)
+                    timeout=interval if probing else max(0.0, deadline - time.monotonic()))
                 running = [w for w in workers if w.status == RUNNING]
                 if settled and not running:
                     self.waiting = {}
                     self._check_errors(workers)
                     return
-            if postgres and running and not any(w.unsettled() and w.status != RUNNING
-                                                for w in workers):
+            if probing and running and not any(w.unsettled() and w.status != RUNNING
+                                               for w in workers):
                 blockers = self.sessions.probe(running)
                 if all(blockers[w] for w in running):
                     with self.cv:
@@ -193,8 +200,19 @@ class Controller(ScheduleLoop):
                         self.waiting = {w: {by_pid[p] for p in blockers[w] if p in by_pid}
                                         for w in running}
                         return
+                else:
+                    interval = min(interval * 2, PROBE_MAX_S)
             if time.monotonic() > deadline:
                 raise ExploreStuck(self._describe_stuck(workers))
+
+    def _may_wait(self, workers: list[Worker]) -> bool:
+        """Could a moving worker (running, or granted and not yet awake) wait on a lock of
+        another worker? Only while that other worker's session has a transaction open. A
+        session takes locks only in a granted statement, inside a transaction it marked open
+        before it parked; so no lock holder appears while the controller waits (the lock is
+        held)."""
+        holders = [w for w in self.workers if w.conn is not None and w.conn.may_hold_locks]
+        return any(w.unsettled() and any(h is not w for h in holders) for w in workers)
 
     @staticmethod
     def _changed(before: dict[Worker, str], workers: list[Worker]) -> bool:

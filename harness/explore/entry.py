@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.domain.errors import ConfigError, MissingExtra
-from harness.domain.stream import QUIET, AddTarget, Begin, Folder, Live, entry_point
+from harness.domain.shard import Shard
+from harness.domain.stream import QUIET, AddTarget, Begin, Folder, Live, ShardEvidence, entry_point
 from harness.domain.verdicts import STATUS_WORD
 from harness.explore.controller import Controller
 from harness.explore.emit import explore_result
 from harness.explore.found import Ticker, clean_event, violation_event
+from harness.explore.merge import search_evidence, shard_search
 from harness.explore.replay import Replayed, replay_repro
 from harness.explore.repro import read_repro, write_repro
 from harness.explore.search import SearchSettings, search
@@ -27,6 +29,7 @@ from harness.explore.serving import replay_through, through_events
 from harness.explore.stress import stress
 from harness.explore.target import explore_store
 from harness.scenarios.events import ReplayComparison
+from harness.scenarios.sharding import sharded
 from harness.scenarios.targets import open_target
 
 STORE_WORKLOADS = ("double-click", "mismatch", "claims", "timeouts", "all")
@@ -65,6 +68,7 @@ class ExploreSettings(ThroughSettings):
     commit_steps: bool = False
     shrink: bool = True
     stress: bool = False
+    shard: Shard | None = None  # --shard K/N: this job's range of the schedules
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,9 +105,10 @@ def search_settings(s: ExploreSettings) -> SearchSettings:
         raise ConfigError(f"workload {s.workload!r} does not apply to {what}",
                           field="--workload", fix=f"use one of: {', '.join(usable)}")
     budget = s.budget if s.budget is not None or s.time_limit else DEFAULT_BUDGET
-    return SearchSettings(workload=s.workload, clients=s.clients, budget=budget,
-                          time_limit=s.time_limit, seed=s.seed, choices=s.choices,
-                          first=s.schedule, depth=s.depth)
+    whole = SearchSettings(workload=s.workload, clients=s.clients, budget=budget,
+                           time_limit=s.time_limit, seed=s.seed, choices=s.choices,
+                           first=s.schedule, depth=s.depth)
+    return whole if s.shard is None else shard_search(whole, s.shard, stress=s.stress)
 
 
 def _no_controller(s: ExploreSettings) -> None:
@@ -136,7 +141,12 @@ def run_explore(settings: ExploreSettings, *, folder: Folder,
     """``failover-harness explore``: one explore result (and the repro folder of a violation)."""
     search_with = search_settings(settings)
     yield Begin()
-    live.say(f"explore: seed {settings.seed}")
+    if settings.shard is not None:
+        files = [settings.target_profile or "", settings.tokens_file or ""]
+        yield sharded("explore", settings.shard, settings, files)
+    live.say(f"explore: seed {settings.seed}" + (
+        f"; shard {settings.shard}: schedules {search_with.first} to "
+        f"{search_with.first + (search_with.budget or 0) - 1}" if settings.shard else ""))
     if settings.through:
         yield from through_events(settings, search_with, folder, live)
     elif settings.stress:
@@ -166,6 +176,8 @@ def _store(s: ExploreSettings, search_with: SearchSettings, folder: Folder,
                 yield violation_event(controller, found, search_with, target, folder=folder,
                                       say=live.say, shrinking=s.shrink,
                                       commit_steps=s.commit_steps)
+            if s.shard is not None:
+                yield ShardEvidence(search_evidence(found, search_with))
 
 
 def _stress(s: ExploreSettings, search_with: SearchSettings, folder: Folder,

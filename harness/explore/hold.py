@@ -222,22 +222,36 @@ class HeldPg:
         self._worker = worker
         self._names = names
         self._wrote = False
+        self._depth = 0  # transaction() blocks open
+        self._loose = False  # a statement ran outside them: an implicit transaction may be open
         self.commit_steps = commit_steps
+
+    @property
+    def may_hold_locks(self) -> bool:
+        """Could this session hold a lock another statement waits on? Set before its BEGIN
+        and cleared only once COMMIT or ROLLBACK returned; a statement outside
+        :meth:`transaction` (never the store's own) makes it stay set."""
+        return self._depth > 0 or self._loose
 
     def execute(self, sql: Any, params: Any = None, **options: Any) -> Any:
         worker = self._worker
         text = str(sql)
         worker.wait_turn(f"{worker.client}: {statement_name(text, self._names)}")
         self._wrote = self._wrote or _writes(text)
+        self._loose = self._loose or self._depth == 0
         return self._real.execute(sql, params, **options)
 
     @contextmanager
     def transaction(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         self._wrote = False
-        with self._real.transaction(*args, **kwargs) as tx:
-            yield tx
-            if self.commit_steps and self._wrote:
-                self._worker.wait_turn(f"{self._worker.client}: commit")
+        self._depth += 1
+        try:
+            with self._real.transaction(*args, **kwargs) as tx:
+                yield tx
+                if self.commit_steps and self._wrote:
+                    self._worker.wait_turn(f"{self._worker.client}: commit")
+        finally:
+            self._depth -= 1
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)

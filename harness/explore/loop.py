@@ -30,7 +30,8 @@ from harness.explore.plan import OpSpec, Plan, TimerSpec
 from harness.scenarios.checkers import CheckResult, run_checkers, verdict_of
 from harness.scenarios.history import History, Op
 
-POLL_S = 0.001  # how often a running PostgreSQL statement is asked whether it waits on a lock
+POLL_S = 0.001  # how soon a running PostgreSQL statement is first asked whether it waits on a lock
+PROBE_MAX_S = 0.016  # the longest pause between two such questions (each one doubles it)
 STUCK_S = 30.0  # how long a worker, a settle or a shutdown may take before the schedule is stuck
 
 

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.domain.errors import ConfigError
-from harness.domain.stream import AddTarget, Folder, Live
+from harness.domain.stream import AddTarget, Folder, Live, ShardEvidence
 from harness.domain.words import counted
 from harness.explore.choices import PrefixChoices
 from harness.explore.found import Ticker, clean_event, violation_event
 from harness.explore.http_workloads import HTTP_WORKLOADS, http_builder
+from harness.explore.merge import search_evidence
 from harness.explore.pct import bound
 from harness.explore.plan import SmallestDraw
 from harness.explore.proxy import Proxy, Upstream
@@ -173,6 +174,8 @@ def through_events(s: ExploreSettings, settings: SearchSettings, folder: Folder,
             yield violation_event(controller, found, settings, target, folder=folder,
                                   say=live.say, shrinking=s.shrink,
                                   commit_steps=s.commit_steps, through=through_info(s, settle))
+        if s.shard is not None:
+            yield ShardEvidence(search_evidence(found, settings))
 
 
 def replay_through(s: ReproReplaySettings, repro: Repro, folder: Folder,

@@ -323,10 +323,12 @@ class ThroughController(ScheduleLoop):
 
     def _patient(self, workers: list[Worker], timers: list[TimerSpec]) -> bool:
         """Nothing may run, yet not every request is done (e.g. PostgreSQL resolving a deadlock
-        after its ``deadlock_timeout``): wait for a change; False if none came in time."""
+        after its ``deadlock_timeout``, or a request whose settle expired still on its way):
+        wait for a change — something may run, or every request is done; False if none came
+        in time."""
         deadline = time.monotonic() + STUCK_S
         while time.monotonic() < deadline:
-            if self._settle() or self._options(workers, timers):
+            if self._settle() or self._options(workers, timers) or self._done(workers):
                 return True
             with self.cv:
                 self.cv.wait(timeout=0.005)

@@ -5,55 +5,59 @@ See :mod:`harness.reports.session` for how a command emits events and writes the
 docs/results.md for the document.
 """
 
-from harness.reports.html import render_html
-from harness.reports.junit import render_junit
-from harness.reports.live import LiveOutput
-from harness.reports.markdown import render_markdown
-from harness.reports.model import (
-    SCHEMA,
-    Case,
-    CertCheck,
-    Certification,
-    Check,
-    DetectionMatrix,
-    Drift,
-    Event,
-    Evidence,
-    ExploreResult,
-    FirstFailure,
-    GateProblem,
-    GateVerdict,
-    Lane,
-    LoserCount,
-    MatrixCell,
-    PatternSummary,
-    Rate,
-    ReplayComparison,
-    Results,
-    Sampling,
-    ScenarioRun,
-    ScheduleStep,
-    Statistic,
-    Timeline,
-    TimelineEvent,
-    TrialFailure,
-    TrialSeries,
-    Unknown,
-    UnknownCount,
-    UnrunStep,
-    Violation,
-)
-from harness.reports.session import (
-    FILES,
-    FolderWriter,
-    Handler,
-    Header,
-    JsonOut,
-    JunitFile,
-    ReportSession,
-    render_json,
-    write_report,
-)
+from typing import Any as _Any
+
+from harness.domain import lazy as _lazy
+
+# imported lazily, so that importing one module of the room (the CLI's redaction, say) does
+# not import every renderer and the result model with every engine's events
+_EXPORTS = {
+    "Case": "model",
+    "CertCheck": "model",
+    "Certification": "model",
+    "Check": "model",
+    "DetectionMatrix": "model",
+    "Drift": "model",
+    "Event": "model",
+    "Evidence": "model",
+    "ExploreResult": "model",
+    "FILES": "session",
+    "FirstFailure": "model",
+    "FolderWriter": "session",
+    "GateProblem": "model",
+    "GateVerdict": "model",
+    "Handler": "session",
+    "Header": "session",
+    "JsonOut": "session",
+    "JunitFile": "session",
+    "Lane": "model",
+    "LiveOutput": "live",
+    "LoserCount": "model",
+    "MatrixCell": "model",
+    "PatternSummary": "model",
+    "Rate": "model",
+    "ReplayComparison": "model",
+    "ReportSession": "session",
+    "Results": "model",
+    "SCHEMA": "model",
+    "Sampling": "model",
+    "ScenarioRun": "model",
+    "ScheduleStep": "model",
+    "Statistic": "model",
+    "Timeline": "model",
+    "TimelineEvent": "model",
+    "TrialFailure": "model",
+    "TrialSeries": "model",
+    "Unknown": "model",
+    "UnknownCount": "model",
+    "UnrunStep": "model",
+    "Violation": "model",
+    "render_html": "html",
+    "render_json": "session",
+    "render_junit": "junit",
+    "render_markdown": "markdown",
+    "write_report": "session",
+}
 
 __all__ = [
     "FILES",
@@ -102,3 +106,11 @@ __all__ = [
     "render_markdown",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> _Any:
+    return _lazy.load(__name__, _EXPORTS, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return _lazy.names(_EXPORTS, globals())

@@ -190,6 +190,8 @@ def _matrix(j: _Suites, m: DetectionMatrix) -> None:
         caught = [s for s in m.scenarios if m.cell(s, target) == "failed"]
         if caught:
             _out(case, [f"caught by {', '.join(caught)}"])
+        elif m.shard_part:
+            _add(case, "skipped", "not caught by this shard's cells: judged by merge")
         else:
             _add(case, "failure", f"mutant {target} is caught by no scenario", type_="missed")
 

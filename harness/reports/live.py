@@ -198,7 +198,10 @@ def matrix_lines(m: DetectionMatrix) -> Iterator[str]:
     mutants = [t for t in m.targets if t != m.reference]
     missed = [t for t in mutants if not m.caught(t)]
     line = f"detection matrix: {len(mutants) - len(missed)} of {len(mutants)} mutants caught"
-    line += f"; missed: {', '.join(missed)}" if missed else ""
+    if m.shard_part:  # whether a mutant is caught is judged when the shards are merged
+        line += " by this shard's cells (the others: judged by merge)" if missed else ""
+    else:
+        line += f"; missed: {', '.join(missed)}" if missed else ""
     line += "; reference flagged!" if m.caught(m.reference) else "; reference clean"
     yield line
     yield from (f"  problem: {p}" for p in m.problems)

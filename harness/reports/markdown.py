@@ -48,6 +48,7 @@ def _headline(r: Results) -> list[str]:
         mutants = [t for t in m.targets if t != m.reference]
         caught = sum(1 for t in mutants if m.caught(t))
         parts.append(f"**Mutants caught:** {caught} of {len(mutants)}"
+                     + (" by this shard's cells" if m.shard_part else "")
                      + (" (reference flagged!)" if m.caught(m.reference) else ""))
     for e in r.of(ExploreResult):
         parts.append(f"**Explore** {e.workload}: {ICON[e.verdict]} {e.verdict} after "

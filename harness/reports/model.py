@@ -83,6 +83,7 @@ __all__ = [
     "ScenarioRun",
     "ScenarioVerdict",
     "ScheduleStep",
+    "ShardInfo",
     "Statistic",
     "Timeline",
     "TimelineEvent",
@@ -138,6 +139,37 @@ def run_verdict(events: tuple[Event, ...] | list[Event]) -> Verdict:
 
 
 @dataclass(frozen=True)
+class ShardInfo:
+    """results@2's optional ``shard``: this document is shard ``index`` of ``total`` of one run
+    (``--shard K/N``). ``failover-harness merge`` puts the shards of a run together: their
+    ``job`` and ``run_digest`` (the harness version, the settings, the files that decide the
+    verdicts: ``inputs``, each a digest) must be equal. ``order`` is the canonical order of the
+    run's units (``scenario:<name>``, ``drill:<name>``); ``evidence`` is aligned with
+    ``events``: what the merge judges again (per-trial records, a search's tally), or null."""
+
+    index: int
+    total: int
+    job: str
+    run_digest: str
+    inputs: dict[str, str]
+    order: tuple[str, ...] = ()
+    evidence: tuple[dict[str, Any] | None, ...] = ()
+
+
+_ADAPTERS: dict[type[Any], Any] = {}
+
+
+def _adapter(kind: type[Any]) -> Any:
+    """The pydantic validator of ``kind``, built once: building one costs far more than using
+    it (``merge`` reads a results.json per shard: 100 of them)."""
+    from pydantic import TypeAdapter
+
+    if kind not in _ADAPTERS:
+        _ADAPTERS[kind] = TypeAdapter(kind)
+    return _ADAPTERS[kind]
+
+
+@dataclass(frozen=True)
 class Results:
     """Everything one command found: the header and its events, in the order they came."""
 
@@ -151,6 +183,7 @@ class Results:
     targets: tuple[str, ...] = ()
     events: tuple[Event, ...] = ()
     notes: tuple[str, ...] = ()
+    shard: ShardInfo | None = None  # a shard of a run (--shard K/N); absent: a whole run
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"schema": SCHEMA}
@@ -158,6 +191,9 @@ class Results:
             value = getattr(self, f.name)
             if f.name == "events":
                 data["events"] = [event_json(e) for e in value]
+            elif f.name == "shard":
+                if value is not None:
+                    data["shard"] = asdict(value)
             else:
                 data[f.name] = list(value) if isinstance(value, tuple) else value
         return data
@@ -165,10 +201,8 @@ class Results:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Results:
         """Read a ``results.json`` back (validate it first: :func:`schema.validate_results`)."""
-        from pydantic import TypeAdapter
-
         events = tuple(
-            TypeAdapter(BY_TYPE[e["type"]]).validate_python(
+            _adapter(BY_TYPE[e["type"]]).validate_python(
                 {k: v for k, v in e.items() if k != "type"})
             for e in data.get("events", [])
         )
@@ -176,6 +210,8 @@ class Results:
                   if f.name in data and f.name != "events"}
         for name in ("targets", "notes"):
             header[name] = tuple(header.get(name, ()))
+        if header.get("shard") is not None:
+            header["shard"] = _adapter(ShardInfo).validate_python(header["shard"])
         return cls(**header, events=events)
 
     def of(self, kind: type[Any]) -> list[Any]:

@@ -24,14 +24,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from harness import __version__
 from harness.domain.redaction import redact, redact_data
+from harness.domain.shard import ShardStamp
 from harness.reports.html import render_html
 from harness.reports.junit import render_junit
 from harness.reports.markdown import render_markdown
-from harness.reports.model import EXIT_CODES, Event, Results, run_verdict
+from harness.reports.model import EXIT_CODES, Event, Results, ShardInfo, run_verdict
 from harness.reports.redaction import clean, scrub
 
 FILES = ("results.json", "junit.xml", "summary.md", "index.html")
@@ -87,6 +88,9 @@ class ReportSession:
         self.notes: list[str] = []
         self.header: Header | None = None
         self.results: Results | None = None
+        self.stamp: ShardStamp | None = None  # a shard of a run: what it records
+        self.order: tuple[str, ...] = ()
+        self.evidence: dict[int, dict[str, Any]] = {}  # event index → what merge judges again
         self._folder: Path | None = None
         self._made_report_dir = False  # the run created report_dir (removed with an unused folder)
 
@@ -175,6 +179,25 @@ class ReportSession:
         for handler in self.handlers:
             handler.progress(text)
 
+    def sharded(self, stamp: ShardStamp, order: tuple[str, ...] = ()) -> None:
+        """This run is a shard of a run: results.json records its stamp (``shard``)."""
+        self.stamp, self.order = stamp, order
+
+    def attach_evidence(self, data: dict[str, Any]) -> None:
+        """What ``merge`` judges the last event again from (scrubbed like the event)."""
+        if not self.events:
+            raise RuntimeError("shard evidence comes after the event it belongs to")
+        self.evidence[len(self.events) - 1] = scrub(data)
+
+    def shard_info(self) -> ShardInfo | None:
+        if self.stamp is None:
+            return None
+        stamp = self.stamp
+        return ShardInfo(
+            index=stamp.shard.index, total=stamp.shard.total, job=stamp.job,
+            run_digest=stamp.run_digest, inputs=dict(stamp.inputs), order=self.order,
+            evidence=tuple(self.evidence.get(n) for n in range(len(self.events))))
+
     def note(self, text: str) -> None:
         """A line every rendering shows at its end."""
         self.notes.append(clean(text))
@@ -188,6 +211,7 @@ class ReportSession:
             started_at=header.started_at, finished_at=stamp(datetime.now(UTC)),
             harness_version=__version__, invocation=header.invocation,
             targets=header.targets, events=tuple(self.events), notes=tuple(self.notes),
+            shard=self.shard_info(),
         )
         for handler in self.handlers:
             handler.finish(self.results)

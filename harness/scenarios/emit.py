@@ -7,42 +7,29 @@ show it.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harness.domain.verdicts import CHECK_VERDICT, OUTCOME, SCENARIO_VERDICT
-from harness.domain.words import counted
-from harness.scenarios.checkers.base import PROMISES
-from harness.scenarios.checkers.losers import ALLOWED, ordered
 from harness.scenarios.events import (
     Check,
     DetectionMatrix,
-    FirstFailure,
     Lane,
-    LoserCount,
     MatrixCell,
-    PatternSummary,
-    Rate,
     ScenarioRun,
     Timeline,
     TimelineEvent,
-    TrialFailure,
-    TrialSeries,
     Unknown,
-    UnknownCount,
     UnrunStep,
     Violation,
 )
 from harness.scenarios.history import pairs
 from harness.scenarios.render import format_pair
-from harness.scenarios.trials import failure_title
 
 if TYPE_CHECKING:
     from harness.scenarios.history import Op
     from harness.scenarios.matrix import Matrix as ScenarioMatrix
     from harness.scenarios.runner import RunResult
-    from harness.scenarios.trials import TrialSet
 
 MAX_HISTORY_LINES = 40  # per violation in results.json; the run folder has the whole history
 # history op name -> timeline mark
@@ -230,132 +217,6 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
     )
 
 
-# -- trial series -------------------------------------------------------------------------------
-def _losers(histogram: Counter[str]) -> tuple[LoserCount, ...]:
-    return tuple(LoserCount(label, n, None if label == "no answer" else label in ALLOWED)
-                 for label, n in ordered(histogram))
-
-
-def _unknowns_of(run: Any) -> set[tuple[str, str, str]]:
-    """(checker, reason, fix) of each unknown one run showed (a step that did not happen too)."""
-    seen = set()
-    for check in run.checks:
-        if check.verdict == "unknown":
-            fixes = tuple(getattr(check, "fixes", ()) or ())
-            for n, item in enumerate(check.unknowns):
-                u = unknown_of(item)
-                fix = u.fix or (fixes[n] if len(fixes) == len(check.unknowns)
-                                else fixes[0] if len(fixes) == 1 else "")
-                seen.add((check.checker, u.reason, fix))
-    for step in unrun_of(run):
-        seen.add(("", f"did not happen: {step.why}", step.fix))
-    return seen
-
-
-def first_unknown_runs(ts: TrialSet) -> list[Any]:
-    """The first unknown run of each kind of unknown (their run folders are kept as evidence)."""
-    firsts: dict[tuple[str, str, str], Any] = {}
-    for run in ts.all_runs:
-        if run.status == "unknown":
-            for key in _unknowns_of(run):
-                firsts.setdefault(key, run)
-    return list({id(run): run for run in firsts.values()}.values())
-
-
-def _unanswered(run: Any) -> tuple[Violation, ...]:
-    """The requests of a run that got no answer, with what the client saw (the op's detail)."""
-    lines = tuple(format_pair(p) for p in pairs(run.history) if p.type == "info")
-    if not lines:
-        return ()
-    return (Violation(f"{counted(len(lines), 'request')} got no answer", "", (), lines),)
-
-
-def _series_unknowns(ts: TrialSet, replays: Mapping[int, str]) -> tuple[UnknownCount, ...]:
-    """Why verdicts were unknown, in how many trials, and the first trial that showed each."""
-    counts: Counter[tuple[str, str, str]] = Counter()
-    firsts: dict[tuple[str, str, str], Any] = {}
-    for run in ts.all_runs:
-        found = _unknowns_of(run)
-        counts.update(found)
-        for key in found:
-            firsts.setdefault(key, run)
-    out = []
-    for (checker, reason, fix), n in sorted(counts.items()):
-        run = firsts[(checker, reason, fix)]
-        first = FirstFailure(
-            trial=run.seed - ts.seed + 1, seed=run.seed, pattern=run.arrival,
-            violations=_unanswered(run),
-            timeline=timeline_of(run.history, run.virtual_seconds, run.arrivals),
-            run_dir=str(run.folder) if run.folder else None,
-            replay_command=replays.get(id(run)))
-        out.append(UnknownCount(reason, n, checker, fix, first))
-    return tuple(out)
-
-
-def trial_series(
-    ts: TrialSet,
-    *,
-    replays: Mapping[str, str] | None = None,
-    measure: Callable[[str | None], str] | None = None,
-    unknown_replays: Mapping[int, str] | None = None,
-) -> TrialSeries:
-    """A trial set as one event: rates per failure and pattern, the losers' histogram per
-    pattern, and each failure's first failing trial (violations, timeline, commands)."""
-    def promise(checker: str) -> str:  # in the target's terms when the engine says them
-        said = getattr(ts, "promise", None)
-        return str(said(checker)) if callable(said) else PROMISES.get(checker, checker)
-
-    failures = []
-    for failure, rates in ts.failures().items():
-        checker, _, kind = failure.partition(":")
-        first_run = max(rates.values(), key=lambda r: r.failed).first
-        first = None
-        if first_run is not None:
-            broken = [c for c in first_run.checks if c.checker == checker]
-            first = FirstFailure(
-                trial=first_run.seed - ts.seed + 1, seed=first_run.seed,
-                pattern=first_run.arrival,
-                violations=tuple(v for c in broken
-                                 for v in violations_of(c, first_run.history, kind or None)),
-                timeline=timeline_of(first_run.history, first_run.virtual_seconds,
-                                     first_run.arrivals),
-                run_dir=str(first_run.folder) if first_run.folder else None,
-                replay_command=(replays or {}).get(failure),
-                measure_command=measure(first_run.arrival) if measure else None,
-            )
-        failures.append(TrialFailure(
-            id=failure, checker=checker, title=failure_title(failure),
-            promise=promise(checker), kind=kind,
-            rates=tuple(Rate(p, r.failed, r.trials, r.text) for p, r in rates.items()),
-            first=first,
-        ))
-    def busy(pattern: str) -> tuple[LoserCount, ...]:
-        counts = ts.busy(pattern) if hasattr(ts, "busy") else {}
-        return tuple(LoserCount(kind, n) for kind, n in sorted(counts.items()) if n)
-
-    patterns = tuple(
-        PatternSummary(p, len(ts.runs.get(p, [])), ts.violated(p), _losers(ts.histogram(p)),
-                       busy(p))
-        for p in ts.patterns if ts.runs.get(p)
-    ) if ts.status != "not_applicable" else ()
-    warnings = tuple(str(w) for w in getattr(ts.all_runs[0], "warnings", ())) if ts.all_runs \
-        else ()
-    return TrialSeries(
-        scenario=ts.scenario.name, target=ts.target,
-        verdict=SCENARIO_VERDICT[ts.status],
-        outcome=OUTCOME[ts.status],
-        seed=ts.seed, trials=ts.trials, source=ts.scenario.source,
-        description=ts.scenario.description or "",
-        checkers=tuple(ts.scenario.checkers),
-        promises=tuple(promise(c) for c in ts.scenario.checkers),
-        patterns=patterns, failures=tuple(failures),
-        unknowns=_series_unknowns(ts, unknown_replays or {}),
-        fixes=tuple(str(f) for f in (ts.fixes() if hasattr(ts, "fixes") else ())),
-        warnings=warnings,
-        reason=ts.reason or "", fix=str(getattr(ts, "fix", "") or ""), wall_s=ts.elapsed_s,
-    )
-
-
 # -- the detection matrix -----------------------------------------------------------------------
 def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
     problems = tuple(matrix.problems())
@@ -363,11 +224,13 @@ def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
         scenarios=tuple(matrix.scenarios),
         targets=tuple(matrix.stores),
         cells=tuple(
-            MatrixCell(scenario, store, SCENARIO_VERDICT[matrix.status(store, scenario)])
+            MatrixCell(scenario, store, SCENARIO_VERDICT[status])
             for scenario in matrix.scenarios
             for store in matrix.stores
+            if (status := matrix.status(store, scenario)) is not None
         ),
-        outcome="fail" if problems else "pass",
+        # a shard's cells: a mutant caught by another shard is judged when they are merged
+        outcome="fail" if problems else "skip" if matrix.partial else "pass",
         problems=problems,
         wall_s=matrix.elapsed_s,
     )

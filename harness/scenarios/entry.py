@@ -14,22 +14,35 @@ so the folder a CI uploads holds what ``replay`` needs.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.domain.errors import ConfigError
 from harness.domain.redaction import register_secret, register_target_secrets, without_credentials
-from harness.domain.stream import QUIET, Begin, Folder, Live, Note, entry_point
+from harness.domain.shard import Shard
+from harness.domain.stream import QUIET, Begin, Folder, Live, Note, ShardEvidence, entry_point
 from harness.domain.words import counted
-from harness.scenarios.emit import first_unknown_runs, scenario_run, trial_series
+from harness.providers.secrets import redact_dsn
+from harness.scenarios.emit import detection_matrix as matrix_event
+from harness.scenarios.emit import scenario_run
 from harness.scenarios.events import ReplayComparison
 from harness.scenarios.loader import load_scenario, scenario_files
+from harness.scenarios.matrix import detection_matrix
 from harness.scenarios.model import Scenario
 from harness.scenarios.replay import recorded_target, replay_until, reproduction
 from harness.scenarios.runfolder import read_run, replay_command, write_run
 from harness.scenarios.runner import run_scenario
+from harness.scenarios.series import (
+    first_failing_runs,
+    first_unknown_runs,
+    series_evidence,
+    series_head,
+    series_of,
+    trial_records,
+)
+from harness.scenarios.sharding import series_positions, sharded, unit
 from harness.scenarios.targets import open_target
 from harness.scenarios.targets.base import Target
 from harness.scenarios.trials import TrialSet, run_trials
@@ -65,6 +78,7 @@ class TargetSettings:
     tokens_file: str | None = None  # HTTP targets: YAML {token: owner}
     target_profile: str | None = None  # HTTP targets: the service's target profile
     seed: int | None = None  # overrides each scenario's seed:
+    shard: Shard | None = None  # --shard K/N: this job's part (None: the whole run, unstamped)
 
     @property
     def extra(self) -> tuple[str, ...]:
@@ -97,6 +111,34 @@ class ReplaySettings(TargetSettings):
     path: Path
     until_violated: int = 1  # replay up to N times, stopping at the first violation
     expect_identical: bool = False  # a history that differs from the recording fails
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixSettings:
+    """``scenarios matrix``: the scenarios against the reference store and every mutant."""
+
+    paths: tuple[Path, ...]
+    db: str | None = None  # None: SQLite; else a PostgreSQL DSN
+    seed: int | None = None
+
+
+@entry_point
+def run_matrix(settings: MatrixSettings, *, folder: Folder,
+               live: Live = QUIET) -> Iterator[Any]:
+    """The detection matrix: which scenario catches which mutant (and none the reference). The
+    table and its problems are live lines; the matrix is the event."""
+    matrix = detection_matrix(load_scenarios(settings.paths), settings.db, seed=settings.seed)
+    yield Begin((redact_dsn(settings.db or "sqlite"),))
+    live.say(matrix.render())
+    runs = len(matrix.cells)
+    live.say(f"{runs} runs in {matrix.elapsed_s:.2f} s "
+             f"({runs / max(matrix.elapsed_s, 1e-9):.0f} scenarios/s)")
+    problems = matrix.problems()
+    for problem in problems:
+        live.say(f"problem: {problem}")
+    if not problems:
+        live.say("every mutant is caught by at least one scenario; the reference by none")
+    yield matrix_event(matrix)
 
 
 def target_secrets(target: Target, text: str | None) -> None:
@@ -137,13 +179,33 @@ def run_scenarios(settings: ScenariosSettings, *, folder: Folder,
     target = opened(settings)
     try:
         yield Begin(targets=(target.description,))
-        live.say(f"target {target.description}; {counted(len(scenarios), 'scenario')}")
+        if settings.shard is not None:
+            yield sharded("scenarios run", settings.shard, settings,
+                          [s.source for s in scenarios] + [settings.target_profile or ""],
+                          order=[unit("scenario", s.name) for s in scenarios])
+        live.say(f"target {target.description}; {counted(len(scenarios), 'scenario')}"
+                 + (f"; shard {settings.shard}" if settings.shard else ""))
         yield from target_notes(target)
-        for scenario in scenarios:
-            yield from scenario_events(scenario, target, settings, folder,
-                                       trials=wants_trials(scenario, settings))
+        yield from scenarios_events(scenarios, target, settings, folder,
+                                    lambda s: (wants_trials(s, settings), None))
     finally:
         target.close()
+
+
+def scenarios_events(scenarios: Sequence[Scenario], target: Target, settings: TargetSettings,
+                     folder: Folder,
+                     plan: Callable[[Scenario], tuple[bool, int | None]]) -> Iterator[Any]:
+    """The events of ``scenarios`` in order (``plan``: whether a scenario runs as a trial
+    series, and its trials), of the positions ``settings.shard`` owns."""
+    base = 0
+    for scenario in scenarios:
+        trials, count = plan(scenario)
+        yield from scenario_events(scenario, target, settings, folder, trials=trials,
+                                   count=count, base=base)
+        base += series_positions(scenario, trials=trials,
+                                 count=count if count is not None
+                                 else getattr(settings, "trials", None),
+                                 arrival=getattr(settings, "arrival", None))
 
 
 def wants_trials(scenario: Scenario, settings: ScenariosSettings) -> bool:
@@ -152,13 +214,22 @@ def wants_trials(scenario: Scenario, settings: ScenariosSettings) -> bool:
 
 def scenario_events(scenario: Scenario, target: Target, settings: TargetSettings,
                     folder: Folder, *, trials: bool, count: int | None = None,
-                    arrival: tuple[str, ...] | None = None) -> Iterator[Any]:
+                    arrival: tuple[str, ...] | None = None, base: int = 0) -> Iterator[Any]:
     """One scenario's event: a scenario run (with a run folder unless not applicable), or a
-    trial series (``count`` trials per pattern; default: the scenario's, or the settings')."""
+    trial series (``count`` trials per pattern; default: the scenario's, or the settings').
+    A shard runs the positions it owns from ``base`` on (none: no event), and records its
+    trials beside its part of a series."""
+    shard = settings.shard
     if trials:
         count = count if count is not None else getattr(settings, "trials", None)
         arrival = arrival if arrival is not None else getattr(settings, "arrival", None)
-        yield series_event(scenario, target, settings, folder, count, arrival)
+        owns = None if shard is None else (lambda n: shard.owns(base + n))
+        positions = series_positions(scenario, trials=True, count=count, arrival=arrival)
+        if owns is not None and not any(owns(n) for n in range(positions)):
+            return
+        yield from series_event(scenario, target, settings, folder, count, arrival, owns)
+        return
+    if shard is not None and not shard.owns(base):
         return
     result = run_scenario(scenario, target, seed=settings.seed)
     replay = None
@@ -185,25 +256,29 @@ def _replay(run_dir: Any, target: str, settings: TargetSettings) -> str:
 
 
 def series_event(scenario: Scenario, target: Target, settings: TargetSettings, folder: Folder,
-                 trials: int | None, arrival: tuple[str, ...] | None) -> Any:
-    """Run the trials, write the first failing trial's run folder per failure; the series."""
-    ts = run_trials(scenario, target, seed=settings.seed, trials=trials, patterns=arrival)
-    extra = list(settings.extra)
-    replays: dict[str, str] = {}
-    for failure, rates in ts.failures().items():
-        first = max(rates.values(), key=lambda r: r.failed).first
-        if first is None:
-            continue
-        if first.folder is None:
-            write_run(first, folder(), replay_extra=extra)
-        replays[failure] = _replay(first.folder, first.target, settings)
-    unknown_replays: dict[int, str] = {}
-    for run in first_unknown_runs(ts)[:3]:  # an unknown keeps its evidence too
+                 trials: int | None, arrival: tuple[str, ...] | None,
+                 owns: Callable[[int], bool] | None = None) -> Iterator[Any]:
+    """Run the trials (a shard: those it ``owns``), write the run folder of the first failing
+    trial of each failure (a shard: of each failure and pattern, any may be the one the merged
+    series shows) and of the first few unknowns; the series (a shard: and its trials' records).
+    """
+    ts = run_trials(scenario, target, seed=settings.seed, trials=trials, patterns=arrival,
+                    owns=owns)
+    kept = first_failing_runs(ts) if owns is not None else [
+        first for rates in ts.failures().values()
+        if (first := max(rates.values(), key=lambda r: r.failed).first) is not None]
+    unknowns = first_unknown_runs(ts)
+    kept += unknowns if owns is not None else unknowns[:3]  # an unknown keeps its evidence too
+    replays: dict[int, str] = {}
+    for run in kept:
         if run.folder is None:
-            write_run(run, folder(), replay_extra=extra)
-        unknown_replays[id(run)] = _replay(run.folder, run.target, settings)
-    return trial_series(ts, replays=replays, unknown_replays=unknown_replays,
-                        measure=lambda pattern: measure_command(ts, settings, pattern))
+            write_run(run, folder(), replay_extra=list(settings.extra))
+        replays[id(run)] = _replay(run.folder, run.target, settings)
+    records = trial_records(ts, replays=replays,
+                            measure=lambda pattern: measure_command(ts, settings, pattern))
+    yield series_of(series_head(ts), records, wall_s=ts.elapsed_s)
+    if settings.shard is not None:
+        yield ShardEvidence(series_evidence(ts, records))
 
 
 @entry_point

@@ -234,6 +234,12 @@ class DetectionMatrix:
                 return c.verdict
         return None
 
+    @property
+    def shard_part(self) -> bool:
+        """A shard's cells only (``--shard K/N``, outcome ``skip``): whether each mutant is
+        caught is judged when the shards are merged."""
+        return self.outcome == "skip"
+
     def caught(self, target: str) -> bool:
         return any(c.target == target and c.verdict == "failed" for c in self.cells)
 

@@ -244,17 +244,22 @@ def run_trials(
     trials: int | None = None,
     patterns: Sequence[str] | None = None,
     on_run: Callable[[str, int, RunResult], None] | None = None,
+    owns: Callable[[int], bool] | None = None,
 ) -> TrialSet:
     """Run ``scenario`` ``trials`` times per pattern on ``target``; trial *i* uses seed
-    ``seed + i`` (``seed`` defaults to the scenario's)."""
+    ``seed + i`` (``seed`` defaults to the scenario's). ``owns``: a shard's part — only the
+    trials whose index in pattern-major order (pattern *p*, trial *i*: ``p × trials + i``) it
+    owns run, with the seeds they have in the whole series."""
     seed = scenario.seed if seed is None else seed
     chosen = trial_patterns(scenario, patterns)
     count = trial_count(scenario, trials)
     result = TrialSet(scenario, target.description, seed, count, chosen)
     started = time.perf_counter()
-    for pattern in chosen:
+    for number, pattern in enumerate(chosen):
         runs = result.runs.setdefault(pattern, [])
         for trial in range(count):
+            if owns is not None and not owns(number * count + trial):
+                continue
             run = run_scenario(scenario, target, seed=trial_seed(seed, trial),
                                arrival=None if pattern == SEQUENTIAL else pattern)
             runs.append(run)
@@ -265,7 +270,8 @@ def run_trials(
                 result.elapsed_s = time.perf_counter() - started
                 return result
         broke = result.violated(pattern)
-        for trial, run in enumerate(runs):  # what a replay of one trial is measured against
-            run.trial = {"trial": trial + 1, "of": count, "pattern": pattern, "broke": broke}
+        for run in runs:  # what a replay of one trial is measured against
+            run.trial = {"trial": run.seed - seed + 1, "of": count, "pattern": pattern,
+                         "broke": broke}
     result.elapsed_s = time.perf_counter() - started
     return result

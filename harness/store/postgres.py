@@ -6,7 +6,9 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
+from functools import cache
 from importlib import resources
+from types import SimpleNamespace
 from typing import Any
 
 from harness.domain import (
@@ -22,17 +24,7 @@ from harness.domain.redaction import redact_about, register_dsn
 from harness.store.queries import ATTEMPT_COLUMNS, _strip_comments, migrations
 from harness.store.sqlstore import CursorTx, IdFactory, Row, SqlStore, Tx, random_ids
 
-try:  # the `postgres` extra
-    import psycopg
-    from psycopg.pq import ExecStatus
-    from psycopg.rows import dict_row
-    from psycopg.types.json import Json, Jsonb
-    from psycopg_pool import ConnectionPool
-
-    _TUPLES_OK = ExecStatus.TUPLES_OK
-except ImportError:  # pragma: no cover - exercised only without the extra
-    psycopg = None  # type: ignore[assignment]
-
+_TUPLES_OK = 2  # libpq's PGRES_TUPLES_OK (psycopg.pq.ExecStatus.TUPLES_OK)
 _PARAM = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 _MIGRATION_LOCK = 0x66_68_61_72  # "fhar": serialises concurrent migrators (replicas)
 
@@ -49,6 +41,22 @@ class PgTx(CursorTx):
         result = cursor.pgresult
         rows = cursor.fetchall() if result is not None and result.status == _TUPLES_OK else []
         return rows, cursor.rowcount
+
+
+@cache
+def driver() -> SimpleNamespace:
+    """psycopg and its pool (the ``postgres`` extra), imported when the first PostgreSQL store
+    opens: a command on SQLite does not pay their import (about 0.2 s of CPU per process)."""
+    try:
+        import psycopg  # optional extra: postgres
+        from psycopg.rows import dict_row  # optional extra: postgres
+        from psycopg.types.json import Json, Jsonb  # optional extra: postgres
+        from psycopg_pool import ConnectionPool  # optional extra: postgres
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        raise MissingExtra("postgres", module="psycopg",
+                           purpose="a postgresql:// store") from None
+    return SimpleNamespace(psycopg=psycopg, dict_row=dict_row, Json=Json, Jsonb=Jsonb,
+                           ConnectionPool=ConnectionPool)
 
 
 def to_pyformat(sql: str) -> str:
@@ -70,19 +78,18 @@ class PostgresStore(SqlStore):
         ids: IdFactory = random_ids,
         pool_size: int = 16,
     ) -> None:
-        if psycopg is None:
-            raise MissingExtra("postgres", module="psycopg", purpose="a postgresql:// store")
+        pg = self.pg = driver()
         super().__init__(clock=clock, ids=ids)
         queries = {**self.queries, "claim": _claim_sql()}
         self.queries = {k: to_pyformat(v) for k, v in queries.items()}
         self.dsn = dsn
         register_dsn(dsn)  # the pool's own log lines may quote it: the log filter removes it
         try:
-            self.pool = ConnectionPool(
+            self.pool = pg.ConnectionPool(
                 dsn, min_size=1, max_size=pool_size, open=True, timeout=30,
                 # autocommit: single statements are one round trip; transaction() opens
                 # BEGIN … COMMIT explicitly where several statements must be atomic.
-                kwargs={"row_factory": dict_row, "autocommit": True},
+                kwargs={"row_factory": pg.dict_row, "autocommit": True},
             )
             self.pool.wait(timeout=10)
         except Exception as exc:
@@ -94,7 +101,7 @@ class PostgresStore(SqlStore):
         try:
             with self.pool.connection() as conn, conn.transaction():
                 yield PgTx(conn, self.queries)
-        except psycopg.Error as exc:
+        except self.pg.psycopg.Error as exc:
             raise self._wrap(exc) from None
 
     @contextmanager
@@ -106,19 +113,20 @@ class PostgresStore(SqlStore):
                 else:  # a session someone else configured (explore's): keep it transactional
                     with conn.transaction():
                         yield PgTx(conn, self.queries)
-        except psycopg.Error as exc:
+        except self.pg.psycopg.Error as exc:
             raise self._wrap(exc) from None
 
     def _wrap(self, exc: Exception) -> Exception:
         """A driver error as ours: the caller's input, or the database failing."""
-        if isinstance(exc, psycopg.DataError) and (
+        if isinstance(exc, self.pg.psycopg.DataError) and (
             exc.sqlstate == "22P05" or "NUL (0x00)" in str(exc)
         ):  # the input, not the database: PostgreSQL text and jsonb cannot hold U+0000
             return InvalidIntent(
                 "a string contains a NUL character (U+0000), which PostgreSQL cannot "
                 "store; remove it"
             )
-        if isinstance(exc, psycopg.DataError):  # SQLSTATE class 22: the value, not the server
+        # SQLSTATE class 22: the value, not the server
+        if isinstance(exc, self.pg.psycopg.DataError):
             first = _safe(exc, self.dsn).splitlines()[0] if str(exc) else exc.sqlstate
             return InvalidIntent(f"a value in the request cannot be stored: {first}; "
                                  "send finite numbers and plain text")
@@ -172,11 +180,11 @@ class PostgresStore(SqlStore):
         return super().succeed(owner_id, attempt_id, result)
 
     def _json_in(self, value: Any) -> Any:
-        return Jsonb(value)
+        return self.pg.Jsonb(value)
 
     def _intent_in(self, intent: Intent) -> dict[str, Any]:
         # json columns hold the canonical JSON already computed for the fingerprint, as on SQLite.
-        return {name: Json(text, dumps=_as_is)
+        return {name: self.pg.Json(text, dumps=_as_is)
                 for name, text in zip(("input", "params", "policy"), intent.canonical_parts,
                                       strict=True)}
 

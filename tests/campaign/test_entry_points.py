@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.domain.errors import ConfigError
-from harness.domain.stream import AddTarget, Begin, collect
+from harness.domain.stream import AddTarget, Begin, Quiet, collect
 from harness.explore.entry import (
     ExploreSettings,
     ReproReplaySettings,
@@ -17,8 +17,16 @@ from harness.explore.entry import (
     run_repro_replay,
 )
 from harness.explore.events import ExploreResult
-from harness.scenarios.entry import ReplaySettings, ScenariosSettings, run_replay, run_scenarios
-from harness.scenarios.events import ReplayComparison, ScenarioRun, TrialSeries
+from harness.scenarios.entry import (
+    MatrixSettings,
+    ReplaySettings,
+    ScenariosSettings,
+    run_matrix,
+    run_replay,
+    run_scenarios,
+    shipped_scenarios,
+)
+from harness.scenarios.events import DetectionMatrix, ReplayComparison, ScenarioRun, TrialSeries
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -79,3 +87,24 @@ def test_explore_refuses_bad_settings_before_its_stream_begins(tmp_path: Path) -
     with pytest.raises(ConfigError, match="out of range"):
         next(stream)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_matrix_entry_point_judges_without_the_cli(tmp_path: Path) -> None:
+    """``scenarios matrix`` as an entry point: the shipped double-click scenario against the
+    reference store and every mutant; the event says which mutant it caught, and the stream's
+    verdict is the event's outcome (not every mutant is caught by one scenario: fail)."""
+    lines: list[str] = []
+
+    class Lines(Quiet):
+        def say(self, text: str) -> None:
+            lines.append(text)
+
+    settings = MatrixSettings(paths=(shipped_scenarios() / "double_click.yaml",), seed=7)
+    messages, verdict = collect(run_matrix(settings, folder=lambda: tmp_path, live=Lines()))
+    assert isinstance(messages[0], Begin) and messages[0].targets == ("sqlite",)
+    (matrix,) = [m for m in messages if isinstance(m, DetectionMatrix)]
+    assert matrix.scenarios == ("double_click",) and "reference" in matrix.targets
+    assert matrix.cell("double_click", "reference") == "passed"
+    assert any(matrix.caught(t) for t in matrix.targets if t != "reference")
+    assert verdict == matrix.outcome
+    assert any("runs in" in line for line in lines)

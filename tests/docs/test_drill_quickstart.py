@@ -62,14 +62,22 @@ def test_the_drill_quickstart_runs_as_written(tmp_path: Path) -> None:
     for port in ("9101", "9102", "8900"):
         lines = lines.replace(port, str(free_port()))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    run = subprocess.Popen(["bash", "-e", "-c", lines.split("\n", 1)[1]], cwd=tmp_path, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           start_new_session=True)
+    # The output goes to a file, not a pipe: the service the lines start in the background
+    # keeps a pipe open after bash -e stopped at a failing line (before its `kill $!`), and
+    # reading to the end would wait for it, not for bash. The wait is for bash itself.
+    log = tmp_path / "quickstart.log"
+    with log.open("w", encoding="utf-8") as sink:
+        run = subprocess.Popen(["bash", "-e", "-c", lines.split("\n", 1)[1]], cwd=tmp_path,
+                               env=env, stdout=sink, stderr=subprocess.STDOUT,
+                               start_new_session=True)
     try:
-        out, _ = run.communicate(timeout=600)
+        code: int | None = run.wait(timeout=600)  # bounds a hang only: the lines take ~20 s
+    except subprocess.TimeoutExpired:
+        code = None
     finally:  # the service the lines start in the background: gone, whatever happened
         with contextlib.suppress(ProcessLookupError):
             os.killpg(run.pid, signal.SIGTERM)
-    assert run.returncode == 0, out
+    out = log.read_text("utf-8")
+    assert code == 0, out
     assert "drill: PASS (exit 0)" in out, out
     assert "Traceback" not in out

@@ -4,7 +4,6 @@ resources, and the token never in a response or a log line."""
 from __future__ import annotations
 
 import re
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +117,9 @@ def test_tokens_never_reach_the_log(tmp_path: Path, tokens_file: Path) -> None:
             )
             assert raw.status == 400
     finally:
-        # uvicorn re-raises the SIGTERM it handled once shut down: -15 is a graceful exit.
-        assert server.stop() in (0, -signal.SIGTERM)
+        # A graceful stop is exit 0: the SIGTERM uvicorn raises again once it has shut down
+        # unwinds serve (tests/cli/test_serving_signals.py), whatever the machine's load.
+        assert server.stop() == 0
     log = server.log_text()
     assert "Application shutdown complete" in log
     assert re.search(r"401 for GET /v1/jobs/job_\w+: an unknown token", log), log
