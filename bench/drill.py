@@ -60,8 +60,11 @@ def _start_service(primary: int, fallback: int, timeout: float,
                    db: Path) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{primary}/v1",
            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{fallback}", "PYTHONUNBUFFERED": "1"}
+    # its primary let go 5 s after the call, as in the tests: the late drill's held answer
+    # then always reaches it, whatever the load
     process = subprocess.Popen([sys.executable, str(SERVICE), "--port", "0", "--timeout",
-                                str(timeout), "--db", str(db)], stdout=subprocess.PIPE,
+                                str(timeout), "--abandon-after", "5", "--db", str(db)],
+                               stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, text=True, env=env)
     assert process.stdout is not None
     for line in process.stdout:  # blocks until the service says where it listens (or exits)

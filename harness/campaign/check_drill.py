@@ -34,17 +34,23 @@ from harness.target.drill_profile import DrillProfile, load_drill
 from harness.yamlsrc import load_yaml
 
 CHECK_TRIALS = 3
-#: a shipped scenario a jobs-only service cannot play → the drills and promises that judge it
+#: a shipped scenario a jobs-only service cannot play → the drills and the promises that judge
+#: it: only the promises that are one of the scenario's own rules (its checkers), so a broken
+#: promise is attributed to the scenarios whose rule it is, never to every scenario the drill
+#: judges. The promise for each checker: timeout_unknown_blocks → timeout_not_failure and
+#: within_hedge; open_attempts_bounded → within_hedge; one_winner_per_job,
+#: results_never_overwritten, late_result_discarded_recorded, cancelled_never_wins →
+#: one_winner_per_job; completed_job_refuses_attempts → no_call_after_completion.
+#: (billed_within_bound is no scenario's rule: the drill's own events report it.)
 JUDGED_BY: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "timeout_unknown": (("hang", "late"), ("timeout_not_failure", "within_hedge")),
     "timeout_while_still_running": (("hang", "double-click", "re-click"),
-                                    ("timeout_not_failure", "one_job_per_intent",
-                                     "within_hedge")),
+                                    ("timeout_not_failure", "within_hedge")),
     "out_of_order_completion": (("late",), ("one_winner_per_job",)),
     "late_result_after_completion": (("late",), ("one_winner_per_job",
                                                  "no_call_after_completion")),
-    "cancel_then_late_result": (("late",), ("one_winner_per_job", "billed_within_bound")),
-    "hedge_bound": (("hang", "late", "re-click"), ("within_hedge", "billed_within_bound")),
+    "cancel_then_late_result": (("late",), ("one_winner_per_job",)),
+    "hedge_bound": (("hang", "late", "re-click"), ("within_hedge",)),
 }
 
 

@@ -16,6 +16,8 @@ from typing import Literal
 from harness.providers.recording import STREAM_CUT
 
 Clicks = Literal["once", "together", "staggered", "again"]
+#: looks at the job the drill takes while the fallback's answer is held, in the timeout drills
+HELD_LOOKS = 2
 
 
 @dataclass(frozen=True, slots=True)

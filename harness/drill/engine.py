@@ -8,7 +8,6 @@ measure seconds from the same ``epoch``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,26 +16,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from harness.domain.errors import ConfigError
+from harness.drill.client import Clients, ServiceClient, clients_of
 from harness.drill.drills import DRILLS, Drill, late_ms
-from harness.drill.evidence import (
-    IDEMPOTENCY_HEADERS,
-    Call,
-    IntentEvidence,
-    Observation,
-    Submission,
-)
+from harness.drill.evidence import IDEMPOTENCY_HEADERS, Call, IntentEvidence
 from harness.drill.intent import IntentRun, Slot
-from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent
-from harness.drill.watch import classify, fill, listed, read_chat, unreadable
+from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent, mark_overload
 from harness.providers.recording import RecordingFake
-from harness.providers.secrets import redact
-from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile, Upstream
-from harness.target.ids import fill_path
-from harness.target.model import pick
 
 
 @dataclass
@@ -122,6 +109,8 @@ def serving(profile: DrillProfile, upstreams: Sequence[Upstream], epoch: float
             for tag in {r.tag for r in item.fake.received() if r.tag}:
                 item.fake.release(tag)
         for server in started:
+            server.stopping()  # all at once: each takes a tick of its loop to notice
+        for server in started:
             server.stop()
 
 
@@ -134,23 +123,50 @@ class Engine:
     env: Mapping[str, str]
     served: list[Served]
     epoch: float
-    client: httpx.Client
+    clients: Clients  # to the service: the submits, and the looks at a job
     concurrency: int | None = None  # intents at work at once (None: all of them, one round)
     stop: threading.Event = field(default_factory=threading.Event)
-    _woken: dict[str, threading.Event] = field(default_factory=dict)
-    _arrived: dict[str, threading.Event] = field(default_factory=dict)
+    _woken: dict[str, threading.Event] = field(default_factory=dict)  # each intent's watcher
+    #: other waiters on a tag's calls (a second click, the probe): each with its own event, so
+    #: that none takes a wake-up another was waiting for
+    _waiting: dict[str, list[threading.Event]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _load: int = 8  # intents at work at once, for the pace of the looks at a job
 
     def __post_init__(self) -> None:
         for item in self.served:
             item.fake.on_change = self._changed
+        #: the drill's requests to the service (submits, looks at a job, its lists)
+        self.service = ServiceClient(self.profile, self.env, self.clients, self.now, self.stop,
+                                     self.budget)
 
     def _changed(self, tag: str | None) -> None:
-        """A call of ``tag`` arrived or ended: its watcher looks at the job now."""
-        for waiting in (self._woken, self._arrived):
-            event = waiting.get(tag) if tag else None
+        """A call of ``tag`` arrived or ended: its watcher looks at the job now, and whoever
+        waits on its calls checks them."""
+        if tag is None:
+            return
+        with self._lock:
+            events = [self._woken.get(tag), *self._waiting.get(tag, ())]
+        for event in events:
             if event is not None:
                 event.set()
+
+    def wake(self, tag: str) -> None:
+        """Wake whoever waits on ``tag``'s calls (its intent is closing)."""
+        self._changed(tag)
+
+    @contextmanager
+    def waiting(self, tag: str, event: threading.Event) -> Iterator[threading.Event]:
+        """``event`` is set at each arrival and end of a call of ``tag`` while inside."""
+        with self._lock:
+            self._waiting.setdefault(tag, []).append(event)
+        try:
+            yield event
+        finally:
+            with self._lock:
+                self._waiting[tag].remove(event)
+                if not self._waiting[tag]:
+                    del self._waiting[tag]
 
     def pause(self, tag: str, seconds: float) -> bool:
         """Wait ``seconds`` between two looks at a job, or less if a call of its tag arrived or
@@ -209,9 +225,11 @@ class Engine:
     # -- the fakes, for one tag ---------------------------------------------------------------
     def script(self, tag: str, primary: str, *, hold_primary: bool, hold_fallback: bool) -> None:
         """The tag's scripts: the primary's behaviour, the fallbacks answer; held answers go
-        when the intent lets them go, at the latest (the drill's own backstop) after the
-        fallback's backstop (three quarters of the provider timeout: within the service's own
-        timeout for the call) or the intent's budget."""
+        when the intent lets them go, or at the fakes' backstop: for the fallback three quarters
+        of the provider timeout after its call arrived (within the service's own timeout for
+        the call, which would otherwise cut it), for the late primary the intent's budget. A
+        fallback answer that went at its backstop is the judge's matter (the drill may not have
+        looked twice while it was held)."""
         self._woken[tag] = threading.Event()
         cap = self.section.timeouts.provider_s * 0.75
         for item in self.served:
@@ -241,13 +259,16 @@ class Engine:
                    for s in self.served)
 
     def wait_for(self, tag: str, seen: Callable[[list[Call]], bool], timeout_s: float) -> bool:
-        """Block until ``seen(the tag's calls)`` (True), woken by each arrival and end."""
+        """Block until ``seen(the tag's calls)`` (True), woken by each arrival and end (its own
+        wake-ups: the intent's watcher keeps its own)."""
         deadline = time.monotonic() + timeout_s
-        while not seen(self.calls(tag)):
-            left = deadline - time.monotonic()
-            if left <= 0 or self.stop.is_set():
-                return False
-            self.pause(tag, left)
+        with self.waiting(tag, threading.Event()) as event:
+            while not seen(self.calls(tag)):
+                left = deadline - time.monotonic()
+                if left <= 0 or self.stop.is_set():
+                    return False
+                event.wait(left)
+                event.clear()
         return True
 
     def calls(self, tag: str) -> list[Call]:
@@ -256,7 +277,8 @@ class Engine:
             for r in item.fake.received_tag(tag):
                 out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
                                 r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
-                                any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held))
+                                any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held,
+                                r.freed, r.freed_at))
         return sorted(out, key=lambda c: c.at)
 
     def untagged(self, since: float) -> int:
@@ -273,7 +295,7 @@ class Engine:
         work at a time; a settling intent gives its place back), each judged as it ends.
         ``probe``: one control intent first; if the service never calls the fakes for it, stop
         there (:attr:`DrillResults.unreached`). ``owns``: a shard's intents only."""
-        setup = Setup(self.section, self.fakes, certify)
+        setup = Setup(self.section, self.fakes, certify, self.target)
         run = DrillResults(self.profile.name, self.target, trials, self.concurrency or 0,
                            self.fakes, {name: [] for name in drills})
         jobs = [(DRILLS[name], trial) for trial in range(1, trials + 1) for name in drills
@@ -298,6 +320,7 @@ class Engine:
                 on_intent(first)
         run.wall_s = time.perf_counter() - started
         run.calls = sum(len(s.fake.received()) for s in self.served) - before
+        mark_overload([v for verdicts in run.verdicts.values() for v in verdicts], self._load)
         for verdicts in run.verdicts.values():
             verdicts.sort(key=lambda v: v.evidence.trial)
         return run
@@ -307,7 +330,6 @@ class Engine:
         fake (it settles with the round), or it ended having reached none."""
         intent = IntentRun(self, DRILLS["control"], 1, Slot(threading.Semaphore(1)))
         probe = Probe(threading.Event())
-        self._arrived[intent.tag] = probe.reached
 
         def go() -> None:
             try:
@@ -317,10 +339,10 @@ class Engine:
             finally:
                 probe.reached.set()
 
-        probe.thread = threading.Thread(target=go, name="drill-probe", daemon=True)
-        probe.thread.start()
-        probe.reached.wait()  # the intent's own budget bounds it
-        self._arrived.pop(intent.tag, None)
+        with self.waiting(intent.tag, probe.reached):
+            probe.thread = threading.Thread(target=go, name="drill-probe", daemon=True)
+            probe.thread.start()
+            probe.reached.wait()  # the intent's own budget bounds it
         return probe
 
     def _round(self, jobs: list[tuple[Drill, int]], setup: Setup, run: DrillResults,
@@ -356,67 +378,24 @@ class Engine:
                 raise
 
     # -- the service --------------------------------------------------------------------------
-    def submit(self, tag: str, key: str, stream: bool = False) -> Submission:
-        submit = self.section.submit
-        marks = {"{tag}": tag, "{key}": key}
-        headers = {k: fill(v, marks) for k, v in self.profile.headers(self.env).items()}
-        body = fill(submit.body, marks)
-        at = self.now()
-        try:
-            if submit.kind == "chat":  # a gateway streams for the stream-cut drill
-                if stream and isinstance(body, dict):
-                    body = {**body, "stream": True}
-                return read_chat(self.client, submit, headers, body, at, self.now, stream)
-            response = self.client.request(submit.method, submit.path, json=body,
-                                           headers=headers)
-        except httpx.HTTPError as exc:
-            return Submission(at, None, error=redact(f"{type(exc).__name__}: {exc}"),
-                              ended_at=self.now())
-        try:
-            data, unread = json_body(response), ""
-        except ValueError:
-            data, unread = None, unreadable(response)
-        job = pick(data, submit.id_field)
-        error = unread if response.is_success else redact(response.text[:200])
-        return Submission(at, response.status_code, job_id=None if job is None else str(job),
-                          error=error, ended_at=self.now())
-
-    def observe(self, job: str) -> Observation:
-        observe = self.section.observe
-        at = self.now()
-        try:
-            response = self.client.request(
-                observe.method, fill_path(observe.path, {"job_id": job}),
-                headers=self.profile.headers(self.env, "observe"))
-        except httpx.HTTPError as exc:
-            return Observation(at, "error", None, None, None, self.now(),
-                               error=redact(f"no answer ({type(exc).__name__}: {exc})"))
-        try:
-            data = json_body(response)
-        except ValueError:
-            return Observation(at, "error", None, None, response.status_code, self.now(),
-                               error=f"HTTP {response.status_code} and {unreadable(response)}")
-        raw = pick(data, observe.status_field)
-        result = pick(data, observe.result_field)
-        text = None if result is None else (result if isinstance(result, str)
-                                            else json.dumps(result))
-        return Observation(at, classify(observe.statuses, raw), None if raw is None else str(raw),
-                           text, response.status_code, self.now())
-
     def lists(self, ev: IntentEvidence, job: str) -> None:
+        """The lists the service shows for the job (attempts, races), read once it settled."""
         observe = self.section.observe
-        headers = self.profile.headers(self.env, "observe")
         if observe.attempts is not None:
-            ev.attempts = listed(self.client, observe.attempts, job, headers)
+            ev.attempts = self.service.listed(observe.attempts, job)
         if observe.races is not None:
-            ev.races = listed(self.client, observe.races, job, headers)
+            ev.races = self.service.listed(observe.races, job)
             # Two answers reached the service: the loser's race may still be being written (a
-            # loaded service; seen: 1.4 s); look again, quickly, before judging it missing.
+            # loaded service; seen: 1.4 s, and beyond 3 s where its database waited on a lock):
+            # look again until the intent's budget passed before judging it missing; a list
+            # the service did not answer is read again too
             answered = sum(c.outcome == "answered" for c in self.calls(ev.tag))
-            deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3)
+            deadline = self.now() + max(2.0, 2 * self.section.timeouts.provider_s + 0.3,
+                                        self.budget)
+            pace = max(observe.poll_s, 0.1)
             while answered > 1 and not ev.races and self.now() < deadline \
-                    and not self.stop.wait(observe.poll_s):
-                ev.races = listed(self.client, observe.races, job, headers)
+                    and not self.stop.wait(pace):
+                ev.races = self.service.listed(observe.races, job)
 
 
 @contextmanager
@@ -430,13 +409,10 @@ def drilling(profile: DrillProfile, *, target: str, env: Mapping[str, str],
     profile.headers(env, "observe")
     epoch = time.monotonic()
     t = profile.section.timeouts
-    client_timeout = t.job_s + late_ms(t.provider_s) / 1000 + 5
-    # every request to the service: a total deadline (the intent's budget) and a body limit
-    transport = BoundedTransport(deadline_s=client_timeout, limits=httpx.Limits(
-        max_connections=max(10, (concurrency or 64) * 3)))
-    with serving(profile, upstreams, epoch) as served, httpx.Client(
-            base_url=target.rstrip("/"), timeout=client_timeout, transport=transport) as client:
-        yield Engine(profile, target, env, served, epoch, client, concurrency=concurrency)
+    with serving(profile, upstreams, epoch) as served, \
+            clients_of(target, t.job_s + late_ms(t.provider_s) / 1000 + 5,
+                       concurrency) as clients:
+        yield Engine(profile, target, env, served, epoch, clients, concurrency=concurrency)
 
 
 def run_drills(profile: DrillProfile, *, target: str, env: Mapping[str, str],

@@ -40,7 +40,11 @@ class Call:
     status: int | None = None
     stream: bool = False
     keyed: bool = False  # the request carried an idempotency key header
-    held: bool = False  # its answer waited until the drill let it go
+    held: bool = False  # its answer was held (docs/drill.md, "Held answers")
+    #: how its held answer's wait ended: the drill let it go, the fakes' backstop passed, or the
+    #: service left first (None: not held); and when
+    freed: str | None = None
+    freed_at: float | None = None
 
     @property
     def billed(self) -> bool:
@@ -74,6 +78,7 @@ class Submission:
     result: str | None = None  # chat: the answer's text
     stream_complete: bool | None = None  # chat with stream: did the stream end properly?
     answered_base: str | None = None  # the gateway's word on who answered (an api base URL)
+    unreached: bool = False  # no answer because no connection was made (refused, timed out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.domain.words import counted
-from harness.drill.drills import Drill, late_ms
+from harness.drill.drills import HELD_LOOKS, Drill, late_ms
 from harness.drill.evidence import IntentEvidence
 from harness.target.ids import UnusableId, path_segment
 
@@ -48,35 +48,28 @@ class Slot:
 @dataclass
 class Holds:
     """When the held answers of one intent go: the fallback's once the job was observed twice
-    after the fallback's call arrived (once, past ``cap_s``), the late primary's once the
-    fallback's answer was delivered and the job observed complete (or ``late_s`` after it
-    arrived when no fallback call came)."""
+    after the fallback's call arrived (:meth:`IntentRun._held_looks`; else the fakes' backstop
+    lets it go, and the judge says what that means), the late primary's once the fallback's
+    answer was delivered and the job observed complete (or ``late_s`` after it arrived when no
+    fallback call came)."""
 
     fallback: bool
     primary: bool
-    cap_s: float
     late_s: float
+    closed: threading.Event = field(default_factory=threading.Event)  # the intent stops
 
     def tick(self, engine: Engine, ev: IntentEvidence, now: float, complete: bool) -> None:
-        if not (self.fallback or self.primary):
+        """The late primary's answer goes, once its moment came (the watcher asks)."""
+        if not self.primary:
             return
         calls = engine.calls(ev.tag)
         fallbacks = [c for c in calls if c.role == "fallback"]
-        if self.fallback and fallbacks:
-            arrived = fallbacks[0].at
-            looks = sum(o.at > arrived for o in ev.observations)
-            # two looks; past the cap one will do (the fakes let it go anyway at their
-            # backstop, three quarters of the provider timeout after the call arrived)
-            if looks >= 2 or (looks and now - arrived >= self.cap_s):
-                engine.let_go(ev.tag, "fallback")
-                self.fallback = False
-        if self.primary:
-            primary = next((c for c in calls if c.role == "primary"), None)
-            delivered = any(c.outcome == "answered" for c in fallbacks)
-            alone = primary is not None and not fallbacks and now - primary.at >= self.late_s
-            if (delivered and complete) or alone:
-                engine.let_go(ev.tag, "primary")
-                self.primary = False
+        primary = next((c for c in calls if c.role == "primary"), None)
+        delivered = any(c.outcome == "answered" for c in fallbacks)
+        alone = primary is not None and not fallbacks and now - primary.at >= self.late_s
+        if (delivered and complete) or alone:
+            engine.let_go(ev.tag, "primary")
+            self.primary = False
 
 
 @dataclass
@@ -101,23 +94,27 @@ class IntentRun:
         # second): the service does not fail over; it then answers
         holds = Holds(fallback=jobs and self.drill.timeout,
                       primary=jobs and self.drill.hold_primary,
-                      cap_s=t.provider_s / 2, late_s=2 * t.provider_s + 1.0)
+                      late_s=2 * t.provider_s + 1.0)
         e.script(self.tag, primary, hold_primary=holds.primary, hold_fallback=holds.fallback)
         ev = IntentEvidence(self.drill.name, self.trial, self.tag, e.now())
-        clicking: list[threading.Thread] = []
+        helpers: list[threading.Thread] = []
         try:
-            clicking = self._submit(ev)
+            helpers = self._submit(ev)
             job = self._job(ev) if jobs else None
             if job is not None:
+                helpers += self._held_looks(ev, holds, job)
                 self._watch(ev, holds, job)
             else:
                 self._settle_calls(ev)
         finally:
-            for thread in clicking:
+            holds.closed.set()
+            e.wake(self.tag)
+            for thread in helpers:
                 thread.join(e.budget + 5)
             e.let_go(self.tag, None)
             e.forget_wake(self.tag)
         ev.submissions.sort(key=lambda s: s.at)
+        ev.observations.sort(key=lambda o: o.at)  # the held looks came from a thread of theirs
         ev.calls = e.calls(self.tag)
         ev.untagged = e.untagged(since=ev.started_at)
         ev.ended_at = e.now()
@@ -132,7 +129,7 @@ class IntentRun:
         lock = threading.Lock()
 
         def one() -> None:
-            done = e.submit(self.tag, self.key, stream)
+            done = e.service.submit(self.tag, self.key, stream)
             with lock:
                 ev.submissions.append(done)
 
@@ -170,6 +167,34 @@ class IntentRun:
         one()
 
     # -- watching -----------------------------------------------------------------------------
+    def _held_looks(self, ev: IntentEvidence, holds: Holds, job: str) -> list[threading.Thread]:
+        """The fallback's held answer gets looks of its own: once its call arrived, two looks
+        at the job from a thread of their own (a look of the watcher's that began before and
+        stalls does not hold them up), then the answer goes."""
+        if not holds.fallback:
+            return []
+        e = self.engine
+
+        def arrived() -> bool:
+            return any(c.role == "fallback" for c in e.calls(self.tag))
+
+        def look() -> None:
+            wake = threading.Event()
+            deadline = e.now() + e.budget
+            with e.waiting(self.tag, wake):
+                while not (arrived() or holds.closed.is_set() or e.stop.is_set()
+                           or e.now() > deadline):
+                    wake.wait(max(0.0, deadline - e.now()))
+                    wake.clear()
+            for _ in range(HELD_LOOKS if arrived() else 0):
+                if holds.closed.is_set() or e.stop.is_set():
+                    break
+                ev.observations.append(e.service.observe(job, held=True))
+            e.let_go(self.tag, "fallback")
+            holds.fallback = False
+
+        return _started([look], "drill-held-looks")
+
     def _job(self, ev: IntentEvidence) -> str | None:
         """The job the submits named, if it can be watched: an id is data, one path segment
         (else this intent is unknown, naming it); a submit answer that was not JSON, said."""
@@ -197,19 +222,20 @@ class IntentRun:
         settling_since: float | None = None
         quick = QUICK_LOOKS
         while not e.stop.is_set():
-            ev.observations.append(e.observe(job))
+            look = e.service.observe(job)
+            ev.observations.append(look)
             now = e.now()
-            if done_at is None and ev.observations[-1].status in ("succeeded", "failed"):
+            if done_at is None and look.status in ("succeeded", "failed"):
                 done_at = now
             holds.tick(e, ev, now, done_at is not None)
             if done_at is None and now > deadline:
                 self._release(ev, "the job did not finish within the drill's budget")
-                ev.observations.append(e.observe(job))
+                ev.observations.append(e.service.observe(job))
                 break
             if done_at is not None and settling_since is None:
                 settling_since = self._settling(ev, done_at, now)
             if settling_since is not None and self._quiet(ev, now, done_at or now):
-                ev.observations.append(e.observe(job))  # the job, read a last time
+                ev.observations.append(e.service.observe(job))  # the job, read a last time
                 break
             idle = e.idle_s if settling_since is None else max(e.idle_s, e.settle_s / 10)
             if done_at is None and self._giving_up(ev, now):
@@ -221,7 +247,7 @@ class IntentRun:
     def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
         """The service is about to give up on a silent primary (its timeout is near) and has
         not turned to a fallback yet: look at the pace of ``poll_s``, so that a ``failed``
-        shown in between is seen."""
+        shown in between is seen (once the fallback's call arrived, its held looks do)."""
         if not self.drill.timeout:
             return False
         calls = self.engine.calls(ev.tag)
@@ -279,8 +305,9 @@ class IntentRun:
             self.engine.release(ev.tag)
 
 
-def _started(targets: list[Callable[[], None]]) -> list[threading.Thread]:
-    threads = [threading.Thread(target=t, name="drill-click", daemon=True) for t in targets]
+def _started(targets: list[Callable[[], None]], name: str = "drill-click"
+             ) -> list[threading.Thread]:
+    threads = [threading.Thread(target=t, name=name, daemon=True) for t in targets]
     for thread in threads:
         thread.start()
     return threads

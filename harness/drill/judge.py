@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from harness.domain.words import counted
-from harness.drill.drills import Drill
+from harness.drill.causes import overloaded, unanswered, undrillable
+from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
 from harness.target.drill_section import DrillSection
@@ -48,8 +49,6 @@ PROMISES: dict[str, str] = {
 #: (certified?, why) for a provider; None: no contract to judge against
 Certifier = Callable[[str], tuple[bool, str] | None]
 ONE_JOB, ONE_WINNER = "one_job_per_intent", "one_winner_per_job"
-BASE_URL_VARS = {"openai-chat": ("OPENAI_BASE_URL", "/v1"),
-                 "anthropic-messages": ("ANTHROPIC_BASE_URL", "")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,23 +91,14 @@ class Setup:
     section: DrillSection
     fakes: Sequence[tuple[str, str, str]]
     certify: Certifier | None = None
-
-
-def base_url_fix(fakes: Sequence[tuple[str, str, str]]) -> str:
-    """The variables and URLs that point a service's providers at the fakes."""
-    parts = []
-    for name, kind, url in fakes:
-        var, suffix = BASE_URL_VARS.get(kind, ("the provider's base URL", ""))
-        parts.append(f"{var}={url}{suffix} ({name})")
-    return ("start the service with its providers pointed at the drill: " + ", ".join(parts)
-            + " (or the gateway's upstreams / api_base at those URLs)")
+    target: str = ""  # the service's URL (for a cause that names it)
 
 
 def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdict:
     out = IntentVerdict(ev)
-    reason = _precondition(ev, drill, setup)
-    if reason is not None:
-        out.findings.append(reason)
+    cause = undrillable(ev, drill, setup.fakes, setup.target)
+    if cause is not None:
+        out.findings.append(Finding("completed", "unknown", *cause))
         return out
     chat = setup.section.submit.kind == "chat"
     winner, winner_finding = _winner(ev, setup, chat)
@@ -128,32 +118,16 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
     return out
 
 
-def _precondition(ev: IntentEvidence, drill: Drill, setup: Setup) -> Finding | None:
-    if ev.cause is not None:  # the service's own answer made the intent undrillable
-        return Finding("completed", "unknown", ev.cause[0], ev.cause[1])
-    first = ev.submissions[0] if ev.submissions else None
-    if first is None or first.status is None or not 200 <= first.status < 300:
-        got = "no answer" if first is None or first.status is None else f"HTTP {first.status}"
-        detail = f" ({first.error})" if first is not None and first.error else ""
-        if not ev.calls:
-            return Finding("completed", "unknown", f"the service answered the submit with "
-                           f"{got}{detail} and never called a provider",
-                           "check drill.submit (path, headers, body) against the service's API")
-    if not ev.calls and ev.untagged:
-        return Finding("completed", "unknown", f"the fakes got {ev.untagged} provider "
-                       f"call{'s' if ev.untagged != 1 else ''} while this intent ran, none "
-                       "carrying a drill tag: the service does not pass the submitted text "
-                       "into its provider request", "send the text the drill submits (it holds "
-                       "the tag drill-<12 hex>) to the provider unchanged, or put {tag} where "
-                       "the service copies it into the prompt (drill.submit.body)")
-    if not ev.calls:
-        return Finding("completed", "unknown", "the service never called the fakes for this "
-                       "intent, so nothing was drilled", base_url_fix(setup.fakes))
-    if drill.name != "control" and not any(c.role == "primary" for c in ev.calls):
-        return Finding("completed", "unknown", f"no call reached the primary, so the scripted "
-                       f"failure ({drill.description}) never happened",
-                       "check which provider the profile marks role: primary")
-    return None
+def mark_overload(verdicts: Sequence[IntentVerdict], concurrency: int) -> None:
+    """Across a run's intents: when the drill's concurrency overloaded the service, the intents
+    whose submit got no answer say so, and their fix names ``--concurrency``."""
+    overload = overloaded([v.evidence for v in verdicts], concurrency)
+    if overload is None:
+        return
+    for v in verdicts:
+        if unanswered(v.evidence):
+            v.findings = [Finding(f.promise, f.verdict, f.message + overload[0], overload[1])
+                          if f.verdict == "unknown" else f for f in v.findings]
 
 
 def answered_by(ev: IntentEvidence, setup: Setup, winner: Call | None) -> str | None:
@@ -205,8 +179,54 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
     if not ev.observations:
         return Finding("timeout_not_failure", "unknown", "the job was never observed",
                        "check drill.observe (path, status_field)")
+    if not _timed_out(ev):
+        return Finding("timeout_not_failure", "unknown", f"the service never acted on its "
+                       f"timeout while the drill watched ({counted(len(ev.observations), 'look')}"
+                       f"): no fallback call, the primary never given up, the job never "
+                       "'unknown', so what it shows after a timeout was not seen",
+                       "check timeouts.provider_s against the service's timeout; a service too "
+                       "loaded to reach its timeout within timeouts.job_s: a lower --concurrency")
+    unseen = _unseen_hold(ev)
+    if unseen is not None:
+        return unseen
     return Finding("timeout_not_failure", "held", f"{len(ev.observations)} observations, "
                    "never failed")
+
+
+def _timed_out(ev: IntentEvidence) -> bool:
+    """Evidence that the service acted on the primary's timeout: it called a fallback, gave up
+    on the primary (abandoned, late), or said itself the job's outcome is unknown."""
+    return (any(c.role == "fallback" for c in ev.calls)
+            or any(c.role == "primary" and c.outcome in ("abandoned", "late") for c in ev.calls)
+            or any(o.status == "unknown" for o in ev.observations))
+
+def _unseen_hold(ev: IntentEvidence) -> Finding | None:
+    """The fallback's answer was held so that the job is seen between the service's timeout and
+    that answer; fewer than two looks in that window (the fakes let the answer go at their
+    backstop, before the service's own timeout would cut the call; or the service left it):
+    no evidence either way."""
+    held = next((c for c in sorted(ev.calls, key=lambda c: c.at)
+                 if c.role == "fallback" and c.held), None)
+    if held is None:
+        return None
+    end = held.freed_at if held.freed_at is not None else held.ended_at
+    looks = sum(1 for o in ev.observations if o.at > held.at
+                and end is not None and (o.answered_at or o.at) <= end)
+    if looks >= HELD_LOOKS:
+        return None
+    why = {"backstop": "the fakes let it go at their backstop, three quarters of "
+                       "timeouts.provider_s after the call arrived, before the service's own "
+                       "timeout would cut the call",
+           "left": "the service left the call first"}.get(held.freed or "", "")
+    span = f"{held.at - ev.started_at:.3f} s" + (
+        f" to {end - ev.started_at:.3f} s" if end is not None else "")
+    return Finding("timeout_not_failure", "unknown", f"the drill could not look twice while "
+                   f"the fallback was held: {counted(looks, 'look')} at the job completed "
+                   f"while {held.ident}'s answer was held ({span}){f': {why}' if why else ''}; "
+                   "a failed status shown in between may have been missed",
+                   "the looks at the job were slow: drill with a lower --concurrency or on a "
+                   "less loaded machine, or with a longer provider timeout (the service's, and "
+                   "timeouts.provider_s with it): the window is three quarters of it")
 
 
 def _silent(drill: Drill) -> str:
@@ -323,6 +343,11 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
                                f"then reported {last.raw_status!r}")
     late = [c for c in ev.calls if c.outcome == "answered" and c is not winner
             and c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
+    if late and setup.section.observe and setup.section.observe.races and ev.races is None:
+        return winner, Finding(ONE_WINNER, "unknown", f"the late answer of {late[0].ident} "
+                               "reached the service after the winner, and the service did not "
+                               "answer the list of races", "check drill.observe.races (path, "
+                               "items) against the service's API")
     if late and setup.section.observe and setup.section.observe.races and not ev.races:
         return winner, Finding(ONE_WINNER, "broken", f"the late answer of {late[0].ident} "
                                "reached the service after the winner and no race was recorded")

@@ -77,7 +77,8 @@ def read_chat(client: httpx.Client, submit: Submit, headers: dict[str, str], bod
     except httpx.HTTPError as exc:
         return Submission(at, status, result="".join(pieces), stream_complete=False,
                           error=redact(f"{type(exc).__name__}: {exc}"), ended_at=now(),
-                          answered_base=base)
+                          answered_base=base, unreached=status is None and isinstance(
+                              exc, (httpx.ConnectError, httpx.ConnectTimeout)))
     return Submission(at, status, result="".join(pieces), stream_complete=complete,
                       ended_at=now(), answered_base=base)
 

@@ -5,7 +5,8 @@ does not pull in httpx and uvicorn. Implementation lives in the submodules: ``co
 (providers.yaml), ``base``/``openai_chat``/``anthropic_messages``/``clients`` (wire clients),
 ``classify`` (failed vs unknown), ``secrets`` (keys and redaction), ``behaviours``, and
 ``fake``/``fake_wire``/``fake_answers``/``fake_transport``/``fake_server`` (fake providers),
-``recording`` (a fake that records every call and is scripted per request: the drills).
+``recording`` (a fake that records every call and is scripted per request: the drills) with
+``holds`` (its held answers and hung calls, let go by the drill).
 The in-process fake's factory is ``harness.providers.fake_transport.fake_transport`` (not
 re-exported: the name is taken by its module).
 """

@@ -89,8 +89,13 @@ class FakeServer:
         wait_until_ready(self.host, self.port, timeout_s=timeout_s, alive=self._thread.is_alive)
         return self
 
-    def stop(self) -> None:
+    def stopping(self) -> None:
+        """Ask the server to stop and return at once (:meth:`stop` waits for it): several
+        servers asked first stop together, not one after the other."""
         self._server.should_exit = True
+
+    def stop(self) -> None:
+        self.stopping()
         self._thread.join(timeout=10)
         self._sock.close()
 

@@ -30,10 +30,11 @@ text ``answered by <name> (call <name>#<seq>) for <tag>``, so a drill can tell w
 a job's result came from. ``epoch`` (a ``time.monotonic()`` value) lets several fakes share one
 clock with the drill that watches them.
 
-Held answers: ``script_tag(tag, behaviour, hold=True)`` makes the answers of the requests
-carrying ``tag`` wait, without busy waiting (an asyncio event per request), until the drill calls
-:meth:`RecordingFake.let_go` (or :meth:`RecordingFake.release`): the drill decides when each
-answer is delivered, as a deterministic simulation does, instead of relying on timing.
+Held answers (:mod:`harness.providers.holds`): ``script_tag(tag, behaviour, hold=True)`` makes
+the answers of the requests carrying ``tag`` wait, without busy waiting, until the drill calls
+:meth:`RecordingFake.let_go` (or :meth:`RecordingFake.release`), or the hold's backstop passed:
+the drill decides when each answer is delivered, as a deterministic simulation does, instead of
+relying on timing. Each record says how its hold ended (``freed``) and when (``freed_at``).
 
 Control endpoints (besides FakeProvider's): ``GET /_fake/received`` (the records as JSON),
 ``POST /_fake/script`` (``{"behaviour": "hang"}``, optionally ``"tag": "drill-…"``),
@@ -49,7 +50,6 @@ no memory beyond the limit per call.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import hmac
 import json
@@ -61,16 +61,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.providers.behaviours import Behaviour, BehaviourError
-from harness.providers.fake import (
-    BEHAVIOUR_HEADER,
-    FakeProvider,
-    _drop,
-    _read_body,
-    _send_json,
-    _until_disconnect,
-)
+from harness.providers.fake import BEHAVIOUR_HEADER, FakeProvider, _drop, _read_body, _send_json
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
+from harness.providers.holds import Freed, HeldAnswers, wait_or_leave
 from harness.providers.secrets import redact_headers
 from harness.providers.sse import sse_events
 
@@ -108,6 +102,8 @@ class Received:
     status: int | None = None
     ended_at: float | None = None
     held: bool = False  # its answer waited until the drill let it go
+    freed: Freed | None = None  # how a held answer's wait ended (drill, backstop, left)
+    freed_at: float | None = None  # when (the fake's clock)
 
     @property
     def billed(self) -> bool:
@@ -124,15 +120,6 @@ class _Log:
     lock: threading.Condition = field(default_factory=threading.Condition)
 
 
-@dataclass
-class _Gate:
-    """The held answers of one tag: closed until the drill lets them go."""
-
-    open: bool = False
-    waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=list)
-    max_s: float | None = None  # a held answer goes anyway this long after its call arrived
-
-
 class RecordingFake(FakeProvider):
     """A FakeProvider that records what it received and how each request ended (see module)."""
 
@@ -143,12 +130,10 @@ class RecordingFake(FakeProvider):
         super().__init__(kind, "conformant", answer, answers_from=answers_from)
         self.name = name or kind
         self.control, self.token = control, token
-        self._gates: dict[str, _Gate] = {}
+        self._holds = HeldAnswers()
         self.script = _check(behaviour)
         self.signed = signed
         self._tags: dict[str, str] = {}
-        self._hung: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
-        self._released: set[str] = set()
         #: called with a request's tag when it arrives or ends (a drill wakes its watcher)
         self.on_change: Callable[[str | None], None] | None = None
         self._log = _Log()
@@ -164,43 +149,30 @@ class RecordingFake(FakeProvider):
         ``hold``: their answers wait until :meth:`let_go` (or :meth:`release`), or at most
         ``hold_max_s`` after the request arrived."""
         checked = _check(behaviour)
+        if hold:  # before the script: a call that gets the script finds its gate
+            self._holds.hold(tag, hold_max_s)
         with self._log.lock:
             self._tags[tag] = checked
-            if hold:
-                self._gates[tag] = _Gate(max_s=hold_max_s)
 
     def let_go(self, tag: str) -> None:
         """Deliver the held answers of ``tag``, now and later (no-op when none is held)."""
-        with self._log.lock:
-            gate = self._gates.get(tag)
-            if gate is None or gate.open:
-                return
-            gate.open, waiters, gate.waiters = True, gate.waiters, []
-        for loop, event in waiters:
-            loop.call_soon_threadsafe(event.set)
+        self._holds.let_go(tag)
 
     def holding(self, tag: str) -> bool:
         """Whether the answers of ``tag`` are still held."""
-        with self._log.lock:
-            gate = self._gates.get(tag)
-            return gate is not None and not gate.open
+        return self._holds.holding(tag)
 
     def release(self, tag: str) -> None:
         """Close the hung requests carrying ``tag`` (outcome ``released``) and deliver its held
         answers, now and later: a drill that stops waiting for an intent does not leave its
         connections open."""
-        self.let_go(tag)
-        with self._log.lock:
-            self._released.add(tag)
-            waiters = self._hung.pop(tag, [])
-        for loop, event in waiters:
-            loop.call_soon_threadsafe(event.set)
+        self._holds.release(tag)
 
     def forget(self, tag: str) -> None:
         """Drop ``tag``'s script and gate (its intent is closed; its records stay)."""
         with self._log.lock:
             self._tags.pop(tag, None)
-            self._gates.pop(tag, None)
+        self._holds.forget(tag)
 
     def now(self) -> float:
         """Seconds on this fake's clock (the one ``at`` and ``ended_at`` are measured on)."""
@@ -220,8 +192,7 @@ class RecordingFake(FakeProvider):
             self._log.records.clear()
             self._log.by_tag.clear()
             self._tags.clear()
-            self._gates.clear()
-            self._released.clear()
+        self._holds.clear()
         self.deliveries.clear()
 
     def wait_arrival(self, tag: str, timeout_s: float, count: int = 1) -> bool:
@@ -316,13 +287,13 @@ class RecordingFake(FakeProvider):
                 return
             behaviour = Behaviour.parse(script)
             if behaviour.name == "hang":
-                if await self._hang(record.tag, receive):
+                if await self._holds.wait_hung(record.tag, receive):
                     outcome = "released"
                     await _drop(scope, receive, send, reset=True)
                 else:
                     outcome = "abandoned"
                 return
-            if behaviour.delay_s and not await _wait_or_leave(receive, behaviour.delay_s):
+            if behaviour.delay_s and not await wait_or_leave(receive, behaviour.delay_s):
                 outcome = "late"
                 return
             if behaviour.name in ("conformant", "slow") and not await self._gate(record,
@@ -344,27 +315,15 @@ class RecordingFake(FakeProvider):
         finally:
             self._end(record, outcome, status)
 
-    async def _hang(self, tag: str | None, receive: Any) -> bool:
-        """Wait until the caller leaves (False) or the drill releases the tag (True)."""
-        event = asyncio.Event()
-        with self._log.lock:
-            if tag is not None and tag in self._released:
-                return True
-            if tag is not None:
-                self._hung.setdefault(tag, []).append((asyncio.get_running_loop(), event))
-        return await _set_first(event, receive)
-
     async def _gate(self, record: Received, receive: Any) -> bool:
-        """Wait while ``record``'s tag holds its answers: True once let go, False if the caller
-        left first."""
-        event = asyncio.Event()
+        """Wait while ``record``'s tag holds its answers: True once let go (by the drill or at
+        the backstop), False if the caller left first; the record says which, and when."""
+        freed = await self._holds.wait_gate(record.tag, receive, record.at, self.now)
+        if freed is None:  # not held
+            return True
         with self._log.lock:
-            gate = self._gates.get(record.tag) if record.tag else None
-            if gate is None or gate.open:
-                return True
-            record.held = True
-            gate.waiters.append((asyncio.get_running_loop(), event))
-        return await _set_first(event, receive, gate.max_s)
+            record.held, record.freed, record.freed_at = True, freed, round(self.now(), 4)
+        return freed != "left"
 
     def _record(self, path: str, headers: dict[str, str], data: Any, body: bytes) -> Received:
         found = _TAG_BYTES.search(body)
@@ -431,27 +390,6 @@ def _check(behaviour: str) -> str:
     if behaviour != STREAM_CUT:
         Behaviour.parse(behaviour)  # BehaviourError if unknown
     return behaviour
-
-
-async def _set_first(event: asyncio.Event, receive: Any, timeout_s: float | None = None) -> bool:
-    """Wait for ``event`` (True) or for the caller to leave (False), whichever comes first;
-    ``timeout_s`` passing first counts as the event."""
-    left = asyncio.ensure_future(_until_disconnect(receive))
-    freed = asyncio.ensure_future(event.wait())
-    done, pending = await asyncio.wait({left, freed}, timeout=timeout_s,
-                                       return_when=asyncio.FIRST_COMPLETED)
-    for task in pending:
-        task.cancel()
-    return left not in done
-
-
-async def _wait_or_leave(receive: Any, seconds: float) -> bool:
-    """Emulated generation time: True when it passed, False if the caller left first."""
-    try:
-        await asyncio.wait_for(_until_disconnect(receive), seconds)
-    except TimeoutError:
-        return True
-    return False
 
 
 def _replaying(body: bytes, receive: Any) -> Any:

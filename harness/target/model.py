@@ -12,6 +12,7 @@ default). The full format, with an example, is in docs/scenarios.md ("Target pro
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,6 +28,7 @@ from pydantic import (
 )
 
 from harness.domain.redaction import redact_url as redact
+from harness.domain.states import AttemptState, JobStatus
 from harness.target.bodies import check_template
 from harness.target.drill_section import DrillSection
 from harness.target.errors import ProfileValueError, explain
@@ -38,6 +40,11 @@ OperationName = Literal["create_job", "get_job", "start_attempt", "post_event",
                         "list_attempts", "list_races"]
 NEEDS: dict[str, tuple[OperationName, ...]] = {"jobs": ("create_job", "get_job"),
          "attempts": ("start_attempt", "post_event", "list_attempts", "list_races")}
+
+
+#: the words a profile's ``values:`` maps a service's own values to, per API.md field
+VALUE_WORDS: dict[str, tuple[str, ...]] = {"status": tuple(s.value for s in JobStatus),
+                                           "state": tuple(s.value for s in AttemptState)}
 
 
 class _Strict(BaseModel):
@@ -54,6 +61,24 @@ class Operation(_Strict):
     #: a list operation: the dotted path of the list; ``.`` (or none) for a top-level array
     items: str | None = None
     values: dict[str, dict[str, str]] = {}
+
+    @field_validator("values")
+    @classmethod
+    def _values(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        """A service's value mapped to a word API.md does not have (``sucess``) is refused
+        here, naming the field, the value and the words, not met later as a status no
+        scenario expects."""
+        for name, table in value.items():
+            words = VALUE_WORDS.get(name)
+            for theirs, ours in table.items():
+                if words is not None and ours not in words:
+                    near = difflib.get_close_matches(ours, words, n=1, cutoff=0.5)
+                    hint = f" (did you mean {near[0]!r}?)" if near else ""
+                    raise ProfileValueError(
+                        f"maps {name} {theirs!r} to {ours!r}, which is not one of API.md's "
+                        f"{name} words{hint}", f"values.{name}.{theirs} must be one of: "
+                        f"{', '.join(words)} (their value on the left, API.md's on the right)")
+        return value
 
     @field_validator("items")
     @classmethod

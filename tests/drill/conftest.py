@@ -20,6 +20,15 @@ from harness.providers.recording import RecordingFake
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "drill"
+#: an intent where a twin's rule is neither held nor broken says why, and the why is the load:
+#: the service never got to its timeout within the budget, the looks at the job were too slow
+#: for the held answer, or the service let go of a held late answer first (docs/drill.md,
+#: "Held answers"). Never held: a twin is never said to keep its rule, a correct service never
+#: said to break one. Measured: none at 36 at once beside two busy loops; 1-2 of 10 under a
+#: parallel test run on the loaded shared machine (load 14): at most LOAD_MISSES of them
+LOAD_CAUSES = ("the drill could not look twice", "the service never acted on its timeout",
+               "the late answer of")
+LOAD_MISSES = 2
 START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
 
 

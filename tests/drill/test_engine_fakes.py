@@ -94,3 +94,23 @@ def test_engine_fake_refuses_an_unknown_script() -> None:
     fake = RecordingFake("openai-chat")
     with pytest.raises(ValueError, match="unknown behaviour"):
         fake.script_tag(A, "explode")
+
+
+def test_engine_fake_says_how_a_held_answer_went() -> None:
+    """A held answer goes when the drill lets it go (``freed`` "drill"), or, never let go, at
+    the hold's backstop ("backstop"); each record says which and when."""
+    fake = RecordingFake("openai-chat", name="gpt", signed=True)
+    fake.script_tag(A, "conformant", hold=True)  # no backstop: only the drill lets it go
+    fake.script_tag(B, "conformant", hold=True, hold_max_s=0.05)  # never let go
+    with FakeServer(fake) as server, ThreadPoolExecutor(1) as pool, \
+            httpx.Client(base_url=f"{server.url}/v1", timeout=30, headers=AUTH) as client:
+        held = pool.submit(client.post, "/chat/completions", json=_body(A))
+        assert fake.wait_arrival(A, 10) and fake.holding(A)
+        fake.let_go(A)
+        assert held.result(timeout=30).status_code == 200
+        assert client.post("/chat/completions", json=_body(B)).status_code == 200
+    records = {r.tag: r for r in fake.received()}
+    assert (records[A].held, records[A].freed) == (True, "drill")
+    assert (records[B].held, records[B].freed) == (True, "backstop")
+    b = records[B]
+    assert b.freed_at is not None and b.freed_at >= b.at + 0.05 - 0.001

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.drill.conftest import EXAMPLES, ROOT, provider_env
+from tests.drill.conftest import EXAMPLES, LOAD_CAUSES, LOAD_MISSES, ROOT, provider_env
 
 # each run: a service start and 11 drills x 10 intents (10-30 s); the example drills run one at
 # a time on one worker under xdist: each brings its own load (36 intents at once), and two at
@@ -31,23 +31,12 @@ from tests.drill.conftest import EXAMPLES, ROOT, provider_env
 pytestmark = [pytest.mark.slow, pytest.mark.one_worker("drill-examples")]
 
 TRIALS = 10
-CONCURRENCY = 36  # intents at work at once: verdicts must not depend on load
-#: the twins are small services with one bug each, not built for 36 jobs at once on two loaded
-#: cores (the async one starts its hedge before its primary call is even sent): they are
-#: drilled a third as hard, so that what they break is their bug, every trial
-TWIN_CONCURRENCY = 12
-#: the async twin lets go of its primary 1.5 s after the call (3 x its timeout); loaded, its
-#: event loop starts the fallback late enough that the held late answer would miss that
-SLOW_TWINS = {"no-abort": 4}
-#: rules a twin may miss in some trials (none: the no-abort twin holds on to its primary for
-#: 5 s, --abandon-after, so the drill's release of the late answer always comes before it lets
-#: go, whatever the load; with its default 1.5 s it missed up to 3 of 10 on a loaded machine)
-MISSES: dict[tuple[str, str], int] = {}
-#: twins run with a longer provider timeout than 0.5 s: brief-failed shows 'failed' until its
-#: held fallback answer goes (at most three quarters of the timeout after the call): at 0.5 s a
-#: look at the job that stalled on a loaded machine missed it in 1 of 10
-SLOWER = {"brief-failed": 1.0, "timeout-fails": 1.0}  # timeout-fails: the same window
+#: intents at work at once, for the correct service and every twin alike: verdicts must not
+#: depend on load (the no-abort twin holds on to its primary for 5 s, --abandon-after, so the
+#: drill's release of the late answer always comes before it lets go, whatever the load)
+CONCURRENCY = 36
 SETTLE_S = 1.0  # the quiet period in these tests (a loaded 2-core machine keeps it)
+
 CLI_TIMEOUT_S = 600
 TIMEOUT_DRILLS = ("hang", "late", "double-click", "double-click-staggered", "re-click")
 Rates = dict[str, dict[str, dict[str, int]]]  # drill -> promise -> {held, broken, unknown, …}
@@ -65,9 +54,6 @@ def profile_copy(tmp_path: Path, profile: str, settle: float | None) -> Path:
     timeouts = data["drill"]["timeouts"]
     if settle is not None and "settle_s" not in timeouts:
         timeouts["settle_s"] = settle
-    if profile in SLOWER:  # the service's timeout, as the profile must say it
-        timeouts["provider_s"] = SLOWER[profile]
-        data["drill"]["policy"]["hedge"]["after_s"] = SLOWER[profile]
     path = tmp_path / f"{profile}.profile.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path
@@ -75,14 +61,12 @@ def profile_copy(tmp_path: Path, profile: str, settle: float | None) -> Path:
 
 def drill(start_service: Callable[..., Any], tmp_path: Path, script: str, profile: str,
           *args: str, reach: bool = True, drills: str = "all", trials: int = TRIALS,
-          settle: float | None = SETTLE_S, concurrency: int = CONCURRENCY
-          ) -> tuple[int, Rates, str, Path]:
+          settle: float | None = SETTLE_S) -> tuple[int, Rates, str, Path]:
     """Start ``script`` with its providers at two free ports, drill it with the CLI (a
     subprocess), and return (exit code, rates per drill and promise, output, results.json)."""
     primary, fallback = free_port(), free_port()
     env = provider_env(primary, fallback) if reach else provider_env(None, None)
-    timeout = str(SLOWER.get(profile, 0.5))
-    service = start_service(script, ["--timeout", timeout, *args], env)
+    service = start_service(script, ["--timeout", "0.5", *args], env)
     report = tmp_path / f"report-{script}"
     cli_env = {**os.environ, "PRIMARY_PORT": str(primary), "FALLBACK_PORT": str(fallback),
                "PYTHONPATH": str(ROOT)}
@@ -111,22 +95,29 @@ def test_the_correct_service_passes_every_drill(start_service: Callable[..., Any
     # of its answer, after the fallback won, never meets the service letting go at that instant
     # (a loaded machine once made the two coincide at the default 1.5 s: the answer was
     # written to a connection the service was closing, and no race could be recorded)
-    code, rates, out, _ = drill(start_service, tmp_path, "correct_service.py", "correct",
-                                "--abandon-after", "5")
-    assert code == 0, out
+    code, rates, out, results = drill(start_service, tmp_path, "correct_service.py", "correct",
+                                      "--abandon-after", "5")
     assert set(rates) == {"control", "hang", "late", "5xx", "overload-429", "overload-529",
                           "reset", "stream-cut", "double-click", "double-click-staggered",
                           "re-click"}
-    assert broken(rates) == {}, out
+    assert broken(rates) == {}, out  # no false alarm, whatever the load
+    # exit 0; or 3 when the load left a timeout intent without evidence (LOAD_CAUSES), never
+    # more than LOAD_MISSES of a drill's intents, never another promise
     unknown = {(d, p): r["unknown"] for d, ps in rates.items() for p, r in ps.items()
                if r["unknown"]}
-    assert unknown == {}, out
+    assert code == (3 if unknown else 0), out
+    assert all(p == "timeout_not_failure" and n <= LOAD_MISSES
+               for (d, p), n in unknown.items()), out
+    reasons = [u["reason"] for e in json.loads(results.read_text("utf-8"))["events"]
+               if e["type"] == "drill_run" for u in e["unknowns"]]
+    assert all(r.startswith(LOAD_CAUSES) for r in reasons), reasons
     for name, promises in rates.items():  # every intent judged on what the drill is about
         for promise in ("one_job_per_intent", "one_winner_per_job", "within_hedge",
                         "billed_within_bound", "no_call_after_completion"):
             assert promises[promise]["held"] == TRIALS, (name, promise)
     for name in TIMEOUT_DRILLS:
-        assert rates[name]["timeout_not_failure"]["held"] == TRIALS
+        rate = rates[name]["timeout_not_failure"]
+        assert rate["held"] + rate["unknown"] == TRIALS, (name, rate)
     assert rates["stream-cut"]["cut_not_success"]["held"] == TRIALS
 
 
@@ -181,13 +172,12 @@ def _twin_or_skip(name: str) -> Twin:
 def test_a_twin_breaks_its_rule_in_every_trial(start_service: Callable[..., Any],
                                                tmp_path: Path, twin: str) -> None:
     script, profile, args, settle, rules, may_break = _twin_or_skip(twin)
-    code, rates, out, _ = drill(start_service, tmp_path, script, profile, *args, settle=settle,
-                                concurrency=SLOW_TWINS.get(twin, TWIN_CONCURRENCY))
-    assert_twin(code, rates, out, rules, may_break)
+    code, rates, out, results = drill(start_service, tmp_path, script, profile, *args,
+                                      settle=settle)
+    assert_twin(code, rates, out, rules, may_break, results)
 
 
 QUEUE_DRILLS = "control,hang,late,5xx"
-QUEUE_CONCURRENCY = 8  # a worker pool of the queue's size: jobs do not wait in line for it
 
 
 @pytest.mark.parametrize(("script", "profile", "args", "rules", "may_break"), [
@@ -208,20 +198,32 @@ def test_a_queue_twin_breaks_its_rule_in_every_trial(
     """Real Redis; settle at the profile's default (it covers the redelivery)."""
     if not (EXAMPLES / script).is_file():
         pytest.skip(f"examples/drill/{script} is not in this checkout")
-    code, rates, out, _ = drill(start_service, tmp_path, script, profile, "--redis", redis_url,
-                                *args, settle=None, drills=QUEUE_DRILLS,
-                                concurrency=QUEUE_CONCURRENCY)
-    assert_twin(code, rates, out, rules, may_break)
+    code, rates, out, results = drill(start_service, tmp_path, script, profile, "--redis",
+                                      redis_url, *args, settle=None, drills=QUEUE_DRILLS)
+    assert_twin(code, rates, out, rules, may_break, results)
 
 
 def assert_twin(code: int, rates: Rates, out: str, rules: dict[str, tuple[str, ...]],
-                may_break: set[str]) -> None:
+                may_break: set[str], results: Path) -> None:
+    """The twin's rule broken in every trial of its drills, but for an intent the load left
+    without evidence (unknown, with a cause in LOAD_CAUSES) or whose service stalled before it
+    got to its bug (its job never finished: 'completed' broken in as many intents; seen once:
+    timeout-fails' worker stuck with its job 'queued' for 6 s on a loaded machine, the rule then
+    held in that intent, truly); at most LOAD_MISSES such intents."""
     assert code == 1, out
     found = broken(rates)
+    unknowns = {e["drill"]: [u["reason"] for u in e["unknowns"]]
+                for e in json.loads(results.read_text("utf-8"))["events"]
+                if e["type"] == "drill_run"}
     for promise, drills in rules.items():
         for name in drills:
-            floor = TRIALS - MISSES.get((name, promise), 0)
-            assert found.get((name, promise), 0) >= floor, (name, promise, found, out)
+            rate = rates[name][promise]
+            stalled = rates[name]["completed"]["broken"]
+            assert rate["held"] <= stalled, (name, promise, rate, out)
+            assert rate["held"] + rate["broken"] + rate["unknown"] == TRIALS, (name, rate, out)
+            assert rate["broken"] >= TRIALS - LOAD_MISSES, (name, promise, rate, out)
+            if rate["unknown"]:
+                assert all(r.startswith(LOAD_CAUSES) for r in unknowns[name]), unknowns[name]
             # the report gives the rate, in words (of the intents judged on it)
             assert re.search(f"broken in {found[(name, promise)]} of {TRIALS} intents", out), out
     others = {key: n for key, n in found.items() if key[1] not in may_break}

@@ -51,14 +51,18 @@ class Ports:
 
 def drill_gateway(tmp_path: Path, url: str, ports: Ports, name: str, headers: dict[str, str],
                   env: dict[str, str], *, drills: str = DRILLS, stream: bool = False,
-                  extra: list[str] | None = None) -> tuple[int, dict[str, dict[str, Any]], str]:
+                  extra: list[str] | None = None,
+                  hedge: bool = False) -> tuple[int, dict[str, dict[str, Any]], str]:
     """Write the chat profile, drill the gateway (CLI subprocess), return (exit code, the
-    drill_run events by drill, output)."""
+    drill_run events by drill, output). ``hedge``: the profile declares the gateway's fallback
+    after its timeout as the one hedge (``policy.hedge``, ``after_s`` the timeout)."""
     profile = json.loads(json.dumps(CHAT_PROFILE))
     profile["name"] = name
     profile["drill"]["submit"]["headers"] = headers
     if stream:
         profile["drill"]["submit"]["stream"] = True
+    if hedge:
+        profile["drill"]["policy"]["hedge"] = {"allowed": True, "after_s": PROVIDER_TIMEOUT_S}
     path = tmp_path / f"{name}.profile.yaml"
     path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
     report = tmp_path / f"report-{name}"
@@ -177,6 +181,40 @@ def test_portkey_gateway_through_the_drill_engine(portkey: PortkeyGateway,
     cut = runs["stream-cut"]
     assert only_broken(cut) == {"completed": TRIALS}, out
     assert cut["provider_calls"] == TRIALS, out  # the fallback was never tried
+
+
+def test_portkey_fallback_after_its_timeout_is_the_hedge_a_profile_declares(
+        portkey: PortkeyGateway, tmp_path: Path) -> None:
+    """A gateway's fallback after the primary's timeout is a second attempt while the first is
+    unresolved: a true finding unless the profile declares it. Declared (``policy.hedge``:
+    allowed, ``after_s`` Portkey's request_timeout; two billed calls), Portkey's one fallback is
+    that hedge: the hung and late primaries hold every promise; undeclared, the same calls break
+    within_hedge (the test above)."""
+    ports = Ports()
+    code, runs, out = drill_gateway(
+        tmp_path, portkey.url.removesuffix("/v1"), ports, "portkey-hedged",
+        {"x-portkey-config": "${PORTKEY_CONFIG}"}, {"PORTKEY_CONFIG": portkey_config(ports)},
+        drills="control,hang,late", hedge=True)
+    assert code == 0, out
+    for name in ("hang", "late"):
+        assert runs[name]["verdict"] == "passed", detail(runs[name])
+        assert rates(runs[name])["within_hedge"] == (TRIALS, 0, 0), detail(runs[name])
+        assert runs[name]["provider_calls"] == 2 * TRIALS, detail(runs[name])
+
+
+def test_litellm_retries_go_beyond_a_declared_hedge(litellm: tuple[LiteLLMProxy, Ports],
+                                                     tmp_path: Path) -> None:
+    """Declaring the fallback as the hedge does not excuse LiteLLM's retries of the timed-out
+    primary (num_retries): each starts while the abandoned call is unresolved, a second new
+    attempt beyond the one hedge; within_hedge breaks in every intent, named so."""
+    proxy, ports = litellm
+    code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm-hedged",
+                                    {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
+                                    {"LITELLM_MASTER_KEY": MASTER_KEY}, drills="control,hang",
+                                    hedge=True)
+    assert code == 1, out
+    assert rates(runs["hang"])["within_hedge"][1] == TRIALS, detail(runs["hang"])
+    assert "a second new attempt after the hedge" in out, out
 
 
 def reached(runs: dict[str, dict[str, Any]], out: str) -> None:

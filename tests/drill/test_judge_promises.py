@@ -9,7 +9,7 @@ import pytest
 
 from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
-from harness.drill.judge import Setup, judge_intent
+from harness.drill.judge import IntentVerdict, Setup, judge_intent, mark_overload
 from harness.providers.recording import signature
 from harness.target.drill_profile import load_drill
 
@@ -147,6 +147,9 @@ def test_judge_the_late_answer_overwrites_the_winner(tmp_path: Path) -> None:
     assert _findings(ev, setup)["one_winner_per_job"] == "broken"
     ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=1)
     assert _findings(ev, setup)["one_winner_per_job"] == "held"
+    # the service did not answer the list of races: no evidence either way
+    ev = _ev("late", [late, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 0.9)], races=None)
+    assert _findings(ev, setup)["one_winner_per_job"] == "unknown"
 
 
 def test_judge_billed_bound_counts_abandoned_reset_and_not_refused(tmp_path: Path) -> None:
@@ -236,3 +239,99 @@ def test_judge_a_late_answer_that_never_reached_the_service_is_no_evidence(
     delivered = Call("gpt", "primary", 1, 0.01, 0.9, "answered", "conformant", held=True)
     ev = _ev("late", [delivered, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 1.0)], races=1)
     assert _findings(ev, setup)["one_winner_per_job"] == "held"
+
+
+HELD_FALLBACK = Call("claude", "fallback", 1, 0.53, 0.91, "answered", "conformant", held=True,
+                     freed="backstop", freed_at=0.905)
+
+
+def _look(at: float, status: str = "running", answered: float | None = None) -> Observation:
+    return Observation(at, status, status, None, 200, answered if answered else at + 0.01)
+
+
+@pytest.mark.parametrize(("looks", "verdict"), [
+    ([0.6], "unknown"),  # one look while held: the backstop let the answer go
+    ([0.6, 0.7], "held"),  # two looks while held, never failed
+    ([0.6, (0.88, 0.95)], "unknown"),  # the second look was answered after the answer went
+])
+def test_judge_a_fallback_answer_held_with_fewer_than_two_looks_is_no_evidence(
+        tmp_path: Path, looks: list[float | tuple[float, float]], verdict: str) -> None:
+    """The fallback's answer is held until the job was looked at twice; when the fakes' backstop
+    let it go first, a brief 'failed' may have been missed: timeout_not_failure is unknown
+    with the reason and the fix, never held."""
+    obs = [_look(x) if isinstance(x, float) else _look(x[0], answered=x[1]) for x in looks]
+    ev = _ev("hang", [HANG, HELD_FALLBACK], [*obs, _done(ANSWER, 1.0)])
+    v = judge_intent(ev, DRILLS["hang"], _setup(tmp_path, hedge=True))
+    finding = v.of("timeout_not_failure")
+    assert finding is not None and finding.verdict == verdict, finding
+    if verdict == "unknown":
+        assert "could not look twice while the fallback was held" in finding.message
+        assert "claude#1" in finding.message and "backstop" in finding.message
+        assert "--concurrency" in finding.fix
+
+
+def test_judge_a_failed_seen_breaks_the_promise_whatever_the_hold(tmp_path: Path) -> None:
+    """Evidence decides: a 'failed' seen is broken even if the drill looked only once."""
+    ev = _ev("hang", [HANG, HELD_FALLBACK], [_look(0.6, "failed"), _done(ANSWER, 1.0)])
+    finding = judge_intent(ev, DRILLS["hang"], _setup(tmp_path, hedge=True)).of(
+        "timeout_not_failure")
+    assert finding is not None and finding.verdict == "broken"
+
+
+def _unanswered(tmp_path: Path, *, unreached: bool) -> IntentVerdict:
+    ev = IntentEvidence("control", 1, TAG, 0.0, ended_at=1.0)
+    error = "ConnectError: [Errno 111] Connection refused" if unreached else \
+        "DeadlineExceeded: no whole answer within 10 s"
+    ev.submissions = [Submission(0.0, None, error=error, ended_at=0.1, unreached=unreached)]
+    setup = Setup(_setup(tmp_path).section, FAKES, None, "http://127.0.0.1:4100")
+    return judge_intent(ev, DRILLS["control"], setup)
+
+
+def test_judge_a_service_it_could_not_reach_is_named_with_its_url(tmp_path: Path) -> None:
+    """No connection at all: 'could not reach the service at <url>', unknown; never 'answered
+    the submit with no answer'."""
+    [finding] = _unanswered(tmp_path, unreached=True).findings
+    assert finding.verdict == "unknown"
+    assert finding.message.startswith("could not reach the service at http://127.0.0.1:4100 "
+                                      "(ConnectError"), finding.message
+    assert "--target" in finding.fix
+    [finding] = _unanswered(tmp_path, unreached=False).findings  # connected, no answer
+    assert finding.verdict == "unknown"
+    assert finding.message.startswith("the service gave no answer to the submit "
+                                      "(DeadlineExceeded"), finding.message
+
+
+def test_judge_overload_across_intents_names_concurrency(tmp_path: Path) -> None:
+    """Some submits answered, two or more with no answer at all: the drill's concurrency
+    overloaded the service; those intents' fix names --concurrency (not drill.submit). One
+    lost submit alone, or none answered (the service is down), is not that pattern."""
+    ok = judge_intent(_ev("hang", [HANG, FALLBACK], [_done(ANSWER, 0.6)]), DRILLS["hang"],
+                      _setup(tmp_path, hedge=True))
+    lost = [_unanswered(tmp_path, unreached=True), _unanswered(tmp_path, unreached=False)]
+    mark_overload([ok, *lost], 36)
+    for v in lost:
+        [finding] = v.findings
+        assert finding.verdict == "unknown"
+        assert "2 of 3 intents got no answer to their submit while 1 was answered" \
+            in finding.message, finding.message
+        assert "--concurrency" in finding.fix and "drill.submit" not in finding.fix
+    assert all(f.verdict != "unknown" for f in ok.findings)
+    for verdicts in ([ok, _unanswered(tmp_path, unreached=True)],
+                     [_unanswered(tmp_path, unreached=True) for _ in range(3)]):
+        mark_overload(verdicts, 36)
+        assert all("--concurrency" not in f.fix for v in verdicts for f in v.findings)
+
+
+def test_judge_a_timeout_the_service_never_acted_on_is_no_evidence(tmp_path: Path) -> None:
+    """A job watched while the service never acted on its timeout (no fallback call, the primary
+    never given up, never 'unknown': a service too loaded to get there) says nothing about what
+    it shows after a timeout: unknown, not held. Its own 'unknown' status is that evidence."""
+    released = Call("gpt", "primary", 1, 0.01, 6.0, "released", "hang")
+    running = [Observation(0.1 * i, "running", "running", None) for i in range(1, 30)]
+    found = judge_intent(_ev("hang", [released], running), DRILLS["hang"],
+                         _setup(tmp_path)).of("timeout_not_failure")
+    assert found is not None and found.verdict == "unknown", found
+    assert "never acted on its timeout" in found.message and "--concurrency" in found.fix
+    said = [*running[:5], Observation(0.6, "unknown", "unknown", None), *running[5:]]
+    assert _findings(_ev("hang", [released], said), _setup(tmp_path))[
+        "timeout_not_failure"] == "held"

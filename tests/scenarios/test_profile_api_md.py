@@ -121,6 +121,15 @@ def test_an_unreadable_answer_is_unknown_with_the_profile_fix() -> None:
      "write one of: none, or a mapping with the fields: status, code_field, code"),
     ("name: x\noperations:\n  list_races: {path: /r, items: ''}\n", "'' names nothing",
      "write items: . for a top-level JSON array"),
+    # a service's status mapped to a word API.md does not have: named with the field, the
+    # value and the words, near ('sucess') or far ('done_ok') from the one meant
+    ("name: x\noperations:\n  get_job: {path: /j, fields: {status: state}, values: {status: "
+     "{done: sucess}}}\n", "maps status 'done' to 'sucess', which is not one of API.md's "
+     "status words (did you mean 'succeeded'?)", "values.status.done must be one of: pending, "
+     "running, succeeded, failed, cancelled"),
+    ("name: x\noperations:\n  get_job: {path: /j, fields: {status: state}, values: {status: "
+     "{done: done_ok}}}\n", "maps status 'done' to 'done_ok', which is not one of API.md's "
+     "status words", "values.status.done must be one of: pending, running, succeeded"),
 ])
 def test_profile_errors_say_what_is_allowed(tmp_path: Path, text: str, message: str,
                                             fix: str) -> None:

@@ -1,0 +1,141 @@
+"""Held answers and hung calls of a recording fake: the drill decides when each is delivered.
+
+A fake's answers for one tag can be **held** (:meth:`HeldAnswers.hold`): each waits, without
+busy waiting (an asyncio event per request), until the drill lets the tag go
+(:meth:`HeldAnswers.let_go`), the caller leaves, or the hold's ``max_s`` passed since the call
+arrived (the backstop: a held answer must reach a caller that would otherwise give up on it).
+A **hung** call (behaviour ``hang``) waits until its caller leaves, or until the drill releases
+its tag (:meth:`HeldAnswers.release`; the fake then resets the connection).
+
+Each held call learns how its hold ended (:class:`Freed`): let go by the drill, at the
+backstop, or its caller left first. The drill's judge reads it: an answer that went at the
+backstop went without the drill's say, so what the drill meant to see before it may not have
+been seen (docs/drill.md, "Held answers").
+
+This is the FoundationDB-simulation idea applied from outside a black box: the test, not the
+machine's load, decides which message is delivered when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.providers.fake import _until_disconnect
+
+#: how a held answer's wait ended: the drill let it go, the backstop passed, the caller left
+Freed = Literal["drill", "backstop", "left"]
+_Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Event]
+
+
+@dataclass
+class _Gate:
+    """The held answers of one tag: closed until the drill lets them go."""
+
+    open: bool = False
+    waiters: list[_Waiter] = field(default_factory=list)
+    max_s: float | None = None  # a held answer goes anyway this long after its call arrived
+
+
+class HeldAnswers:
+    """The gates (held answers) and hung calls of one fake, by tag; thread-safe (the drill's
+    threads let go, the fake's event loop waits)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._gates: dict[str, _Gate] = {}
+        self._hung: dict[str, list[_Waiter]] = {}
+        self._released: set[str] = set()
+
+    def hold(self, tag: str, max_s: float | None) -> None:
+        """Hold the answers of ``tag`` from now on (at most ``max_s`` after each call
+        arrived)."""
+        with self._lock:
+            self._gates[tag] = _Gate(max_s=max_s)
+
+    def let_go(self, tag: str) -> None:
+        """Deliver the held answers of ``tag``, now and later (no-op when none is held)."""
+        with self._lock:
+            gate = self._gates.get(tag)
+            if gate is None or gate.open:
+                return
+            gate.open, waiters, gate.waiters = True, gate.waiters, []
+        _wake(waiters)
+
+    def holding(self, tag: str) -> bool:
+        """Whether the answers of ``tag`` are still held."""
+        with self._lock:
+            gate = self._gates.get(tag)
+            return gate is not None and not gate.open
+
+    def release(self, tag: str) -> None:
+        """Let go of ``tag``'s held answers and release its hung calls, now and later."""
+        self.let_go(tag)
+        with self._lock:
+            self._released.add(tag)
+            waiters = self._hung.pop(tag, [])
+        _wake(waiters)
+
+    def forget(self, tag: str) -> None:
+        """Drop ``tag``'s gate (its intent is closed)."""
+        with self._lock:
+            self._gates.pop(tag, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._gates.clear()
+            self._released.clear()
+
+    async def wait_gate(self, tag: str | None, receive: Any, arrived: float,
+                        now: Callable[[], float]) -> Freed | None:
+        """Wait while ``tag`` holds its answers (None: not held). ``arrived``: when the call
+        arrived, on the clock ``now()``; the backstop counts from there."""
+        event = asyncio.Event()
+        with self._lock:
+            gate = self._gates.get(tag) if tag else None
+            if gate is None or gate.open:
+                return None
+            gate.waiters.append((asyncio.get_running_loop(), event))
+        left = None if gate.max_s is None else max(0.0, arrived + gate.max_s - now())
+        if not await set_first(event, receive, left):
+            return "left"
+        return "drill" if event.is_set() else "backstop"
+
+    async def wait_hung(self, tag: str | None, receive: Any) -> bool:
+        """Wait until the caller leaves (False) or the drill releases the tag (True)."""
+        event = asyncio.Event()
+        with self._lock:
+            if tag is not None and tag in self._released:
+                return True
+            if tag is not None:
+                self._hung.setdefault(tag, []).append((asyncio.get_running_loop(), event))
+        return await set_first(event, receive)
+
+
+def _wake(waiters: list[_Waiter]) -> None:
+    for loop, event in waiters:
+        loop.call_soon_threadsafe(event.set)
+
+
+async def set_first(event: asyncio.Event, receive: Any, timeout_s: float | None = None) -> bool:
+    """Wait for ``event`` (True) or for the caller to leave (False), whichever comes first;
+    ``timeout_s`` passing first counts as the event."""
+    left = asyncio.ensure_future(_until_disconnect(receive))
+    freed = asyncio.ensure_future(event.wait())
+    done, pending = await asyncio.wait({left, freed}, timeout=timeout_s,
+                                       return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return left not in done
+
+
+async def wait_or_leave(receive: Any, seconds: float) -> bool:
+    """Emulated generation time: True when it passed, False if the caller left first."""
+    try:
+        await asyncio.wait_for(_until_disconnect(receive), seconds)
+    except TimeoutError:
+        return True
+    return False
