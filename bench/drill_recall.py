@@ -47,6 +47,8 @@ class Twin:
 
 
 TIMEOUTS = ("hang", "late", "double-click")
+#: --smoke: the whole path (start, drill, judge, recall) on a correct example and one twin
+SMOKE_TWINS = ("correct", "timeout-fails")
 TWINS = {
     "correct": Twin("correct_service.py"),
     "sdk-retries": Twin("sdk_retries_service.py", promise="billed_within_bound",
@@ -158,11 +160,15 @@ def drill_twin(name: str, trials: int, folder: Path, redis_url: str | None,
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=10)
-    parser.add_argument("--twins", default=",".join(TWINS))
+    parser.add_argument("--twins", default=None,
+                        help="comma-separated (default: every example; --smoke: "
+                        f"{','.join(SMOKE_TWINS)})")
     parser.add_argument("--redis", default=os.environ.get("HARNESS_REDIS_URL"))
-    parser.add_argument("--smoke", action="store_true", help="2 trials, no goal judged")
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 trials of a correct example and one twin, no goal judged")
     args = parser.parse_args()
-    names = [n.strip() for n in args.twins.split(",") if n.strip()]
+    twins = args.twins or ",".join(SMOKE_TWINS if args.smoke else TWINS)
+    names = [n.strip() for n in twins.split(",") if n.strip()]
     unknown = sorted(set(names) - set(TWINS))
     if unknown:
         parser.error(f"--twins: no example named {', '.join(unknown)}; "
