@@ -28,6 +28,7 @@ from harness.domain.stream import (
     Folder,
     Live,
     Note,
+    ReportFile,
     Sharded,
     ShardEvidence,
     Stream,
@@ -137,6 +138,8 @@ def play(args: argparse.Namespace, command: str, job: Callable[[Folder, Live], S
             session.note(message.text)
         elif isinstance(message, AddTarget):
             session.add_target(message.target)
+        elif isinstance(message, ReportFile):
+            session.write_file(message.name, message.data)
         elif isinstance(message, Sharded):
             session.sharded(message.stamp, message.order)
         elif isinstance(message, ShardEvidence):

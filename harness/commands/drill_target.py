@@ -14,18 +14,15 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from harness.commands._gateway import gateway_options
-from harness.commands._report import open_session
+from harness.commands._report import bound, play
 from harness.commands._shard import add_shard_option, shard_of
 from harness.domain.errors import ConfigError
-from harness.domain.words import counted
-from harness.drill.entry import DrillSettings, drill
-from harness.drill.judge import Certifier, IntentVerdict
-from harness.drill.summary import intent_json
+from harness.drill.entry import DrillSettings, run_drill
+from harness.drill.judge import Certifier
 from harness.gateways.drill_section import litellm_drill_section, portkey_drill_section
 from harness.gateways.litellm_config import read_litellm_config
 from harness.gateways.portkey_config import PORTKEY_PREFIX, looks_like_portkey
@@ -39,7 +36,6 @@ from harness.gateways.source import (
     provider_ids,
 )
 from harness.gateways.sources import open_workspace
-from harness.reports.session import ReportSession
 from harness.target.drill_profile import DrillProfile, load_drill, profile_from
 
 TRIALS = 10  # intents per drill by default: enough for a rate ("broken in 3 of 10 intents")
@@ -178,17 +174,8 @@ def command(args: argparse.Namespace, drill: str, target: str | None = None) -> 
     return shlex.join(parts)
 
 
-def progress(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
-    def one(v: IntentVerdict) -> None:
-        if v.verdict != "passed":
-            bad = next((f for f in v.findings if f.verdict in ("broken", "unknown")), None)
-            say(f"  {v.evidence.drill:<13} trial {v.evidence.trial}: {v.verdict}"
-                + (f" — {bad.promise}: {bad.message}" if bad else ""))
-    return one
-
-
 def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -> int:
-    """Build the settings, run :func:`harness.drill.entry.drill`, hand its events over."""
+    """Build the settings and play :func:`harness.drill.entry.run_drill`'s stream."""
     certify: Certifier | None = None
     if args.target_profile is not None:
         profile = load_drill(args.target_profile)
@@ -200,36 +187,9 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
     settings = DrillSettings(
         profile=profile, target=target, env=os.environ, drills=drills, trials=args.trials,
         concurrency=args.concurrency, ports=ports, certify=certify or certifier(args, profile),
-        command=lambda name: command(args, name, target), shard=shard_of(args))
-    opened: list[ReportSession] = []
-
-    def serving(fakes: list[tuple[str, str, str]]) -> None:
-        session = open_session(args, "drill", targets=[target])
-        opened.append(session)
-        where = ", ".join(f"{name} ({kind}) at {url}" for name, kind, url in fakes)
-        session.say(f"drill: {profile.name} at {target}; the providers are served at {where}")
-
-    outcome = drill(settings, on_serving=serving, on_intent=progress(
-        lambda text: opened[0].say(text)) if args.verbose else None)
-    session, results = opened[0], outcome.results
-    if outcome.stamp is not None:
-        session.sharded(outcome.stamp.stamp, outcome.stamp.order)
-    for n, event in enumerate(outcome.events):
-        session.emit(event)
-        evidence = outcome.evidence[n] if n < len(outcome.evidence) else None
-        if evidence is not None:  # a shard's: what merge judges the drill again from
-            session.attach_evidence(evidence)
-    drilled = {name: [intent_json(v) for v in verdicts]
-               for name, verdicts in results.verdicts.items()}
-    if results.unreached is not None:  # the probe that stopped the run is an intent too
-        drilled.setdefault("control", []).insert(0, intent_json(results.unreached))
-    details = session.write_file("drill.json", {  # scrubbed of secrets like every report file
-        "target": target, "profile": profile.name, "trials": args.trials, "drills": drilled})
-    intents = sum(len(v) for v in results.verdicts.values()) + (results.unreached is not None)
-    at_once = f"{args.concurrency} at work at once"
-    session.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "
-                f"{results.wall_s:.2f} s ({at_once}); every intent's counts in {details}")
-    return session.finish()
+        command=lambda name: command(args, name, target), shard=shard_of(args),
+        progress=bool(args.verbose))
+    return play(args, "drill", bound(run_drill, settings), bars=False)
 
 
 def add_target_options(parser: argparse.ArgumentParser) -> None:

@@ -8,8 +8,8 @@ keyword-only settings object, and yields, in order:
   input raises :class:`~harness.domain.errors.HarnessError` before, and nothing is reported);
 - the engine's typed events (a scenario run, a certification record, a gate verdict, …), each
   with its ``outcome``;
-- :class:`Note` (a line every rendering shows at its end) and :class:`AddTarget` (a target
-  learnt after the start);
+- :class:`Note` (a line every rendering shows at its end), :class:`AddTarget` (a target
+  learnt after the start) and :class:`ReportFile` (a file of its own in the report folder);
 - for a shard of a run (``--shard K/N``), :class:`Sharded` once (its stamp) and
   :class:`ShardEvidence` after an event that ``merge`` judges again from evidence.
 
@@ -51,6 +51,15 @@ class AddTarget:
     """A target learnt after the start."""
 
     target: str
+
+
+@dataclass(frozen=True)
+class ReportFile:
+    """A file of the run's own beside the results in the report folder (``drill.json``): JSON
+    data, written scrubbed of every secret like the renderings."""
+
+    name: str
+    data: Any
 
 
 @dataclass(frozen=True)

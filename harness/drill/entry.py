@@ -14,14 +14,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.domain.shard import Shard
-from harness.domain.stream import Sharded
+from harness.domain.stream import (
+    QUIET,
+    Begin,
+    Folder,
+    Live,
+    ReportFile,
+    Sharded,
+    ShardEvidence,
+    Stream,
+)
 from harness.domain.verdicts import Outcome, Verdict
+from harness.domain.words import counted
 from harness.drill.drills import DRILLS, NAMES
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun
 from harness.drill.judge import Certifier, IntentVerdict
 from harness.drill.merge import drill_evidence, intent_owner
-from harness.drill.summary import drill_events, drill_run, head, lanes, records
+from harness.drill.summary import drill_events, drill_run, head, intent_json, lanes, records
 from harness.scenarios.events import Unknown
 from harness.scenarios.sharding import sharded, unit
 from harness.target.drill_profile import DrillProfile
@@ -47,6 +57,7 @@ class DrillSettings:
     command: Callable[[str], str] = field(default=lambda name: "")
     probe: bool = True  # one control intent first; stop if the fakes see nothing
     shard: Shard | None = None  # --shard K/N: the (drill, trial) intents this job owns
+    progress: bool = False  # a live line for each intent that did not pass (--verbose)
 
 
 @dataclass(frozen=True)
@@ -70,10 +81,63 @@ def drill(settings: DrillSettings, *, on_serving: Callable[[list[tuple[str, str,
                   ports=settings.ports, concurrency=settings.concurrency) as engine:
         if on_serving is not None:
             on_serving(engine.fakes)
-        results = engine.run(list(settings.drills), settings.trials, certify=settings.certify,
-                             on_intent=on_intent, probe=settings.probe,
-                             owns=intent_owner(settings.shard, settings.drills,
-                                               settings.trials))
+        results = _run(engine, settings, on_intent)
+    return outcome_of(settings, results)
+
+
+def run_drill(settings: DrillSettings, *, folder: Folder, live: Live = QUIET) -> Stream:
+    """``drill``'s entry point: the fakes served (bad input raises before the stream begins),
+    then one ``drill_run`` per drill (with a shard's evidence), ``drill.json`` (every intent's
+    counts) as a file of the report folder; returns the run's verdict."""
+    with drilling(settings.profile, target=settings.target, env=settings.env,
+                  ports=settings.ports, concurrency=settings.concurrency) as engine:
+        yield Begin((settings.target,))
+        where = ", ".join(f"{name} ({kind}) at {url}" for name, kind, url in engine.fakes)
+        live.say(f"drill: {settings.profile.name} at {settings.target}; the providers are "
+                 f"served at {where}")
+        results = _run(engine, settings, failing_intents(live.say) if settings.progress
+                       else None)
+    outcome = outcome_of(settings, results)
+    if outcome.stamp is not None:
+        yield outcome.stamp
+    for n, event in enumerate(outcome.events):
+        yield event
+        evidence = outcome.evidence[n] if n < len(outcome.evidence) else None
+        if evidence is not None:  # a shard's: what merge judges the drill again from
+            yield ShardEvidence(evidence)
+    drilled = {name: [intent_json(v) for v in verdicts]
+               for name, verdicts in results.verdicts.items()}
+    if results.unreached is not None:  # the probe that stopped the run is an intent too
+        drilled.setdefault("control", []).insert(0, intent_json(results.unreached))
+    yield ReportFile("drill.json", {"target": settings.target, "profile": settings.profile.name,
+                                    "trials": settings.trials, "drills": drilled})
+    intents = sum(len(v) for v in results.verdicts.values()) + (results.unreached is not None)
+    at_once = f"{settings.concurrency} at work at once" if settings.concurrency else "all at once"
+    live.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "
+             f"{results.wall_s:.2f} s ({at_once}); every intent's counts in "
+             f"{folder() / 'drill.json'}")
+    return outcome.verdict
+
+
+def failing_intents(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
+    """A live line for each intent that did not pass, as it is judged (``--verbose``)."""
+    def one(v: IntentVerdict) -> None:
+        if v.verdict != "passed":
+            bad = next((f for f in v.findings if f.verdict in ("broken", "unknown")), None)
+            say(f"  {v.evidence.drill:<13} trial {v.evidence.trial}: {v.verdict}"
+                + (f" — {bad.promise}: {bad.message}" if bad else ""))
+    return one
+
+
+def _run(engine: Any, settings: DrillSettings,
+         on_intent: Callable[[IntentVerdict], None] | None) -> DrillResults:
+    return engine.run(list(settings.drills), settings.trials, certify=settings.certify,
+                      on_intent=on_intent, probe=settings.probe,
+                      owns=intent_owner(settings.shard, settings.drills, settings.trials))
+
+
+def outcome_of(settings: DrillSettings, results: DrillResults) -> DrillOutcome:
+    """The run's events from its judged intents (a shard's with the evidence merge needs)."""
     if results.unreached is not None:
         events: tuple[DrillRun, ...] = (unreached_event(results, results.unreached,
                                                         settings.command("control")),)

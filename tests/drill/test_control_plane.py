@@ -8,12 +8,15 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from harness.drill.entry import DrillSettings, drill
+from harness.domain.stream import Begin, Quiet, ReportFile, collect
+from harness.drill.entry import DrillSettings, drill, run_drill
+from harness.drill.events import DrillRun
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import BODY_LIMIT, RecordingFake
 from harness.target.drill_profile import DrillProfile
@@ -93,16 +96,7 @@ def forger() -> Iterator[tuple[Forger, int]]:
 def test_a_service_that_rescripts_the_fakes_cannot_turn_a_violation_into_a_pass(
         forger: tuple[Forger, int]) -> None:
     service, port = forger
-    section = DrillSection.model_validate({
-        "submit": {"path": "/jobs", "body": {"text": "summarise {tag}"}},
-        "observe": {"path": "/jobs/{job_id}", "result_field": "result.text", "poll_s": 0.02,
-                    "statuses": {"succeeded": ["succeeded"], "failed": ["failed"],
-                                 "running": ["running"]}},
-        "providers": [{"name": "gpt", "wire": "openai", "role": "primary", "port": port},
-                      {"name": "claude", "wire": "anthropic", "role": "fallback",
-                       "port": free_port()}],
-        "timeouts": {"provider_s": 0.4, "job_s": 3, "settle_s": 0.3},
-    })
+    section = forger_section(port)
     outcome = drill(DrillSettings(profile=DrillProfile("forger", section), target=service.url,
                                   env={}, drills=("hang",), trials=3))
     assert outcome.verdict == "fail"
@@ -112,6 +106,48 @@ def test_a_service_that_rescripts_the_fakes_cannot_turn_a_violation_into_a_pass(
     assert service.forged and set(service.forged) == {404}  # no control endpoint answered
     hung = [line for i in event.intents for line in i.calls if "scripted hang" in line]
     assert len(hung) == 3
+
+
+def test_the_drill_entry_point_is_a_stream_without_the_cli(
+        forger: tuple[Forger, int], tmp_path: Path) -> None:
+    """``run_drill``: Begin once the fakes serve, one drill_run, drill.json as a file of the
+    report folder with every intent's counts, the verdict returned; live lines say where the
+    fakes are and, with ``progress``, each intent that did not pass."""
+    service, port = forger
+    lines: list[str] = []
+
+    class Lines(Quiet):
+        def say(self, text: str) -> None:
+            lines.append(text)
+
+    settings = DrillSettings(profile=DrillProfile("forger", forger_section(port)),
+                             target=service.url, env={}, drills=("hang",), trials=2,
+                             progress=True)
+    messages, verdict = collect(run_drill(settings, folder=lambda: tmp_path, live=Lines()))
+    assert isinstance(messages[0], Begin) and messages[0].targets == (service.url,)
+    runs = [m for m in messages if isinstance(m, DrillRun)]
+    assert [r.drill for r in runs] == ["hang"] and runs[0].outcome == "fail"
+    assert verdict == "fail"
+    [report] = [m for m in messages if isinstance(m, ReportFile)]
+    assert report.name == "drill.json" and report.data["target"] == service.url
+    assert len(report.data["drills"]["hang"]) == 2  # every intent, not only the failing ones
+    assert "the providers are served at gpt (openai-chat)" in lines[0]
+    assert sum("hang          trial" in line and "timeout_not_failure" in line
+               for line in lines) == 2
+    assert lines[-1].endswith(f"every intent's counts in {tmp_path / 'drill.json'}")
+
+
+def forger_section(port: int) -> DrillSection:
+    return DrillSection.model_validate({
+        "submit": {"path": "/jobs", "body": {"text": "summarise {tag}"}},
+        "observe": {"path": "/jobs/{job_id}", "result_field": "result.text", "poll_s": 0.02,
+                    "statuses": {"succeeded": ["succeeded"], "failed": ["failed"],
+                                 "running": ["running"]}},
+        "providers": [{"name": "gpt", "wire": "openai", "role": "primary", "port": port},
+                      {"name": "claude", "wire": "anthropic", "role": "fallback",
+                       "port": free_port()}],
+        "timeouts": {"provider_s": 0.4, "job_s": 3, "settle_s": 0.3},
+    })
 
 
 def test_the_fakes_keep_a_bounded_prefix_of_a_huge_prompt() -> None:
