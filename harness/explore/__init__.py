@@ -2,13 +2,13 @@
 
 ::
 
-    workload ──draw──▶ Plan ──Controller──▶ Outcome (history, schedule) ──checkers──▶ verdict
+    workload ──draw──▶ Plan ──Controller──▶ ScheduleRun (history, schedule) ──checkers──▶ verdict
                            │     ▲   one Worker (thread + session) per client; every
                            │     │   statement is held for the controller's grant
                            │   choice source: SwarmChoices (seeded) | PrefixChoices (exhaustive)
                            │                | HypothesisChoices | RecordedChoices (replay)
                            ▼
-          violation ──shrink──▶ smallest Outcome ──write_repro──▶ reports/repro/<id>/
+          violation ──shrink──▶ smallest ScheduleRun ──write_repro──▶ reports/repro/<id>/
                                                                  └─ failover-harness replay
 
 Modules: ``plan`` (the data a schedule runs), ``workloads`` (double-click, mismatch, claims,
@@ -42,7 +42,7 @@ _EXPORTS = {
     "HypothesisDraw": "choices",
     "OpSpec": "plan",
     "OpenHold": "proxy",
-    "Outcome": "controller",
+    "ScheduleRun": "controller",
     "PctChoices": "pct",
     "Plan": "plan",
     "PrefixChoices": "choices",
@@ -91,7 +91,6 @@ __all__ = [
     "HypothesisDraw",
     "OpSpec",
     "OpenHold",
-    "Outcome",
     "PctChoices",
     "Plan",
     "PrefixChoices",
@@ -103,6 +102,7 @@ __all__ = [
     "Replayed",
     "Repro",
     "Runner",
+    "ScheduleRun",
     "SearchSettings",
     "Shrunk",
     "SmallestDraw",

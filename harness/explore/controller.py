@@ -33,9 +33,9 @@ from harness.explore.loop import (
     STUCK_S,
     Chooser,
     ExploreStuck,
-    Outcome,
     Runner,
     ScheduleLoop,
+    ScheduleRun,
     flush_events,
     perform,
     raise_worker_error,
@@ -48,7 +48,7 @@ from harness.scenarios.targets.base import SequentialIds
 from harness.scenarios.targets.stores import StoreSession
 from harness.store.sqlstore import SqlStore
 
-__all__ = ["Chooser", "Controller", "ExploreStuck", "Outcome", "Runner", "run_once"]
+__all__ = ["Chooser", "Controller", "ExploreStuck", "Runner", "ScheduleRun", "run_once"]
 
 
 class Controller(ScheduleLoop):
@@ -230,7 +230,7 @@ class Controller(ScheduleLoop):
         return f"the schedule is stuck at virtual time {self.now:g} s: {states}"
 
 
-def run_once(store: SqlStore, plan: Plan, choices: Chooser) -> Outcome:
+def run_once(store: SqlStore, plan: Plan, choices: Chooser) -> ScheduleRun:
     """Run ``plan`` once on ``store`` with a controller of its own."""
     with Controller(store) as controller:
         return controller.run(plan, choices)

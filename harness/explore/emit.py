@@ -15,10 +15,10 @@ from harness.scenarios.emit import checks_of
 from harness.scenarios.events import Check, Lane, Timeline, TimelineEvent, Unknown
 
 if TYPE_CHECKING:
-    from harness.explore.controller import Outcome
+    from harness.explore.controller import ScheduleRun
 
 
-def schedule_steps(outcome: Outcome) -> tuple[ScheduleStep, ...]:
+def schedule_steps(outcome: ScheduleRun) -> tuple[ScheduleStep, ...]:
     steps = []
     n = 0
     for entry in outcome.schedule:
@@ -48,7 +48,7 @@ def lane_diagram(steps: tuple[ScheduleStep, ...]) -> Timeline | None:
                     unit="step")
 
 
-def explore_result(outcome: Outcome | None, *, target: str, settings: Any, found: Any = None,
+def explore_result(outcome: ScheduleRun | None, *, target: str, settings: Any, found: Any = None,
                    mode: str = "search", original_steps: int | None = None,
                    repro: Any = None, replay: str | None = None,
                    replayed_identical: bool | None = None, note: str = "") -> ExploreResult:

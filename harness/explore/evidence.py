@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from harness.domain.words import counted
 
 if TYPE_CHECKING:
-    from harness.explore.controller import Outcome
+    from harness.explore.controller import ScheduleRun
 
 MORE_FIX = ("explore longer (--budget / --time-limit), or choose a workload that exercises it "
             "(--workload)")
@@ -47,7 +47,7 @@ class Tally:
     reasons: dict[str, Counter[str]] = field(default_factory=dict)  # checker → why unknown
     fixes: dict[str, list[str]] = field(default_factory=dict)  # checker → what to do about it
 
-    def add(self, outcome: Outcome) -> None:
+    def add(self, outcome: ScheduleRun) -> None:
         """Count one schedule that broke no promise."""
         self.schedules += 1
         if outcome.status == "unknown":

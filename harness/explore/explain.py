@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.domain.words import counted
 from harness.explore.choices import client_of
-from harness.explore.controller import Outcome
+from harness.explore.controller import ScheduleRun
 from harness.explore.plan import OpSpec
 from harness.scenarios.history import Pair, pairs
 from harness.scenarios.render import format_pair
@@ -21,7 +21,7 @@ def _ops(title: str, ops: tuple[OpSpec, ...]) -> list[str]:
     return [f"  {title}:"] + [f"     {op.process:<12} {op.describe()}" for op in ops]
 
 
-def schedule_lines(outcome: Outcome) -> list[str]:
+def schedule_lines(outcome: ScheduleRun) -> list[str]:
     """The race as numbered steps: who, in which operation, which statement; timers between."""
     lines = []
     n = 0
@@ -68,14 +68,14 @@ def _sentence(pair: Pair) -> str | None:
     return None
 
 
-def story(outcome: Outcome) -> list[str]:
+def story(outcome: ScheduleRun) -> list[str]:
     """Who won, what was lost: one line per operation that decided something."""
     found = [_sentence(p) for p in pairs(outcome.history)]
     return [f"  - {line}" for line in found if line]
 
 
 def explanation(
-    outcome: Outcome,
+    outcome: ScheduleRun,
     *,
     target: str,
     found: dict[str, Any],

@@ -45,7 +45,7 @@ class Runner(Protocol):
     """What runs one schedule: :class:`~harness.explore.controller.Controller` (a store's
     statements) or :class:`~harness.explore.through.ThroughController` (a service's steps)."""
 
-    def run(self, plan: Plan, choices: Chooser) -> Outcome: ...
+    def run(self, plan: Plan, choices: Chooser) -> ScheduleRun: ...
 
     def following(self, recorded: list[dict[str, Any]] | None) -> AbstractContextManager[None]:
         """While replaying ``recorded``: wait as the recording needs (a no-op for a store)."""
@@ -62,7 +62,7 @@ class ExploreStuck(HarnessError):
 
 
 @dataclass
-class Outcome:
+class ScheduleRun:
     """One explored schedule: the plan, what ran, and the verdicts."""
 
     plan: Plan
@@ -223,7 +223,7 @@ class ScheduleLoop(ABC):
         """Close what the driver opened (sessions, connections)."""
 
     # -- one schedule ---------------------------------------------------------------------------
-    def run(self, plan: Plan, choices: Chooser, *, max_steps: int | None = None) -> Outcome:
+    def run(self, plan: Plan, choices: Chooser, *, max_steps: int | None = None) -> ScheduleRun:
         """Run ``plan`` once, asking ``choices`` whenever more than one thing may happen."""
         started = time.perf_counter()
         tag = f"{self.run_id}.{self.runs}"
@@ -254,7 +254,7 @@ class ScheduleLoop(ABC):
             executor.inline(op)
         self._observe(history, "end")
         checks = run_checkers(plan.checkers, history.ops)
-        return Outcome(plan, history.ops, schedule, checks, verdict_of(checks), counts["steps"],
+        return ScheduleRun(plan, history.ops, schedule, checks, verdict_of(checks), counts["steps"],
                        counts["timers"], counts["waits"], self.now,
                        time.perf_counter() - started, self._meta(counts))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.explore.choices import HypothesisChoices, HypothesisDraw
-from harness.explore.controller import Controller, Outcome
+from harness.explore.controller import Controller, ScheduleRun
 from harness.explore.explain import explanation
 from harness.explore.workloads import build_plan
 
@@ -31,7 +31,7 @@ from harness.explore.workloads import build_plan
 class RaceFound(AssertionError):
     """A schedule broke a promise; the message explains it."""
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: ScheduleRun) -> None:
         text = explanation(outcome, target=outcome.meta.get("target", "the store"),
                            found={"workload": outcome.plan.workload, "choices": "hypothesis"},
                            shrink=None, replay=None)
@@ -40,7 +40,7 @@ class RaceFound(AssertionError):
 
 
 def explore_schedule(data: Any, controller: Controller, *, workload: str = "all",
-                     clients: int = 3) -> Outcome:
+                     clients: int = 3) -> ScheduleRun:
     """Draw a plan and its interleaving from ``data``, run it, raise :class:`RaceFound` if a
     promise breaks; return the outcome otherwise."""
     plan = build_plan(workload, HypothesisDraw(data), clients)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from harness.domain.verdicts import STATUS_WORD
 from harness.domain.words import counted
 from harness.explore.choices import GuidedChoices, RecordedChoices
-from harness.explore.controller import Outcome, Runner
+from harness.explore.controller import Runner, ScheduleRun
 from harness.explore.repro import Repro
 from harness.scenarios.replay import first_difference
 from harness.scenarios.scheduler import Divergence
@@ -25,7 +25,7 @@ from harness.scenarios.scheduler import Divergence
 class Replayed:
     """The new run, and the first difference from the recording (None: identical)."""
 
-    outcome: Outcome
+    outcome: ScheduleRun
     divergence: str | None
     compared: bool  # a recorded history was there to compare with
 

@@ -23,7 +23,7 @@ from harness.domain.errors import ConfigError
 from harness.domain.redaction import redact
 from harness.domain.verdicts import FROM_STATUS_WORD, STATUS_WORD, Promise
 from harness.explore.choices import decisions
-from harness.explore.controller import Outcome
+from harness.explore.controller import ScheduleRun
 from harness.explore.explain import explanation
 from harness.explore.plan import Plan
 from harness.scenarios.history import write_jsonl
@@ -34,7 +34,7 @@ SCENARIO = "scenario.yaml"
 
 
 def write_repro(
-    outcome: Outcome,
+    outcome: ScheduleRun,
     report_folder: Path,
     *,
     target: str,
@@ -96,7 +96,7 @@ def write_repro(
 MAX_NAME = 100
 
 
-def shows(outcome: Outcome) -> str:
+def shows(outcome: ScheduleRun) -> str:
     """What the race's history shows, in the workloads' words: ``handler-failure`` only when an
     armed fault made a create answer a server error, ``mismatch`` when one key carried two
     intents, ``double-click`` when one key was sent more than once; else the workload explored."""
@@ -118,14 +118,14 @@ def shows(outcome: Outcome) -> str:
     return outcome.plan.workload
 
 
-def folder_name(outcome: Outcome) -> str:
+def folder_name(outcome: ScheduleRun) -> str:
     """``<what it shows>-<every broken promise>`` (cut to a readable length)."""
     broken = "+".join(outcome.broken) or "unknown"
     name = f"{shows(outcome)}-{broken}"
     return name[:MAX_NAME]
 
 
-def scenario_text(outcome: Outcome, target: str, found: dict[str, Any],
+def scenario_text(outcome: ScheduleRun, target: str, found: dict[str, Any],
                   through: dict[str, Any] | None = None) -> str:
     """The replayable scenario: the plan and the decisions, as YAML with a comment header."""
     checker = ", ".join(outcome.broken) or "none"

@@ -22,7 +22,7 @@ from harness.explore.choices import (
     SwarmChoices,
     next_prefix,
 )
-from harness.explore.controller import Outcome, Runner
+from harness.explore.controller import Runner, ScheduleRun
 from harness.explore.evidence import Tally
 from harness.explore.pct import PctChoices
 from harness.explore.plan import Draw, Plan, RandomDraw, SmallestDraw
@@ -58,7 +58,7 @@ class Progress:
     unit: str = "schedules"  # "rounds" for --stress, which has no steps
     tally: Tally = field(default_factory=Tally)  # what the clean schedules were evidence of
 
-    def count(self, outcome: Outcome) -> None:
+    def count(self, outcome: ScheduleRun) -> None:
         """One more schedule: its steps, and (unless it broke a promise) its evidence."""
         self.schedules += 1
         self.steps += outcome.steps
@@ -86,7 +86,7 @@ class Progress:
 class Found:
     """How the search ended."""
 
-    outcome: Outcome | None
+    outcome: ScheduleRun | None
     progress: Progress
     schedule: int | None = None  # the failing schedule's number (seeded) or index
     exhausted: bool = False  # exhaustive: every interleaving was tried
@@ -152,7 +152,7 @@ def _exhaustive(controller: Runner, settings: SearchSettings, progress: Progress
 
 
 class _Violated(Exception):
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: ScheduleRun) -> None:
         super().__init__(", ".join(outcome.broken))
         self.outcome = outcome
 

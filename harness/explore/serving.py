@@ -33,7 +33,7 @@ from harness.scenarios.targets import open_target
 from harness.scenarios.targets.base import redact
 
 if TYPE_CHECKING:
-    from harness.explore.controller import Outcome
+    from harness.explore.controller import ScheduleRun
     from harness.explore.entry import ExploreSettings, ReproReplaySettings
     from harness.explore.replay import Replayed
     from harness.explore.repro import Repro
@@ -84,7 +84,7 @@ def _problems(proxy: Proxy, kinds: tuple[str, ...] = ("unreachable", "not_protoc
 
 
 def warm_up(controller: ThroughController, proxy: Proxy, build: Build, workload: str,
-            say: Any = print) -> Outcome:
+            say: Any = print) -> ScheduleRun:
     """One schedule of the smallest plan: storage commands must reach the proxy."""
 
     plan = build("double-click" if workload == "all" else workload, SmallestDraw(), 2)

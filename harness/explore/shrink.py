@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.explore.choices import GuidedChoices, HypothesisChoices, client_of
-from harness.explore.controller import ExploreStuck, Outcome, Runner
+from harness.explore.controller import ExploreStuck, Runner, ScheduleRun
 from harness.explore.plan import Plan
 
 HYPOTHESIS_EXAMPLES = 150
@@ -33,7 +33,7 @@ HYPOTHESIS_EXAMPLES = 150
 class Shrunk:
     """The smallest failing run found, and what it took."""
 
-    outcome: Outcome
+    outcome: ScheduleRun
     original_steps: int
     original_ops: int
     plan_runs: int
@@ -45,16 +45,16 @@ class Shrunk:
 
 
 class _Reproduced(Exception):
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: ScheduleRun) -> None:
         super().__init__(", ".join(outcome.broken))
         self.outcome = outcome
 
 
-def _events(outcome: Outcome) -> list[str]:
+def _events(outcome: ScheduleRun) -> list[str]:
     return [str(entry["event"]) for entry in outcome.schedule]
 
 
-def _smaller(a: Outcome, b: Outcome) -> bool:
+def _smaller(a: ScheduleRun, b: ScheduleRun) -> bool:
     """``a`` is a better repro than ``b``: fewer steps, then fewer ops, then fewer preemptions,
     then fewer events."""
     return ((a.steps, a.plan.size(), preemptions(a.schedule), len(a.schedule))
@@ -63,7 +63,7 @@ def _smaller(a: Outcome, b: Outcome) -> bool:
 
 def shrink(
     controller: Runner,
-    failing: Outcome,
+    failing: ScheduleRun,
     *,
     hypothesis_examples: int = HYPOTHESIS_EXAMPLES,
     progress: Callable[[str], None] | None = None,
@@ -73,7 +73,7 @@ def shrink(
     keep = failing.broken[0]
     runs = {"plan": 0, "hypothesis": 0}
 
-    def attempt(plan: Plan, guide: Outcome) -> Outcome | None:
+    def attempt(plan: Plan, guide: ScheduleRun) -> ScheduleRun | None:
         runs["plan"] += 1
         try:
             outcome = controller.run(plan, GuidedChoices(_events(guide)))
@@ -173,7 +173,7 @@ class _Sticky(GuidedChoices):
         self.previous = client_of(label)
 
 
-def _fewer_preemptions(controller: Runner, best: Outcome, keep: str) -> tuple[Outcome, int]:
+def _fewer_preemptions(controller: Runner, best: ScheduleRun, keep: str) -> tuple[ScheduleRun, int]:
     runs = 0
     improved = True
     while improved and runs < 40:
@@ -193,7 +193,7 @@ def _fewer_preemptions(controller: Runner, best: Outcome, keep: str) -> tuple[Ou
 
 
 def _interleaving(controller: Runner, plan: Plan, keep: str,
-                  examples: int) -> tuple[Outcome | None, int, str]:
+                  examples: int) -> tuple[ScheduleRun | None, int, str]:
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings  # optional extra: explore
     from hypothesis import strategies as st  # optional extra: explore
 

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
-from harness.explore.controller import Outcome
+from harness.explore.controller import ScheduleRun
 from harness.explore.ops import Completed, Executor, Invoked
 from harness.explore.plan import OpSpec, Plan, RandomDraw
 from harness.explore.search import Found, Progress, SearchSettings, _more
@@ -55,7 +55,7 @@ class _Clock:
 
 
 def run_free(plan: Plan, session: TargetSession, clock: ManualClock, tag: str,
-             *, fresh_owners: bool) -> Outcome:
+             *, fresh_owners: bool) -> ScheduleRun:
     """Run ``plan`` once with free-running threads and judge the history."""
     started = time.perf_counter()
     virtual = _Clock()
@@ -102,7 +102,7 @@ def run_free(plan: Plan, session: TargetSession, clock: ManualClock, tag: str,
     for op in plan.epilogue:
         executor.inline(op)
     checks = run_checkers(plan.checkers, history.ops)
-    return Outcome(plan, history.ops, [], checks, verdict_of(checks), 0, len(plan.timers), 0,
+    return ScheduleRun(plan, history.ops, [], checks, verdict_of(checks), 0, len(plan.timers), 0,
                    virtual.now, time.perf_counter() - started)
 
 

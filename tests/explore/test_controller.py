@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from harness.explore.choices import GuidedChoices, SwarmChoices, client_of
-from harness.explore.controller import Controller, Outcome
+from harness.explore.controller import Controller, ScheduleRun
 from harness.explore.plan import OpSpec, Plan, RandomDraw
 from harness.explore.workloads import CLAIM_CHECKERS, HEDGED, RESULT_A, RESULT_B, build_plan
 from harness.scenarios.scheduler import Divergence, RecordedChoices
@@ -48,7 +48,7 @@ def claim_controller(open_controller: Open, db_url: str) -> tuple[Controller, li
     return open_controller(commit_steps=True), A_FIRST_PG
 
 
-def _completion(outcome: Outcome, process: str, f: str) -> dict[str, object]:
+def _completion(outcome: ScheduleRun, process: str, f: str) -> dict[str, object]:
     for op in outcome.history:
         if op.process == process and op.f == f and op.type != "invoke":
             return op.value

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.explore.controller import Outcome
+from harness.explore.controller import ScheduleRun
 from harness.explore.emit import explore_result
 from harness.explore.evidence import Tally
 from harness.explore.plan import Plan
@@ -74,25 +74,25 @@ def _check(name: str, verdict: str, seen: int | None, unknowns: Sequence[str] = 
                        if seen is not None else None, seen=seen)
 
 
-def _outcome(*checks: CheckResult) -> Outcome:
+def _outcome(*checks: CheckResult) -> ScheduleRun:
     plan = Plan("double-click", {}, (), {}, (), (), tuple(c.checker for c in checks))
     statuses = {c.verdict for c in checks}
     status = "broken" if "broken" in statuses else "unknown" if "unknown" in statuses \
         else "held"
-    return Outcome(plan, [], [], list(checks), status, 3, 0, 0, 0.0)
+    return ScheduleRun(plan, [], [], list(checks), status, 3, 0, 0, 0.0)
 
 
 class _Runner:
     """Hands out the given outcomes, one per schedule."""
 
-    def __init__(self, outcomes: list[Outcome]) -> None:
+    def __init__(self, outcomes: list[ScheduleRun]) -> None:
         self.outcomes = outcomes
 
-    def run(self, plan: Plan, choices: object) -> Outcome:
+    def run(self, plan: Plan, choices: object) -> ScheduleRun:
         return self.outcomes.pop(0)
 
 
-def _searched(outcomes: list[Outcome]) -> tuple[Tally, str]:
+def _searched(outcomes: list[ScheduleRun]) -> tuple[Tally, str]:
     n = len(outcomes)
     found = search(_Runner(outcomes), SearchSettings(workload="double-click", budget=n, seed=1))
     assert found.outcome is None

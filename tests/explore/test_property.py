@@ -11,7 +11,7 @@ from hypothesis import Phase, given, reproduce_failure, settings
 from hypothesis import strategies as st
 
 from harness.explore import Controller, RaceFound, explore_schedule
-from harness.explore.controller import Outcome
+from harness.explore.controller import ScheduleRun
 from harness.explore.target import explore_store
 
 
@@ -42,7 +42,7 @@ def test_a_race_shrinks_and_reproduce_failure_replays_it(tmp_path: Path) -> None
 
 
 def test_the_reference_store_passes_a_hypothesis_run(tmp_path: Path) -> None:
-    outcomes: list[Outcome] = []
+    outcomes: list[ScheduleRun] = []
     with explore_store(f"sqlite:///{tmp_path / 'r.db'}") as (store, _), \
             Controller(store) as controller:
 
