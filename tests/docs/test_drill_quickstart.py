@@ -10,6 +10,7 @@ lines run in a copy of examples/ (the drill writes reports/ where it runs)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_base_install import base_venv
+from tests.drill.conftest import LOAD_CAUSES, LOAD_MISSES
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## From nothing to a drilled example"
@@ -78,6 +80,26 @@ def test_the_drill_quickstart_runs_as_written(tmp_path: Path) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(run.pid, signal.SIGTERM)
     out = log.read_text("utf-8")
+    assert "Traceback" not in out
+    if code == 3:  # bash -e stopped at the drill: allowed only for the load's unknowns
+        assert_only_load_unknowns(tmp_path / "reports" / "latest" / "results.json", out)
+        return
     assert code == 0, out
     assert "drill: PASS (exit 0)" in out, out
-    assert "Traceback" not in out
+
+
+def assert_only_load_unknowns(results: Path, out: str) -> None:
+    """A correct service on a loaded machine: no promise broken, and the only unknowns a timeout
+    intent the load left without evidence (tests/drill/conftest.py's LOAD_CAUSES), at most
+    LOAD_MISSES of a drill's intents — as the example drills allow."""
+    assert results.is_file(), out
+    runs = [e for e in json.loads(results.read_text("utf-8"))["events"]
+            if e["type"] == "drill_run"]
+    assert runs and all(e["verdict"] in ("passed", "unknown") for e in runs), out
+    for e in runs:
+        for rate in e["promises"]:
+            assert rate["broken"] == 0, (e["drill"], rate)
+            if rate["unknown"]:
+                assert rate["promise"] == "timeout_not_failure", (e["drill"], rate)
+                assert rate["unknown"] <= LOAD_MISSES, (e["drill"], rate)
+        assert all(u["reason"].startswith(LOAD_CAUSES) for u in e["unknowns"]), e["unknowns"]
