@@ -1,10 +1,12 @@
 """The drill's entry point: frozen settings in, typed events and a verdict out.
 
-``drill(settings)`` serves the profile's providers as fakes, probes the service with one control
-intent (a service that never calls the fakes stops there: one unknown, one diagnosis), drills
-every intent of every drill in one round, judges them, and gives the ``drill_run`` events (one
-per drill) with the run's verdict. No command line: the ``drill`` command builds the settings,
-calls this, and hands each event to its report session; tests call it directly.
+``run_drill(settings, folder=…, live=…)`` serves the profile's providers as fakes, probes the
+service with one control intent (a service that never calls the fakes stops there: one unknown,
+one diagnosis), drills every intent of every drill in one round, judges them, and yields the
+``drill_run`` events (one per drill) and ``drill.json``, returning the run's verdict. No command
+line: the ``drill`` command builds the settings and plays the stream into its report session.
+``drill(settings)`` is the same run as one :class:`DrillOutcome` (events, every intent's
+verdict), for a caller that wants the intents themselves.
 """
 
 from __future__ import annotations
