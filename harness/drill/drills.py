@@ -61,9 +61,11 @@ NAMES = tuple(DRILLS)
 
 
 def late_ms(provider_timeout_s: float) -> int:
-    """When a held late primary answers if no fallback call came: past the service's timeout by
-    half of it (≥ 200 ms)."""
-    return round((provider_timeout_s + max(0.2, provider_timeout_s / 2)) * 1000)
+    """When a late primary answers a chat call (a gateway: not observed, so not held): past the
+    service's timeout by as much again, and by at least a second, so that a gateway slowed by
+    a loaded machine has cut the call by then (at half the timeout, 0.5 s, LiteLLM under a
+    parallel test run was seen still waiting, and the primary's answer reached it)."""
+    return round((provider_timeout_s + max(1.0, provider_timeout_s)) * 1000)
 
 
 def parse_names(text: str) -> list[str]:
