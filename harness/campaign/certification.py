@@ -169,7 +169,8 @@ def certify_pairings(
             how = ("fake providers" if fakes == len(result.records)
                    else f"{how}; {fakes} of {len(result.records)} fake providers")
         rule = "adaptive, mixture SPRT" if adaptive else "fixed, Clopper–Pearson"
-        live.say(f"certification ({how}; {rule})")
+        live.say(f"certification ({how}; {rule})" if result.records
+                 else "certification: no pairing to certify in this run")
     failover = {(p.provider.id, p.contract.id): p.failover for p in pairings}
     for record in result.records:
         link = failover.get(record.key, "")
