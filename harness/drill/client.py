@@ -28,7 +28,7 @@ from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import Listing
 from harness.target.ids import fill_path
-from harness.target.model import pick
+from harness.target.values import pick
 
 #: the watchers' looks at jobs in flight at once, whatever the concurrency: each look may be a
 #: new connection, and a small server's accept queue (Python's http.server: 5) that overflows

@@ -14,7 +14,7 @@ from harness.providers.secrets import redact
 from harness.target.bounded import json_body
 from harness.target.drill_section import Listing, StatusValues, Submit
 from harness.target.ids import fill_path
-from harness.target.model import pick
+from harness.target.values import pick
 
 
 def fill(template: Any, marks: Mapping[str, str]) -> Any:

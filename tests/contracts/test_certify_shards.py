@@ -28,10 +28,10 @@ PAIRINGS = {("primary", "ticket_triage"), ("second", "ticket_triage"),
 RUN_TIMEOUT_S = 600  # bounds a hang only
 
 
-def four_pairings(root: Path) -> Project:
+def four_pairings(root: Path, last: str = "auto") -> Project:
     """A chain of 4: a conformant primary, a conformant fallback of the other wire format, one
     with hallucinated keys (manual) and one that ignores the system prompt (judged against the
-    primary's answers: its shard needs the primary as its reference)."""
+    primary's answers: its shard needs the primary as its reference), linked ``last``."""
     project = Project(root)
     project.write_providers(
         {"primary": provider("conformant"),
@@ -39,7 +39,7 @@ def four_pairings(root: Path) -> Project:
          "halluc": provider("hallucinated-key"),
          "ignores": provider("ignores-system-prompt")},
         chain=[("primary", "auto"), ("second", "auto"), ("halluc", "manual"),
-               ("ignores", "auto")])
+               ("ignores", last)])
     return project
 
 

@@ -24,7 +24,7 @@ import yaml
 
 from harness.cli import COMMANDS, build_parser, main
 from harness.commands._workflows import github_workflow, gitlab_ci
-from tests.contracts.conftest import Project, provider
+from tests.contracts.test_certify_shards import four_pairings
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARDS = 4
@@ -108,14 +108,7 @@ class Runner:
 def checkout(root: Path, tmp: Path) -> Runner:
     """A fresh checkout: the providers file (a chain of 4, every auto link eligible), the
     contract, committed to git; ``failover-harness`` on PATH as this interpreter runs it."""
-    project = Project(root)
-    project.write_providers(
-        {"primary": provider("conformant"),
-         "second": provider("conformant", kind="anthropic-messages"),
-         "halluc": provider("hallucinated-key"),
-         "ignores": provider("ignores-system-prompt")},
-        chain=[("primary", "auto"), ("second", "auto"), ("halluc", "manual"),
-               ("ignores", "manual")])
+    four_pairings(root, last="manual")
     bin_dir = tmp / "bin"
     if not bin_dir.is_dir():
         bin_dir.mkdir()

@@ -11,7 +11,8 @@ import httpx
 
 from harness.scenarios.targets.base import Reply
 from harness.target.bounded import json_body
-from harness.target.model import Operation, OperationName, Profile, pick
+from harness.target.model import Operation, OperationName, Profile
+from harness.target.values import pick
 
 #: with ``conflict: none`` (no specific key-reuse answer), a create refused with one of these is
 #: taken as the key-reuse refusal: the body was accepted once, so the key is what is refused

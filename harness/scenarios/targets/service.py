@@ -61,13 +61,11 @@ from harness.target.model import (
     Operation,
     OperationName,
     Profile,
-    fill,
     load_profile,
-    pick,
     profile_warnings,
-    transport_detail,
 )
 from harness.target.owners import present
+from harness.target.values import fill, pick, transport_detail
 
 __all__ = ["Answer", "Auth", "FaultTrigger", "InFlight", "Locked", "Operation", "Profile",
            "ProfileSession", "ProfileTarget", "load_profile", "pick"]

@@ -22,7 +22,8 @@ from harness.providers.secrets import redact_dsn
 from harness.scenarios.targets.faults import fill_headers
 from harness.scenarios.targets.preflight import everything_404, wrong_base_url
 from harness.target.bounded import json_body
-from harness.target.model import HttpCounter, SqlCounter, pick
+from harness.target.model import HttpCounter, SqlCounter
+from harness.target.values import pick
 
 
 class CounterError(ConfigError):
