@@ -49,7 +49,7 @@ from harness.domain.interrupt import interrupt_all, resume_all
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
 from harness.reports.redaction import RedactingStream
-from harness.reports.session import abandon_unfinished, discard_unused
+from harness.reports.session import abandon_unfinished, discard_unused, forget_unfinished
 
 # name -> (module, its one-line HELP); keep sorted. Only the chosen command's module is
 # imported (``--help`` lists them all from this table, fast); each module has the same ``HELP``
@@ -142,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(argv)
         except KeyboardInterrupt as exc:  # while the command was being chosen and imported
             code = _interrupted(exc)
+        finally:
+            forget_unfinished()  # what this command left is not the next command's to rename
     if _signalled and argv is None:  # interrupted, and everything is closed and written:
         _exit_now(code)  # skip the interpreter's teardown (seen: 1.8 s on a loaded machine)
     return code

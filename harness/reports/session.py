@@ -329,6 +329,13 @@ def discard_unused() -> list[Path]:
     return removed
 
 
+def forget_unfinished() -> None:
+    """At the end of a command: a session it left unfinished (a folder kept for the log the
+    message points at) is no longer this process's to rename, so a later command run in the
+    same process (a test, an embedding program) never touches it."""
+    _unfinished.clear()
+
+
 def abandon_unfinished() -> list[Path]:
     """After an interrupt: rename the folder of every session that never finished to
     ``<name>.interrupted`` (no results in it; ``latest`` never pointed there), so no folder

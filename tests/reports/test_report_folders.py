@@ -51,3 +51,13 @@ def test_an_interrupted_sessions_folder_is_renamed_and_latest_untouched(tmp_path
     assert moved == [session.folder.with_name(session.folder.name + ".interrupted")]
     assert moved[0].is_dir() and not session.folder.exists()
     assert (tmp_path / "latest").resolve() == first.resolve()
+
+
+def test_a_folder_a_command_left_is_not_renamed_by_a_later_interrupt(tmp_path: Path) -> None:
+    left = ReportSession("check", report_dir=tmp_path / "first")  # kept for its log (exit 2)
+    (left.folder / "service.log").write_text("the service would not start\n")
+    root = Path(__file__).resolve().parents[2]
+    main(["gate", "--providers", str(root / "providers.yaml"), "--lock",
+          str(tmp_path / "none.lock.json"), "--report-dir", str(tmp_path / "second")])
+    assert abandon_unfinished() == []  # the command ended: what it found is not its own
+    assert left.folder.is_dir()
