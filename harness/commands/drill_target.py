@@ -21,6 +21,7 @@ from harness.commands._gateway import gateway_options
 from harness.commands._report import bound, play
 from harness.commands._shard import add_shard_option, shard_of
 from harness.domain.errors import ConfigError
+from harness.drill.again import REDRILLS
 from harness.drill.entry import DrillSettings, run_drill
 from harness.drill.judge import Certifier
 from harness.gateways.drill_section import litellm_drill_section, portkey_drill_section
@@ -59,6 +60,9 @@ def parse_ports(items: list[str]) -> dict[str, int]:
 def check_args(args: argparse.Namespace, profile: DrillProfile) -> dict[str, int]:
     if args.trials < 1:
         raise ConfigError("--trials must be at least 1", field="--trials", fix="--trials 20")
+    if args.drill_again < 0:
+        raise ConfigError("--drill-again must be 0 or more", field="--drill-again",
+                          fix=f"--drill-again {REDRILLS} (0: never drill an intent again)")
     if args.concurrency is not None and args.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1", field="--concurrency",
                           fix="--concurrency 8 (1: one intent at a time)")
@@ -188,7 +192,7 @@ def run_target(args: argparse.Namespace, target: str, drills: tuple[str, ...]) -
         profile=profile, target=target, env=os.environ, drills=drills, trials=args.trials,
         concurrency=args.concurrency, ports=ports, certify=certify or certifier(args, profile),
         command=lambda name: command(args, name, target), shard=shard_of(args),
-        progress=bool(args.verbose))
+        progress=bool(args.verbose), redrills=args.drill_again)
     return play(args, "drill", bound(run_drill, settings), bars=False)
 
 
@@ -203,6 +207,10 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY, metavar="N",
                         help=f"intents at work at once, every drill's mixed in one round "
                         f"(default: {CONCURRENCY}; a settling intent does not count)")
+    parser.add_argument("--drill-again", type=int, default=REDRILLS, metavar="N",
+                        help="drill a trial again as a fresh intent, at most N times, when "
+                        "the load left its intent without evidence (broken promises are never "
+                        f"replaced; default: {REDRILLS}; 0: never)")
     add_shard_option(parser, "the (drill, trial) intents")
     parser.add_argument("--port", action="append", default=[], metavar="NAME=PORT",
                         help="serve provider NAME on PORT (overrides the profile; repeatable)")

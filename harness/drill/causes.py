@@ -18,6 +18,13 @@ from harness.drill.evidence import IntentEvidence
 BASE_URL_VARS = {"openai-chat": ("OPENAI_BASE_URL", "/v1"),
                  "anthropic-messages": ("ANTHROPIC_BASE_URL", "")}
 Cause = tuple[str, str]  # (what happened, the fix)
+#: the unknowns a loaded machine leaves (no evidence either way, and not the service's doing),
+#: each in a few words: an intent whose only unknowns are these, and that broke no promise, is
+#: drilled again (:mod:`harness.drill.again`; docs/drill.md, "An intent without evidence is
+#: drilled again")
+SLOW_LOOKS = "the looks at the job were slow"
+NO_TIMEOUT = "the service did not act on its timeout while watched"
+LATE_UNREACHED = "the late answer did not reach the service"
 
 
 def base_url_fix(fakes: Sequence[tuple[str, str, str]]) -> str:

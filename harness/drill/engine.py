@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.domain.errors import ConfigError
+from harness.drill.again import REDRILLS, drill_again, replacing
 from harness.drill.client import Clients, ServiceClient, clients_of
 from harness.drill.drills import DRILLS, Drill, late_ms
 from harness.drill.evidence import IDEMPOTENCY_HEADERS, Call, IntentEvidence
@@ -53,6 +54,10 @@ class DrillResults:
     calls: int = 0
     #: the probe (one control intent) never reached the fakes: nothing else was drilled
     unreached: IntentVerdict | None = None
+
+    def add(self, verdict: IntentVerdict) -> None:
+        """A trial's verdict (its last intent's)."""
+        self.verdicts[verdict.evidence.drill].append(verdict)
 
 
 @dataclass
@@ -289,12 +294,14 @@ class Engine:
     # -- the run ------------------------------------------------------------------------------
     def run(self, drills: Sequence[str], trials: int, *, certify: Certifier | None = None,
             on_intent: Callable[[IntentVerdict], None] | None = None,
-            probe: bool = False, owns: Callable[[str, int], bool] | None = None
-            ) -> DrillResults:
+            probe: bool = False, owns: Callable[[str, int], bool] | None = None,
+            redrills: int = REDRILLS) -> DrillResults:
         """Every (drill, trial) intent in one round: all at once (``concurrency`` of them at
-        work at a time; a settling intent gives its place back), each judged as it ends.
-        ``probe``: one control intent first; if the service never calls the fakes for it, stop
-        there (:attr:`DrillResults.unreached`). ``owns``: a shard's intents only."""
+        work at a time; a settling intent gives its place back), each judged as it ends; then
+        the trials the load left without evidence drilled again, at most ``redrills`` times
+        (:mod:`harness.drill.again`). ``probe``: one control intent first; if the service
+        never calls the fakes for it, stop there (:attr:`DrillResults.unreached`). ``owns``: a
+        shard's intents only."""
         setup = Setup(self.section, self.fakes, certify, self.target)
         run = DrillResults(self.profile.name, self.target, trials, self.concurrency or 0,
                            self.fakes, {name: [] for name in drills})
@@ -311,11 +318,11 @@ class Engine:
         if kept:
             jobs.remove((DRILLS["control"], 1))  # the probe is control's first trial
         try:
-            self._round(jobs, setup, run, on_intent)
+            self._rounds(jobs, setup, run, on_intent, redrills)
         finally:
             first = probing.end() if probing is not None else None
         if first is not None and kept:  # (a shard that does not own it only probed)
-            run.verdicts["control"].append(first)
+            run.add(first)
             if on_intent is not None:
                 on_intent(first)
         run.wall_s = time.perf_counter() - started
@@ -345,28 +352,55 @@ class Engine:
             probe.reached.wait()  # the intent's own budget bounds it
         return probe
 
-    def _round(self, jobs: list[tuple[Drill, int]], setup: Setup, run: DrillResults,
-               on_intent: Callable[[IntentVerdict], None] | None) -> None:
+    def _rounds(self, jobs: list[tuple[Drill, int]], setup: Setup, run: DrillResults,
+                on_intent: Callable[[IntentVerdict], None] | None, redrills: int) -> None:
+        """The round, then a round of fresh intents for the trials the load left without
+        evidence, at most ``redrills`` times; each trial judged by its last intent."""
+        def keep(v: IntentVerdict) -> None:
+            run.add(v)
+            if on_intent is not None:
+                on_intent(v)
+
+        again = self._round([(drill, trial, None) for drill, trial in jobs], setup, keep,
+                            lambda v: drill_again(v, redrills))
+        load = self._load  # the round's, for the judge of overload (mark_overload)
+        while again and not self.stop.is_set():
+            again = self._round([(DRILLS[v.evidence.drill], v.evidence.trial, v)
+                                 for v in again], setup, keep,
+                                lambda v: drill_again(v, redrills))
+        for v in again:  # interrupted: they stand as judged
+            keep(v)
+        self._load = load
+
+    def _round(self, jobs: list[tuple[Drill, int, IntentVerdict | None]], setup: Setup,
+               keep: Callable[[IntentVerdict], None],
+               redo: Callable[[IntentVerdict], bool]) -> list[IntentVerdict]:
+        """Drill ``jobs`` (each a trial, and the intent it replaces, if any) at once; ``keep``
+        each verdict, but those to ``redo``: returned, in trial order."""
         at_work = min(self.concurrency or len(jobs), len(jobs)) or 1
         self._load = at_work
         places = threading.Semaphore(at_work)
         lock = threading.Lock()
+        again: list[IntentVerdict] = []
 
-        def one(job: tuple[Drill, int]) -> None:
-            drill, trial = job
+        def one(job: tuple[Drill, int, IntentVerdict | None]) -> None:
+            drill, trial, earlier = job
             slot = Slot(places)
             slot.take()
             if self.stop.is_set():  # the run was interrupted while this intent waited
                 slot.give_back()
+                if earlier is not None:
+                    with lock:
+                        keep(earlier)
                 return
             try:
                 verdict = judge_intent(IntentRun(self, drill, trial, slot).run(), drill, setup)
             finally:
                 slot.give_back()
+            if earlier is not None:
+                verdict = replacing(verdict, earlier)
             with lock:
-                run.verdicts[drill.name].append(verdict)
-                if on_intent is not None:
-                    on_intent(verdict)
+                (again.append if redo(verdict) else keep)(verdict)
 
         with ThreadPoolExecutor(max_workers=max(1, len(jobs)),
                                 thread_name_prefix="drill") as pool:
@@ -376,6 +410,7 @@ class Engine:
             except BaseException:
                 self.stop.set()  # the other intents stop watching at their next look
                 raise
+        return sorted(again, key=lambda v: (v.evidence.drill, v.evidence.trial))
 
     # -- the service --------------------------------------------------------------------------
     def lists(self, ev: IntentEvidence, job: str) -> None:

@@ -28,6 +28,7 @@ from harness.domain.stream import (
 )
 from harness.domain.verdicts import Outcome, Verdict
 from harness.domain.words import counted
+from harness.drill.again import REDRILLS
 from harness.drill.drills import DRILLS, NAMES
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun
@@ -60,6 +61,9 @@ class DrillSettings:
     probe: bool = True  # one control intent first; stop if the fakes see nothing
     shard: Shard | None = None  # --shard K/N: the (drill, trial) intents this job owns
     progress: bool = False  # a live line for each intent that did not pass (--verbose)
+    #: a trial the load left without evidence is drilled again, at most this often
+    #: (``--drill-again N``; :mod:`harness.drill.again`)
+    redrills: int = REDRILLS
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,8 @@ def _run(engine: Any, settings: DrillSettings,
          on_intent: Callable[[IntentVerdict], None] | None) -> DrillResults:
     return engine.run(list(settings.drills), settings.trials, certify=settings.certify,
                       on_intent=on_intent, probe=settings.probe,
-                      owns=intent_owner(settings.shard, settings.drills, settings.trials))
+                      owns=intent_owner(settings.shard, settings.drills, settings.trials),
+                      redrills=settings.redrills)
 
 
 def outcome_of(settings: DrillSettings, results: DrillResults) -> DrillOutcome:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness.domain.verdicts import FindingVerdict, JudgedVerdict, Outcome
+from harness.domain.words import counted
 from harness.scenarios.events import Timeline, Unknown
 
 DrillVerdict = JudgedVerdict  # the published words of an explore result too
@@ -57,6 +58,15 @@ class DrilledIntent:
 
 
 @dataclass(frozen=True)
+class DrilledAgain:
+    """Intents the load left without evidence, each replaced by a fresh one (docs/drill.md,
+    "An intent without evidence is drilled again"): why, and how many."""
+
+    reason: str  # "the looks at the job were slow"
+    intents: int = 0
+
+
+@dataclass(frozen=True)
 class DrillRun:
     """One drill of ``drill --target`` (or of ``check --target``'s drills) on one service."""
 
@@ -77,3 +87,15 @@ class DrillRun:
     retries: int = 0  # provider calls after each intent's first, over the drill
     retries_with_key: int = 0  # of them, those that carried an idempotency key
     wall_s: float = 0.0
+    #: the intents replaced by fresh ones (the trials are judged by their last intent)
+    drilled_again: tuple[DrilledAgain, ...] = ()
+
+    @property
+    def again_text(self) -> str:
+        """``2 intents drilled again: the looks at the job were slow`` (empty: none)."""
+        total = sum(a.intents for a in self.drilled_again)
+        if not total:
+            return ""
+        many = len(self.drilled_again) > 1
+        return f"{counted(total, 'intent')} drilled again: " + ", ".join(
+            f"{a.reason} ({a.intents})" if many else a.reason for a in self.drilled_again)

@@ -25,11 +25,18 @@ fallback_certified        the fallback that answered is certified for the contra
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from harness.domain.words import counted
-from harness.drill.causes import overloaded, unanswered, undrillable
+from harness.drill.causes import (
+    LATE_UNREACHED,
+    NO_TIMEOUT,
+    SLOW_LOOKS,
+    overloaded,
+    unanswered,
+    undrillable,
+)
 from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
@@ -59,6 +66,7 @@ class Finding:
     verdict: str  # held | broken | unknown | not_applicable (the promises' words)
     message: str = ""
     fix: str = ""
+    load: str = ""  # an unknown the load left (no evidence): why, in a few words (causes.py)
 
 
 @dataclass
@@ -67,6 +75,9 @@ class IntentVerdict:
     findings: list[Finding] = field(default_factory=list)
     winner: str | None = None  # the call whose answer the intent ended with ("gpt#3")
     answered_by: str | None = None  # the provider whose answer the client got, and who says so
+    #: the intents of the same trial this one replaced, oldest first: each broke nothing and
+    #: was unknown only for the load (:mod:`harness.drill.again`)
+    earlier: list[IntentVerdict] = field(default_factory=list)
 
     @property
     def retries(self) -> tuple[int, int]:
@@ -126,7 +137,7 @@ def mark_overload(verdicts: Sequence[IntentVerdict], concurrency: int) -> None:
         return
     for v in verdicts:
         if unanswered(v.evidence):
-            v.findings = [Finding(f.promise, f.verdict, f.message + overload[0], overload[1])
+            v.findings = [replace(f, message=f.message + overload[0], fix=overload[1])
                           if f.verdict == "unknown" else f for f in v.findings]
 
 
@@ -185,7 +196,8 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                        f"): no fallback call, the primary never given up, the job never "
                        "'unknown', so what it shows after a timeout was not seen",
                        "check timeouts.provider_s against the service's timeout; a service too "
-                       "loaded to reach its timeout within timeouts.job_s: a lower --concurrency")
+                       "loaded to reach its timeout within timeouts.job_s: a lower --concurrency",
+                       NO_TIMEOUT)
     unseen = _unseen_hold(ev)
     if unseen is not None:
         return unseen
@@ -226,7 +238,8 @@ def _unseen_hold(ev: IntentEvidence) -> Finding | None:
                    "a failed status shown in between may have been missed",
                    "the looks at the job were slow: drill with a lower --concurrency or on a "
                    "less loaded machine, or with a longer provider timeout (the service's, and "
-                   "timeouts.provider_s with it): the window is three quarters of it")
+                   "timeouts.provider_s with it): the window is three quarters of it",
+                   SLOW_LOOKS)
 
 
 def _silent(drill: Drill) -> str:
@@ -359,7 +372,8 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
                                "before the drill let the answer go, after the fallback won), "
                                "so a late answer after the winner was not tried",
                                "let the service wait on its primary longer than its fallback "
-                               "takes to answer, or drill with a lower --concurrency")
+                               "takes to answer, or drill with a lower --concurrency",
+                               LATE_UNREACHED)
     note = f"; late answer of {late[0].ident} discarded" if late else ""
     return winner, Finding(ONE_WINNER, "held", f"{winner.ident}'s answer, unchanged over "
                            f"{counted(len(results), 'observation')}{note}")

@@ -10,9 +10,16 @@ from typing import Any
 
 from harness.domain.verdicts import FINDING_VERDICT
 from harness.domain.words import of
+from harness.drill.again import tally, why
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
-from harness.drill.events import DrilledIntent, DrillFinding, DrillRun, PromiseRate
+from harness.drill.events import (
+    DrilledAgain,
+    DrilledIntent,
+    DrillFinding,
+    DrillRun,
+    PromiseRate,
+)
 from harness.drill.evidence import Call, IntentEvidence
 from harness.drill.judge import PROMISES, IntentVerdict
 from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
@@ -39,6 +46,8 @@ class IntentRecord:
     retries: int = 0
     retries_with_key: int = 0
     wall_s: float = 0.0
+    #: why each intent it replaced was drilled again (the load left it without evidence)
+    again: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,8 @@ def records(verdicts: list[IntentVerdict]) -> list[IntentRecord]:
         shown=_intent(v) if v.verdict != "passed" else None,
         calls=len(v.evidence.calls), billed=sum(c.billed for c in v.evidence.calls),
         retries=v.retries[0], retries_with_key=v.retries[1],
-        wall_s=v.evidence.ended_at - v.evidence.started_at) for v in verdicts]
+        wall_s=v.evidence.ended_at - v.evidence.started_at,
+        again=tuple(why(e) for e in v.earlier)) for v in verdicts]
 
 
 def drill_run(head: DrillHead, intents: list[IntentRecord], *,
@@ -97,6 +107,8 @@ def drill_run(head: DrillHead, intents: list[IntentRecord], *,
         retries=sum(r.retries for r in intents),
         retries_with_key=sum(r.retries_with_key for r in intents),
         wall_s=max((r.wall_s for r in intents), default=0.0),
+        drilled_again=tuple(DrilledAgain(reason, n) for reason, n
+                            in tally(a for r in intents for a in r.again)),
     )
 
 
@@ -131,7 +143,15 @@ def _intent(v: IntentVerdict) -> DrilledIntent:
         winner=v.winner, answered_by=v.answered_by,
         calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
         retries=v.retries[0], retries_with_key=v.retries[1],
-        timeline=lanes(ev, v.winner), note=ev.note)
+        timeline=lanes(ev, v.winner), note="; ".join(filter(None, (ev.note, _again(v)))))
+
+
+def _again(v: IntentVerdict) -> str:
+    """The intents this one replaced, and why each was drilled again."""
+    if not v.earlier:
+        return ""
+    return "drilled again in place of " + ", ".join(f"{e.evidence.tag} ({why(e)})"
+                                                    for e in v.earlier)
 
 
 def intent_json(v: IntentVerdict) -> dict[str, Any]:
@@ -153,6 +173,10 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
         "calls": calls, "outcomes": outcomes, "billed_completions": sum(c.billed for c in ev.calls),
         "late_primary_answer": _late(ev), "retries": v.retries[0],
         "retries_with_idempotency_key": v.retries[1], "note": ev.note or None,
+        "wall_s": round(ev.ended_at - ev.started_at, 3),
+        "drilled_again": [{"request": e.evidence.tag, "why": why(e),
+                           "wall_s": round(e.evidence.ended_at - e.evidence.started_at, 3)}
+                          for e in v.earlier],
         "findings": {f.promise: {"verdict": published(f.verdict), "message": f.message}
                      for f in v.findings},
     }

@@ -349,6 +349,8 @@ def drill_lines(d: DrillRun) -> Iterator[str]:
             yield f"    {p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
     for u in d.unknowns:
         yield f"    unknown: {u.reason}" + (f"\n      fix: {u.fix}" if u.fix else "")
+    if d.drilled_again:  # the load left them without evidence: fresh intents in their place
+        yield f"    {d.again_text} (the trials are judged by their last intent)"
     if d.command and d.verdict != "passed":
         yield f"  drill again: {d.command}"
 

@@ -157,6 +157,7 @@ def _all_verdicts(r: Results) -> list[str]:
         elif isinstance(e, DrillRun):
             detail = "; ".join(f"{p.title}: {p.text}" for p in e.promises if p.broken) or (
                 e.unknowns[0].reason if e.unknowns else counted(e.trials, "intent"))
+            detail += f" ({e.again_text})" if e.drilled_again else ""
             rows.append(f"| drill {e.drill} | `{_esc(e.target)}` | {ICON[e.outcome]} "
                         f"{e.verdict} | {_esc(_short(detail))} |")
         elif isinstance(e, Case):
