@@ -8,12 +8,18 @@ import argparse
 import json
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+import harness.drill.engine as engine_module
 from harness.cli import main
 from harness.commands.drill_target import command
+from harness.drill.causes import LATE_UNREACHED
+from harness.drill.drills import Drill
+from harness.drill.evidence import IntentEvidence
+from harness.drill.judge import IntentVerdict, Setup
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 
@@ -186,3 +192,34 @@ def test_cli_an_unknown_drill_exits_2_with_the_nearest_name(
     err = capsys.readouterr().err
     assert code == 2 and "did you mean double-click" in err and "usage:" not in err
     assert not (tmp_path / "report").exists()
+
+
+def test_cli_an_intent_without_evidence_is_drilled_again(
+        drilled: Callable[..., tuple[int, Path, str]], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The late drill's first intent is judged as a loaded machine leaves it (the judge's own
+    finding for a late answer that never reached the service, put in place of the real one:
+    the load, simulated); the drill drills a fresh intent for the trial after the round, judges
+    the trial by it, and the report says how many intents were drilled again and why."""
+    real, first = engine_module.judge_intent, list[str]()
+
+    def loaded(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdict:
+        v = real(ev, drill, setup)
+        if drill.name == "late" and not first:
+            first.append(ev.tag)
+            v.findings = [replace(f, verdict="unknown", message="the late answer never reached "
+                                  "the service (simulated)", load=LATE_UNREACHED)
+                          if f.promise == "one_winner_per_job" else f for f in v.findings]
+        return v
+
+    monkeypatch.setattr(engine_module, "judge_intent", loaded)
+    code, folder, out = drilled("correct_service.py", "late", capsys=capsys)
+    assert code == 0, out
+    assert "1 intent drilled again: the late answer did not reach the service" in out, out
+    [event] = _events(folder)
+    assert event["drilled_again"] == [{"reason": LATE_UNREACHED, "intents": 1}]
+    rates = {p["promise"]: p for p in event["promises"]}  # type: ignore[attr-defined]
+    assert (rates["one_winner_per_job"]["held"], rates["one_winner_per_job"]["unknown"]) == (1, 0)
+    [intent] = json.loads((folder / "drill.json").read_text("utf-8"))["drills"]["late"]
+    assert [a["request"] for a in intent["drilled_again"]] == first != [intent["request"]]
+    assert intent["drilled_again"][0]["why"] == LATE_UNREACHED
