@@ -12,7 +12,9 @@ recording fakes add per provider call and while they hold answers.
     slowest intent (its submit to its close, settle included) ≤ 1.5: the drills run in one
     round and settle concurrently, not drill after drill. Also shown without the process
     start and imports (results.json's started_at to finished_at). Every verdict is counted
-    (the correct service: every intent passes).
+    (the correct service: every intent passes). Trials the load left without evidence are
+    drilled again after the round (docs/drill.md): then the slowest intent of each round
+    (from ``drill.json``) is summed in its place, and the count is shown.
 (c) The fakes' cost. ``--calls`` sequential calls to a recording fake (signed, tagged, one
     persistent connection) beside the same calls to a bare ASGI app answering the same bytes on
     the same server stack. Goal: ≤ 1 ms added per provider call (median). Then ``--held``
@@ -105,15 +107,30 @@ def one_round(trials: int, drills: list[str], concurrency: int, settle: float | 
     run_s = (datetime.fromisoformat(results["finished_at"].replace("Z", "+00:00"))
              - datetime.fromisoformat(results["started_at"].replace("Z", "+00:00"))
              ).total_seconds()
-    slowest = max(e["wall_s"] for e in events)
+    # each round's slowest intent, from drill.json: the round, then the fresh intents of the
+    # trials the load left without evidence (docs/drill.md): the wall is their sum at best
+    drilled = json.loads((report / "latest" / "drill.json").read_text("utf-8"))["drills"]
+    rounds = _rounds([[*(a["wall_s"] for a in i.get("drilled_again", [])), i["wall_s"]]
+                      for intents in drilled.values() for i in intents])
+    slowest = rounds[0] if rounds else max(e["wall_s"] for e in events)
+    chain = sum(rounds) or slowest
     not_passed = {e["drill"]: {p["promise"]: p["broken"] + p["unknown"] for p in e["promises"]
                                if p["broken"] + p["unknown"]}
                   for e in events if e["verdict"] != "passed"}
     return {"intents": sum(e["trials"] for e in events), "drills": len(events),
             "concurrency": concurrency, "settle_s": settle, "exit": done.returncode,
             "cli_wall_s": round(wall, 2), "run_s": round(run_s, 2),
-            "slowest_intent_s": round(slowest, 2), "ratio": round(wall / slowest, 2),
-            "run_ratio": round(run_s / slowest, 2), "not_passed": not_passed}
+            "slowest_intent_s": round(slowest, 2), "rounds_s": [round(r, 2) for r in rounds],
+            "drilled_again": sum(a["intents"] for e in events
+                                 for a in e.get("drilled_again", [])),
+            "ratio": round(wall / chain, 2), "run_ratio": round(run_s / chain, 2),
+            "not_passed": not_passed}
+
+
+def _rounds(attempts: list[list[float]]) -> list[float]:
+    """The slowest intent of each round, from every trial's intents' walls (oldest first)."""
+    return [max(walls[k] for walls in attempts if len(walls) > k)
+            for k in range(max((len(w) for w in attempts), default=0))]
 
 
 async def _bare(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -220,9 +237,11 @@ def main() -> None:
     if args.smoke:
         return
     r, f, h = result["round"], result["fakes"], result["held"]
+    again = (f"; {r['drilled_again']} intents drilled again after the round: the slowest "
+             f"of each round {r['rounds_s']} s, summed" if r["drilled_again"] else "")
     print(f"(a) CLI wall {r['cli_wall_s']} s / slowest intent {r['slowest_intent_s']} s "
-          f"(settle included) = {r['ratio']} (goal <= 1.5; without the process start and "
-          f"imports: {r['run_ratio']}) for {r['intents']} intents, {r['concurrency']} at "
+          f"(settle included{again}) = {r['ratio']} (goal <= 1.5; without the process start "
+          f"and imports: {r['run_ratio']}) for {r['intents']} intents, {r['concurrency']} at "
           f"work at once; not passed: {r['not_passed'] or 0}")
     print(f"(c) fake: {f['added_ms']} ms added per call, median (goal <= 1 ms); "
           f"{h['held']} held answers for {h['hold_s']} s cost {h['cpu_share']} of a core "

@@ -118,7 +118,9 @@ def run_drill(settings: DrillSettings, *, folder: Folder, live: Live = QUIET) ->
     yield ReportFile("drill.json", {"target": settings.target, "profile": settings.profile.name,
                                     "trials": settings.trials, "drills": drilled})
     intents = sum(len(v) for v in results.verdicts.values()) + (results.unreached is not None)
+    again = sum(len(v.earlier) for vs in results.verdicts.values() for v in vs)
     at_once = f"{settings.concurrency} at work at once" if settings.concurrency else "all at once"
+    at_once += f"; {again} more drilled again, as fresh intents" if again else ""
     live.say(f"{counted(intents, 'intent')}, {results.calls} provider calls in "
              f"{results.wall_s:.2f} s ({at_once}); every intent's counts in "
              f"{folder() / 'drill.json'}")
