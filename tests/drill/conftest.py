@@ -24,8 +24,12 @@ EXAMPLES = ROOT / "examples" / "drill"
 #: the service never got to its timeout within the budget, the looks at the job were too slow
 #: for the held answer, or the service let go of a held late answer first (docs/drill.md,
 #: "Held answers"). Never held: a twin is never said to keep its rule, a correct service never
-#: said to break one. Measured: none at 36 at once beside two busy loops; 1-2 of 10 under a
-#: parallel test run on the loaded shared machine (load 14): at most LOAD_MISSES of them
+#: said to break one. The drill drills such a trial again, twice at most (docs/drill.md, "An
+#: intent without evidence is drilled again"), so the example drills
+#: (test_examples_drills.py) expect none; the others that still allow LOAD_MISSES of 10
+#: (test_clicks.py, tests/docs/test_drill_quickstart.py; LOAD_CAUSES: test_examples_check.py,
+#: test_own_worker.py) were measured before the re-drills (1-2 of 10 under a parallel test
+#: run on the loaded shared machine, load 14) and not measured again since
 LOAD_CAUSES = ("the drill could not look twice", "the service never acted on its timeout",
                "the late answer of")
 LOAD_MISSES = 2
