@@ -223,3 +223,20 @@ def test_cli_an_intent_without_evidence_is_drilled_again(
     [intent] = json.loads((folder / "drill.json").read_text("utf-8"))["drills"]["late"]
     assert [a["request"] for a in intent["drilled_again"]] == first != [intent["request"]]
     assert intent["drilled_again"][0]["why"] == LATE_UNREACHED
+    for page in ("index.html", "summary.md"):
+        assert "1 intent drilled again: the late answer did not reach the service" in (
+            folder / page).read_text("utf-8"), page
+
+
+def test_cli_drill_again_below_zero_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PRIMARY_PORT", str(free_port()))
+    monkeypatch.setenv("FALLBACK_PORT", str(free_port()))
+    monkeypatch.setenv("DRILL_OWNER", SECRET)
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
+    code = main(["drill", "--target", "http://127.0.0.1:9", "--target-profile", str(profile),
+                 "--drill-again", "-1", "--report-dir", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--drill-again must be 0 or more" in err and "fix:" in err
+    assert not (tmp_path / "report").exists()
