@@ -25,6 +25,7 @@ Cause = tuple[str, str]  # (what happened, the fix)
 SLOW_LOOKS = "the looks at the job were slow"
 NO_TIMEOUT = "the service did not act on its timeout while watched"
 LATE_UNREACHED = "the late answer did not reach the service"
+UNSTARTED = "the service did not start the job within the budget"
 
 
 def base_url_fix(fakes: Sequence[tuple[str, str, str]]) -> str:
@@ -67,6 +68,12 @@ def undrillable(ev: IntentEvidence, drill: Drill, fakes: Sequence[tuple[str, str
                 "its provider request", "send the text the drill submits (it holds the tag "
                 "drill-<12 hex>) to the provider unchanged, or put {tag} where the service "
                 "copies it into the prompt (drill.submit.body)")
+    if unstarted(ev):
+        return (f"the service never called a provider for this intent within the drill's "
+                f"budget (the job was still {ev.observations[-1].raw_status!r} at the last "
+                "look), so nothing was drilled", "a service too loaded to start its jobs "
+                "within timeouts.job_s: drill with a lower --concurrency; if no job ever "
+                "starts, check the service's worker, and " + base_url_fix(fakes))
     if not ev.calls:
         return ("the service never called the fakes for this intent, so nothing was drilled",
                 base_url_fix(fakes))
@@ -74,6 +81,16 @@ def undrillable(ev: IntentEvidence, drill: Drill, fakes: Sequence[tuple[str, str
         return (f"no call reached the primary, so the scripted failure ({drill.description}) "
                 "never happened", "check which provider the profile marks role: primary")
     return None
+
+
+def unstarted(ev: IntentEvidence) -> bool:
+    """The service took the job (a job id), and no provider call of the intent came (nor an
+    untagged one) while the job still showed running when the budget ran out: it had not got
+    to the job yet (a loaded machine), no evidence either way."""
+    first = ev.submissions[0] if ev.submissions else None
+    return (not ev.calls and not ev.untagged and first is not None and bool(first.job_id)
+            and 200 <= (first.status or 0) < 300 and bool(ev.observations)
+            and ev.observations[-1].status == "running")
 
 
 def overloaded(evidence: Sequence[IntentEvidence], concurrency: int) -> Cause | None:

@@ -33,9 +33,11 @@ from harness.drill.causes import (
     LATE_UNREACHED,
     NO_TIMEOUT,
     SLOW_LOOKS,
+    UNSTARTED,
     overloaded,
     unanswered,
     undrillable,
+    unstarted,
 )
 from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
@@ -109,7 +111,8 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
     out = IntentVerdict(ev)
     cause = undrillable(ev, drill, setup.fakes, setup.target)
     if cause is not None:
-        out.findings.append(Finding("completed", "unknown", *cause))
+        out.findings.append(Finding("completed", "unknown", *cause,
+                                    UNSTARTED if unstarted(ev) else ""))
         return out
     chat = setup.section.submit.kind == "chat"
     winner, winner_finding = _winner(ev, setup, chat)

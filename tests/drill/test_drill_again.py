@@ -17,7 +17,7 @@ import pytest
 
 import harness.drill.engine as engine_module
 from harness.drill.again import REDRILLS, drill_again, load_only
-from harness.drill.causes import LATE_UNREACHED, NO_TIMEOUT, SLOW_LOOKS
+from harness.drill.causes import LATE_UNREACHED, NO_TIMEOUT, SLOW_LOOKS, UNSTARTED
 from harness.drill.drills import DRILLS, Drill
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledAgain
@@ -68,8 +68,15 @@ def _no_timeout() -> IntentEvidence:
     return _ev("late", [primary], [*running, _done(signature("gpt", 1, TAG), 2.2)])
 
 
+def _unstarted() -> IntentEvidence:
+    """late: the service took the job and had not started it when the budget ran out."""
+    return _ev("late", [], [Observation(0.1 * i, "running", "queued", None)
+                            for i in range(1, 90)])
+
+
 @pytest.mark.parametrize(("evidence", "cause"), [
-    (_slow_looks, SLOW_LOOKS), (_late_unreached, LATE_UNREACHED), (_no_timeout, NO_TIMEOUT)])
+    (_slow_looks, SLOW_LOOKS), (_late_unreached, LATE_UNREACHED), (_no_timeout, NO_TIMEOUT),
+    (_unstarted, UNSTARTED)])
 def test_again_an_intent_the_load_left_without_evidence_is_drilled_again(
         tmp_path: Path, evidence: Any, cause: str) -> None:
     """Each load cause the judge gives (and nothing broken) makes a fresh intent: the trial's
@@ -112,6 +119,11 @@ def test_again_an_unknown_the_service_caused_is_not_drilled_again(tmp_path: Path
     assert not drill_again(v)
     v.findings.append(Finding("timeout_not_failure", "unknown", "looked once", "", SLOW_LOOKS))
     assert load_only(v) == () and not drill_again(v)
+    # no call, and the job failed (or was never seen): the service's doing, or its profile's
+    for looks in ([Observation(0.5, "failed", "failed", None)], []):
+        quiet = _judged(_ev("late", [], looks), _setup(tmp_path, hedge=True))
+        assert quiet.verdict == "unknown" and not drill_again(quiet), quiet.findings
+        assert "never called the fakes" in quiet.findings[0].message
     passed = _judged(_ev("hang", [HANG, FALLBACK], [_done(ANSWER, 0.6)]),
                      _setup(tmp_path, hedge=True))
     assert passed.verdict == "passed" and not drill_again(passed)
