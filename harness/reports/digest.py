@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
 
+from harness.domain.verdicts import Outcome
 from harness.domain.words import counted, of
 from harness.reports.model import (
     Case,
@@ -29,7 +29,7 @@ class Problem:
     """One thing to act on: ``where`` it happened, ``what`` (the promise or the reason),
     ``detail`` (what was seen, or the rate), the likely ``fix`` and the ``command`` to rerun."""
 
-    kind: Literal["fail", "unknown"]
+    kind: Outcome  # fail or unknown (what passed or was skipped is nothing to act on)
     where: str
     what: str
     detail: str = ""
