@@ -3,11 +3,12 @@
 An event speaks the engines' vocabularies (:mod:`harness.domain.verdicts`); a class whose field
 is published in other words names that field's table in its ``PUBLISHED`` class variable (e.g.
 ``{"verdict": SCENARIO_WORD}``). :func:`published` writes an event as JSON data with those words
-(what :func:`dataclasses.asdict` makes, the published fields mapped; :func:`word` says one
-field so, for a renderer), :func:`engine_words`
-turns a document's data back into the engine's words before it is validated and read, and
-:func:`published_fields` tells the JSON Schema which words each field may hold. No other code
-translates a verdict word for a document.
+(what :func:`dataclasses.asdict` makes, the published fields mapped; :func:`word` says one field
+so, for a renderer), :func:`engine_words` turns a document's data back into the engine's words
+before it is validated and read, and :func:`published_fields` tells the JSON Schema which words
+each field may hold. The documents written by hand look the same tables up where they write
+and read: the lock file's records (``DECISION_WORD``, :func:`from_word`), ``drill.json``
+(``JUDGED_WORD``, ``FINDING_WORD``) and a run folder's checks (``CHECK_WORD``).
 """
 
 from __future__ import annotations
