@@ -126,7 +126,7 @@ def test_again_an_unknown_the_service_caused_is_not_drilled_again(tmp_path: Path
         assert "never called the fakes" in quiet.findings[0].message
     passed = _judged(_ev("hang", [HANG, FALLBACK], [_done(ANSWER, 0.6)]),
                      _setup(tmp_path, hedge=True))
-    assert passed.verdict == "passed" and not drill_again(passed)
+    assert passed.verdict == "pass" and not drill_again(passed)
 
 
 # -- the engine's rounds, its intents stubbed --------------------------------------------------
@@ -206,15 +206,15 @@ def test_again_the_engine_drills_a_fresh_intent_for_each_trial_without_evidence(
     hang, late = results.verdicts["hang"], results.verdicts["late"]
     assert [v.evidence.trial for v in hang] == [1, 2, 3]
     assert [(v.verdict, len(v.earlier)) for v in hang] == [
-        ("passed", 1), ("failed", 0), ("unknown", 2)]
+        ("pass", 1), ("fail", 0), ("unknown", 2)]
     assert [(v.verdict, len(v.earlier)) for v in late] == [
-        ("unknown", 0), ("failed", 1), ("passed", 0)]
+        ("unknown", 0), ("fail", 1), ("pass", 0)]
     assert hang[2].findings == [SLOW]  # honest: still unknown, with its reason
     assert hang[0].earlier[0].evidence.tag != hang[0].evidence.tag  # a fresh intent
     events = {e.drill: e for e in drill_events(results, lambda name: "")}
     assert events["hang"].drilled_again == (DrilledAgain(SLOW_LOOKS, 3),)
     assert events["late"].drilled_again == (DrilledAgain(LATE_UNREACHED, 1),)
-    assert events["hang"].trials == 3 and events["hang"].verdict == "failed"
+    assert events["hang"].trials == 3 and events["hang"].verdict == "fail"
     assert "    3 intents drilled again: the looks at the job were slow (the trials are " \
         "judged by their last intent)" in list(drill_lines(events["hang"]))
     shown = [i for i in events["hang"].intents if i.trial == 3]
@@ -226,7 +226,7 @@ def test_again_never_when_the_limit_is_zero(tmp_path: Path,
     results, stub = _rounds(tmp_path, monkeypatch, 0)
     assert set(stub.intents.values()) == {1}
     assert all(not v.earlier for vs in results.verdicts.values() for v in vs)
-    assert [v.verdict for v in results.verdicts["hang"]] == ["unknown", "failed", "unknown"]
+    assert [v.verdict for v in results.verdicts["hang"]] == ["unknown", "fail", "unknown"]
     assert all(not e.drilled_again and all("drilled again" not in line
                                            for line in drill_lines(e))
                for e in drill_events(results, lambda name: ""))
