@@ -21,7 +21,7 @@ from harness.drill.again import REDRILLS, drill_again, replacing
 from harness.drill.client import Clients, ServiceClient, clients_of
 from harness.drill.drills import DRILLS, Drill, late_ms
 from harness.drill.evidence import IDEMPOTENCY_HEADERS, Call, IntentEvidence
-from harness.drill.intent import IntentRun, Slot
+from harness.drill.intent import IntentRun, Probe, Slot
 from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent, mark_overload
 from harness.providers.recording import RecordingFake
 from harness.target.drill_profile import DrillProfile, Upstream
@@ -58,29 +58,6 @@ class DrillResults:
     def add(self, verdict: IntentVerdict) -> None:
         """A trial's verdict (its last intent's)."""
         self.verdicts[verdict.evidence.drill].append(verdict)
-
-
-@dataclass
-class Probe:
-    """The control intent that goes first: did the service call the fakes at all?"""
-
-    reached: threading.Event
-    thread: threading.Thread | None = None
-    verdict: IntentVerdict | None = None
-    error: BaseException | None = None
-
-    def unreached(self) -> bool:
-        """It ended without a single call at the fakes (nothing else is worth drilling)."""
-        if self.error is not None:
-            raise self.error
-        return self.verdict is not None and not self.verdict.evidence.calls
-
-    def end(self) -> IntentVerdict | None:
-        if self.thread is not None:
-            self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.verdict
 
 
 @contextmanager

@@ -4,7 +4,8 @@ the job, let held answers go when the drill decides (docs/drill.md, "Held answer
 quiet period with no call of its tag), and read the job a last time.
 
 I/O only; the verdicts are :mod:`harness.drill.judge`'s. The engine (:mod:`harness.drill.engine`)
-serves the fakes, owns the client and the clock, and runs many intents at once.
+serves the fakes, owns the client and the clock, and runs many intents at once (the first, a
+control intent alone: the :class:`Probe`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from harness.domain.words import counted
 from harness.drill.drills import HELD_LOOKS, Drill, late_ms
 from harness.drill.evidence import IntentEvidence
+from harness.drill.judge import IntentVerdict
 from harness.target.ids import UnusableId, path_segment
 
 if TYPE_CHECKING:  # the engine runs intents; an intent only calls back into it
@@ -43,6 +45,29 @@ class Slot:
         if self.held:
             self.held = False
             self.semaphore.release()
+
+
+@dataclass
+class Probe:
+    """The control intent that goes first: did the service call the fakes at all?"""
+
+    reached: threading.Event
+    thread: threading.Thread | None = None
+    verdict: IntentVerdict | None = None
+    error: BaseException | None = None
+
+    def unreached(self) -> bool:
+        """It ended without a single call at the fakes (nothing else is worth drilling)."""
+        if self.error is not None:
+            raise self.error
+        return self.verdict is not None and not self.verdict.evidence.calls
+
+    def end(self) -> IntentVerdict | None:
+        if self.thread is not None:
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.verdict
 
 
 @dataclass

@@ -30,16 +30,8 @@ from urllib.parse import urlsplit
 
 from harness.domain.verdicts import Promise, Verdict
 from harness.domain.words import counted
-from harness.drill.causes import (
-    LATE_UNREACHED,
-    NO_TIMEOUT,
-    SLOW_LOOKS,
-    UNSTARTED,
-    overloaded,
-    unanswered,
-    undrillable,
-    unstarted,
-)
+from harness.drill import causes
+from harness.drill.causes import LATE_UNREACHED, NO_TIMEOUT, SLOW_LOOKS, UNSTARTED
 from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.providers.recording import SIGNATURE
@@ -110,10 +102,10 @@ class Setup:
 
 def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdict:
     out = IntentVerdict(ev)
-    cause = undrillable(ev, drill, setup.fakes, setup.target)
+    cause = causes.undrillable(ev, drill, setup.fakes, setup.target)
     if cause is not None:
         out.findings.append(Finding("completed", "unknown", *cause,
-                                    UNSTARTED if unstarted(ev) else ""))
+                                    UNSTARTED if causes.unstarted(ev) else ""))
         return out
     chat = setup.section.submit.kind == "chat"
     winner, winner_finding = _winner(ev, setup, chat)
@@ -136,11 +128,11 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
 def mark_overload(verdicts: Sequence[IntentVerdict], concurrency: int) -> None:
     """Across a run's intents: when the drill's concurrency overloaded the service, the intents
     whose submit got no answer say so, and their fix names ``--concurrency``."""
-    overload = overloaded([v.evidence for v in verdicts], concurrency)
+    overload = causes.overloaded([v.evidence for v in verdicts], concurrency)
     if overload is None:
         return
     for v in verdicts:
-        if unanswered(v.evidence):
+        if causes.unanswered(v.evidence):
             v.findings = [replace(f, message=f.message + overload[0], fix=overload[1])
                           if f.verdict == "unknown" else f for f in v.findings]
 
