@@ -36,7 +36,7 @@ from harness.domain.shard import Shard
 from harness.domain.stream import QUIET, Begin, Folder, Live, Sharded, entry_point
 from harness.gateways.options import ProvidersSource
 from harness.gateways.sources import audits_for
-from harness.scenarios.sharding import sharded
+from harness.scenarios.sharding import sharded, unit
 
 #: where a run's records go: the lock file's commit, or a shard's lock; how many were taken
 Commit = Callable[[Iterable[CertificationRecord]], int]
@@ -108,7 +108,7 @@ def run_certify(settings: CertifySettings, *, folder: Folder | None = None,
         plan, pairings = pairings, shard_plan(pairings, settings.shard)
         stamped = sharded("certify", settings.shard, settings,
                           [settings.source.providers, workspace.lock.path],
-                          order=[f"certification:{p.provider.id}/{p.contract.id}"
+                          order=[unit("certification", f"{p.provider.id}/{p.contract.id}")
                                  for p in plan if p.record],
                           extra={"plan": plan_rows(plan)})
         lock_shard = LockShard.of(stamped.stamp, plan, pairings, lock=workspace.lock.path)

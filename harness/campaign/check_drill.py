@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.domain.stream import Live
-from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict
+from harness.domain.verdicts import Outcome, Promise
 from harness.domain.words import counted, of
 from harness.drill.beside import beside, count_provider_calls
 from harness.drill.drills import NAMES
@@ -116,16 +116,16 @@ class CheckDrill:
         drills, promises = JUDGED_BY[event.scenario]
         verdicts = [v for d in drills for v in self.results.verdicts.get(d, [])]
         checks = sorted((_check(p, verdicts) for p in promises),
-                        key=lambda c: ("invalid", "unknown", "valid").index(c.verdict))
-        broken = [c.name for c in checks if c.verdict == "invalid"]
+                        key=lambda c: ("broken", "unknown", "held").index(c.verdict))
+        broken = [c.name for c in checks if c.verdict == "broken"]
         unknown = [c for c in checks if c.verdict == "unknown"]
         bad = [v for v in verdicts if any(f.verdict == "broken" and f.promise in promises
                                           for f in v.findings)]
         each = f"{', '.join(drills)}, {counted(self.trials, 'trial')} each"
-        verdict: ScenarioVerdict = "passed"
+        verdict: Promise = "held"
         outcome: Outcome = "pass"
         if broken:
-            verdict, outcome = "failed", "fail"
+            verdict, outcome = "broken", "fail"
             reason = (f"judged by the drill ({each}): {' and '.join(broken)} broken in "
                       f"{of(len(bad), len(verdicts), 'intent')}")
         elif unknown:
@@ -144,8 +144,8 @@ class CheckDrill:
 
 
 def _check(promise: str, verdicts: list[Any]) -> Check:
-    """One promise over the drill's intents: invalid if an intent broke it, unknown if one
-    could not judge it (or none did), else valid."""
+    """One promise over the drill's intents: broken if an intent broke it, unknown if one
+    could not judge it (or none did), else held."""
     findings = [f for v in verdicts for f in v.findings if f.promise == promise]
     # an intent the drill could not run at all (no provider call) is unknown for everything
     blind = [f for v in verdicts for f in v.findings
@@ -153,8 +153,7 @@ def _check(promise: str, verdicts: list[Any]) -> Check:
     broken = [f for f in findings if f.verdict == "broken"]
     unknown = [f for f in findings if f.verdict == "unknown"] + blind
     held = [f for f in findings if f.verdict == "held"]
-    verdict: CheckVerdict = ("invalid" if broken else "unknown" if unknown or not held
-                             else "valid")
+    verdict: Promise = "broken" if broken else "unknown" if unknown or not held else "held"
     if verdict == "unknown" and not unknown:
         unknown_list: tuple[Unknown, ...] = (
             Unknown("judged by the drill, which saw no evidence for it", ""),)

@@ -163,7 +163,7 @@ def _key(event: Any) -> str:
     if isinstance(event, DetectionMatrix | ExploreResult):
         return event.TYPE
     if getattr(event, "TYPE", "") == "certification":
-        return f"certification:{event.provider}/{event.contract}"
+        return unit("certification", f"{event.provider}/{event.contract}")
     return f"{getattr(event, 'TYPE', 'event')}:{id(event)}"  # kept as it came
 
 

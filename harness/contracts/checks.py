@@ -21,9 +21,10 @@ from harness.contracts.model import BusinessRejection, Contract, Golden
 from harness.contracts.outputs import Judgement, differences, judge
 from harness.contracts.records import ContractCheck, Evidence, Redactor
 from harness.contracts.render import leftover_placeholders, render_golden
-from harness.contracts.stats import Decision, RateVerdict, Rule
+from harness.contracts.stats import RateVerdict, Rule
 from harness.contracts.tokenizers import Tokenizer
 from harness.domain.fingerprint import canonical_json
+from harness.domain.verdicts import Promise
 
 # Tokens a chat API adds around messages (role markers, separators): a conservative allowance.
 MESSAGE_OVERHEAD_TOKENS = 16
@@ -104,7 +105,7 @@ def schema_check(
     total = len(samples)
     passed_n = total - sum(failures.values())
     stats = RateVerdict.judge(passed_n, total, limit.pass_threshold, limit.confidence, rule)
-    decision: Decision = stats.decision if temperature_ok else "fail"
+    decision: Promise = stats.decision if temperature_ok else "broken"
     latencies = [s.latency_s for s in samples if s.error is None] if measured else []
     figures = {
         "samples": total,

@@ -20,17 +20,17 @@ MAX_LOOK = 100_000
 def samples_to_pass(threshold: float, confidence: float, rule: Rule) -> int | None:
     """The fewest samples that certify when every one passes (None: none up to MAX_LOOK)."""
     lo, hi = 1, 1
-    while decide(hi, hi, threshold, confidence, rule) != "pass":
+    while decide(hi, hi, threshold, confidence, rule) != "held":
         lo, hi = hi, hi * 2
         if hi > MAX_LOOK:
             return None
     while hi - lo > 1:  # the bounds shrink as n grows: bisect the first n that passes
         mid = (lo + hi) // 2
-        if decide(mid, mid, threshold, confidence, rule) == "pass":
+        if decide(mid, mid, threshold, confidence, rule) == "held":
             hi = mid
         else:
             lo = mid
-    return hi if decide(lo, lo, threshold, confidence, rule) != "pass" else lo
+    return hi if decide(lo, lo, threshold, confidence, rule) != "held" else lo
 
 
 @dataclass(frozen=True)

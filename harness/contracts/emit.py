@@ -64,9 +64,8 @@ def certification(record: CertificationRecord, failover: str = "", *, fix: str =
         pass_k = _pass_k(check.name, check.figures.get("pass_k"))
         stats += [pass_k] if pass_k else []
         statistics += stats
-        decision: Any = getattr(check, "decision", None) or ("pass" if check.passed else "fail")
         checks.append(CertCheck(
-            check.name, decision, check.summary,
+            check.name, check.decision, check.summary,
             tuple(check.evidence),
             check.evidence_total, tuple(stats),
             {k: v for k, v in check.figures.items() if isinstance(v, int | float | str | bool)},

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.domain.verdicts import CertCheckVerdict, Eligibility, Outcome, Verdict
+from harness.domain.verdicts import DECISION_WORD, Eligibility, Outcome, Promise, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,10 @@ class Evidence:
 class Statistic:
     """A statistical figure with its bounds: a check's pass rate judged against its threshold
     (the rule, the confidence, how many more samples would decide), or pass^k."""
+
+    # decision: the rate's promise (held, broken, unknown; published pass, fail, undecided),
+    # or "" for a figure that decides nothing
+    PUBLISHED: ClassVar[dict[str, dict[Promise, str]]] = {"decision": DECISION_WORD}
 
     name: str
     value: float
@@ -76,8 +80,11 @@ class Drift:
 
 @dataclass(frozen=True)
 class CertCheck:
+    # its rule held (published "pass"), was broken ("fail"), is unknown ("undecided") or was
+    # not run ("skipped"); no docstring: it would change the published schema's description
+    PUBLISHED: ClassVar[dict[str, dict[Promise, str]]] = {"verdict": DECISION_WORD}
     name: str
-    verdict: CertCheckVerdict
+    verdict: Promise
     summary: str = ""
     evidence: tuple[Evidence, ...] = ()
     evidence_total: int = 0

@@ -141,7 +141,7 @@ def judge(
 
 def _verdict(checks: tuple[ContractCheck, ...]) -> Verdict:
     decisions = {c.decision for c in checks}
-    return ("ineligible" if "fail" in decisions else "undecided" if "undecided" in decisions
+    return ("ineligible" if "broken" in decisions else "undecided" if "unknown" in decisions
             else "eligible")
 
 
@@ -241,7 +241,7 @@ def _not_reached(
             out.append(check)
         elif not judged:
             out.append(ContractCheck.build(
-                check.name, "undecided", f"{UNREACHED}: {reason}",
+                check.name, "unknown", f"{UNREACHED}: {reason}",
                 {"samples": 0, "unreached": lost}, [Evidence("*", reason)],
             ))
         else:
@@ -260,7 +260,7 @@ def _harness_failed(
     provider's. ``checks`` empty (judging itself failed): every check is undecided."""
     failed = {
         name: ContractCheck.build(
-            name, "undecided", f"{HARNESS_ERROR}: {reason}",
+            name, "unknown", f"{HARNESS_ERROR}: {reason}",
             {"harness_errors": count}, [Evidence("*", reason)],
         )
         for name in (SAMPLED_CHECKS if checks else ALL_CHECKS)

@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from harness.console import clean
 from harness.contracts.events import Evidence
-from harness.contracts.stats import Decision, RateVerdict
+from harness.contracts.stats import RateVerdict
 from harness.domain.clock import rfc3339
-from harness.domain.verdicts import ELIGIBILITIES, Eligibility
+from harness.domain.published import from_word
+from harness.domain.verdicts import DECISION_WORD, ELIGIBILITIES, Eligibility, Promise
 from harness.providers.secrets import redact
 
 Verdict = Eligibility  # one vocabulary: harness.domain.verdicts
@@ -76,12 +77,13 @@ UNREACHED = "no sample reached the provider, so nothing about the contract was o
 class ContractCheck:
     """One check (schema, tokenization, round_trip) on one provider for one contract.
 
-    ``decision`` is pass, fail or undecided; a statistical check carries its ``stats`` (the
+    ``decision`` is held, broken or unknown (the lock file's pass, fail or undecided:
+    :data:`~harness.domain.verdicts.DECISION_WORD`); a statistical check carries its ``stats`` (the
     rate, the bounds and the rule), a deterministic one (tokenization, the temperature) none.
     """
 
     name: str
-    decision: Decision
+    decision: Promise
     summary: str
     figures: dict[str, Any] = field(default_factory=dict)
     evidence: tuple[Evidence, ...] = ()
@@ -90,20 +92,20 @@ class ContractCheck:
 
     @property
     def passed(self) -> bool:
-        return self.decision == "pass"
+        return self.decision == "held"
 
     @classmethod
     def build(
         cls,
         name: str,
-        decision: Decision | bool,
+        decision: Promise | bool,
         summary: str,
         figures: dict[str, Any],
         evidence: list[Evidence],
         stats: RateVerdict | None = None,
     ) -> ContractCheck:
         if isinstance(decision, bool):
-            decision = "pass" if decision else "fail"
+            decision = "held" if decision else "broken"
         # Breadth first: one piece per input before a second piece for any input.
         seen: set[str] = set()
         firsts: list[Evidence] = []
@@ -118,7 +120,7 @@ class ContractCheck:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "name": self.name,
-            "decision": self.decision,
+            "decision": DECISION_WORD[self.decision],
             "passed": self.passed,
             "summary": self.summary,
         }
@@ -134,9 +136,10 @@ class ContractCheck:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ContractCheck:
         evidence = tuple(Evidence.from_json(e) for e in data.get("evidence", []))
-        decision: Decision = data.get("decision") or ("pass" if data["passed"] else "fail")
-        if decision not in ("pass", "fail", "undecided"):
-            raise ValueError(f"decision must be pass, fail or undecided, not {decision!r}")
+        word = data.get("decision") or ("pass" if data["passed"] else "fail")
+        decision = from_word(DECISION_WORD, word)
+        if decision not in ("held", "broken", "unknown"):
+            raise ValueError(f"decision must be pass, fail or undecided, not {word!r}")
         stats = RateVerdict.from_json(data["stats"]) if data.get("stats") else None
         return cls(
             data["name"], decision, data.get("summary", ""), data.get("figures", {}),
@@ -244,10 +247,10 @@ class CertificationRecord:
         return bool(self.provenance)
 
     def failed_checks(self) -> list[ContractCheck]:
-        return [c for c in self.checks if c.decision == "fail"]
+        return [c for c in self.checks if c.decision == "broken"]
 
     def undecided_checks(self) -> list[ContractCheck]:
-        return [c for c in self.checks if c.decision == "undecided"]
+        return [c for c in self.checks if c.decision == "unknown"]
 
     def why(self) -> str:
         """One line: the first failed (else undecided) check's reason, and which others."""

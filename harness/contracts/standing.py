@@ -82,7 +82,7 @@ def undecided_fix(record: CertificationRecord, command: str) -> str:
 
 def has_harness_error(record: CertificationRecord) -> bool:
     """Did a harness error leave this record undecided (so it is not the provider's)?"""
-    return any(c.decision == "undecided" and c.summary.startswith(HARNESS_ERROR)
+    return any(c.decision == "unknown" and c.summary.startswith(HARNESS_ERROR)
                for c in record.checks)
 
 

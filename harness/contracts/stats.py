@@ -36,7 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.domain.verdicts import Decision
+from harness.domain.published import from_word
+from harness.domain.verdicts import DECISION_WORD, Promise
 
 Rule = Literal["clopper-pearson", "mixture-sprt"]
 RULES: tuple[Rule, ...] = ("clopper-pearson", "mixture-sprt")
@@ -137,16 +138,16 @@ def clopper_pearson(passed: float, samples: float, confidence: float) -> tuple[f
     return lower, upper
 
 
-def _cp_decision(passed: float, samples: float, threshold: float, alpha: float) -> Decision:
+def _cp_decision(passed: float, samples: float, threshold: float, alpha: float) -> Promise:
     # lower >= threshold  <=>  P(Bin(n, threshold) >= passed) <= alpha (monotone in p)
     if samples <= 0:
-        return "undecided"
+        return "unknown"
     if binom_sf(passed, samples, threshold) <= alpha:
-        return "pass"
+        return "held"
     failed = samples - passed
     if binom_sf(failed, samples, 1.0 - threshold) <= alpha:  # upper < threshold
-        return "fail"
-    return "undecided"
+        return "broken"
+    return "unknown"
 
 
 def log_mixture_evidence(passed: float, samples: float, theta: float) -> tuple[float, float]:
@@ -169,16 +170,16 @@ def log_mixture_evidence(passed: float, samples: float, theta: float) -> tuple[f
     return plus, minus
 
 
-def _sprt_decision(passed: float, samples: float, threshold: float, alpha: float) -> Decision:
+def _sprt_decision(passed: float, samples: float, threshold: float, alpha: float) -> Promise:
     if samples <= 0:
-        return "undecided"
+        return "unknown"
     plus, minus = log_mixture_evidence(passed, samples, threshold)
     bar = math.log(1.0 / alpha)
     if plus >= bar:
-        return "pass"
+        return "held"
     if minus >= bar:
-        return "fail"
-    return "undecided"
+        return "broken"
+    return "unknown"
 
 
 def confidence_sequence(passed: float, samples: float, confidence: float) -> tuple[float, float]:
@@ -196,7 +197,7 @@ def confidence_sequence(passed: float, samples: float, confidence: float) -> tup
 
 def decide(
     passed: float, samples: float, threshold: float, confidence: float, rule: Rule
-) -> Decision:
+) -> Promise:
     """The rule's decision on ``passed`` of ``samples`` against ``threshold``."""
     alpha = 1.0 - confidence
     if rule == "clopper-pearson":
@@ -228,7 +229,7 @@ def more_samples_to_decide(
 
     def decided(extra: int) -> bool:
         n = samples + extra
-        return decide(rate * n, n, threshold, confidence, rule) != "undecided"
+        return decide(rate * n, n, threshold, confidence, rule) != "unknown"
 
     if decided(0):
         return 0
@@ -251,7 +252,7 @@ def more_samples_to_decide(
 class RateVerdict:
     """A pass rate judged against a threshold: the decision, the bounds and the rule."""
 
-    decision: Decision
+    decision: Promise  # held (pass), broken (fail) or unknown (undecided)
     passed: int
     samples: int
     threshold: float
@@ -269,7 +270,7 @@ class RateVerdict:
         lower, upper = bounds(passed, samples, confidence, rule)
         more = (
             more_samples_to_decide(passed, samples, threshold, confidence, rule)
-            if decision == "undecided"
+            if decision == "unknown"
             else None
         )
         return cls(decision, passed, samples, threshold, confidence, lower, upper, rule, more)
@@ -285,14 +286,14 @@ class RateVerdict:
             f"{'anytime ' if self.rule == 'mixture-sprt' else ''}bounds "
             f"[{self.lower:.3f}, {self.upper:.3f}] vs threshold {self.threshold:.2f}"
         )
-        if self.decision == "pass":
+        if self.decision == "held":
             return f"{head}: the lower bound meets it"
-        if self.decision == "fail":
+        if self.decision == "broken":
             return f"{head}: the upper bound is below it"
         return f"{head}: undecided; {self.more_hint()}"
 
     def more_hint(self) -> str:
-        if self.decision != "undecided":
+        if self.decision != "unknown":
             return ""
         if self.more_samples is None:
             if self.samples and self.passed / self.samples == self.threshold:
@@ -302,7 +303,7 @@ class RateVerdict:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "decision": self.decision,
+            "decision": DECISION_WORD[self.decision],
             "passed": self.passed,
             "samples": self.samples,
             "rate": round(self.rate, 4),
@@ -316,12 +317,13 @@ class RateVerdict:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RateVerdict:
-        if data["decision"] not in ("pass", "fail", "undecided"):
+        decision = from_word(DECISION_WORD, data["decision"])
+        if decision not in ("held", "broken", "unknown"):
             raise ValueError(f"decision must be pass, fail or undecided, not {data['decision']!r}")
         if data["rule"] not in RULES:
             raise ValueError(f"rule must be one of {', '.join(RULES)}, not {data['rule']!r}")
         return cls(
-            data["decision"], int(data["passed"]), int(data["samples"]),
+            decision, int(data["passed"]), int(data["samples"]),
             float(data["threshold"]), float(data["confidence"]), float(data["lower"]),
             float(data["upper"]), data["rule"], data.get("more_samples"),
         )

@@ -96,7 +96,11 @@ Shard.ALL = Shard(1, 1)
 def shard_from_env(env: Mapping[str, str]) -> Shard | None:
     """The shard a CI job's environment names unambiguously, or ``None``.
 
-    - GitLab CI ``parallel: N``: ``CI_NODE_INDEX`` (1-based) and ``CI_NODE_TOTAL``;
+    - GitLab CI ``parallel: N``: ``CI_NODE_INDEX`` (1-based) and ``CI_NODE_TOTAL``. GitLab sets
+      ``CI_NODE_TOTAL=1`` on every job that is not parallel (no index: the whole run), and
+      both variables on a ``parallel: matrix:`` job too, whose matrix varies something else:
+      such a job is told apart by its name (``name: [a, b]``, where a ``parallel: N`` job is
+      ``name K/N``) and runs the whole run;
     - Buildkite ``parallelism: N``: ``BUILDKITE_PARALLEL_JOB`` (0-based) and
       ``BUILDKITE_PARALLEL_JOB_COUNT``.
 
@@ -104,8 +108,13 @@ def shard_from_env(env: Mapping[str, str]) -> Shard | None:
     matrix (``--shard ${{ matrix.shard }}/N``). A variable that is set but not a valid index is
     a :class:`ShardError` naming it (a wrong split must not pass silently as the whole run).
     """
-    if "CI_NODE_INDEX" in env or "CI_NODE_TOTAL" in env:
-        return _pair(env, "CI_NODE_INDEX", "CI_NODE_TOTAL", base=1)
+    if "CI_NODE_INDEX" in env or env.get("CI_NODE_TOTAL", "1").strip() != "1":
+        shard = _pair(env, "CI_NODE_INDEX", "CI_NODE_TOTAL", base=1)
+        name = env.get("CI_JOB_NAME", "").rstrip()
+        if name and not name.endswith(f" {env['CI_NODE_INDEX'].strip()}/"
+                                      f"{env['CI_NODE_TOTAL'].strip()}"):
+            return None  # parallel: matrix: a job of the matrix, not a shard
+        return shard
     if "BUILDKITE_PARALLEL_JOB" in env or "BUILDKITE_PARALLEL_JOB_COUNT" in env:
         return _pair(env, "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", base=0)
     return None

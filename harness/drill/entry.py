@@ -26,7 +26,7 @@ from harness.domain.stream import (
     ShardEvidence,
     Stream,
 )
-from harness.domain.verdicts import Outcome, Verdict
+from harness.domain.verdicts import JUDGED_WORD, Outcome, Verdict
 from harness.domain.words import counted
 from harness.drill.drills import DRILLS, NAMES
 from harness.drill.engine import DrillResults, drilling
@@ -124,9 +124,9 @@ def run_drill(settings: DrillSettings, *, folder: Folder, live: Live = QUIET) ->
 def failing_intents(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
     """A live line for each intent that did not pass, as it is judged (``--verbose``)."""
     def one(v: IntentVerdict) -> None:
-        if v.verdict != "passed":
+        if v.verdict != "pass":
             bad = next((f for f in v.findings if f.verdict in ("broken", "unknown")), None)
-            say(f"  {v.evidence.drill:<13} trial {v.evidence.trial}: {v.verdict}"
+            say(f"  {v.evidence.drill:<13} trial {v.evidence.trial}: {JUDGED_WORD[v.verdict]}"
                 + (f" — {bad.promise}: {bad.message}" if bad else ""))
     return one
 

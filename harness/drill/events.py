@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.domain.verdicts import FindingVerdict, JudgedVerdict, Outcome
+from harness.domain.verdicts import FINDING_WORD, JUDGED_WORD, Outcome, Promise, Verdict
 from harness.scenarios.events import Timeline, Unknown
-
-DrillVerdict = JudgedVerdict  # the published words of an explore result too
 
 
 @dataclass(frozen=True)
@@ -33,8 +31,9 @@ class PromiseRate:
 
 @dataclass(frozen=True)
 class DrillFinding:
+    PUBLISHED: ClassVar[dict[str, dict[Promise, str]]] = {"verdict": FINDING_WORD}
     promise: str
-    verdict: FindingVerdict
+    verdict: Promise
     message: str = ""
     fix: str = ""
 
@@ -43,9 +42,10 @@ class DrillFinding:
 class DrilledIntent:
     """One intent that failed or was unknown: what it showed, its lanes, and how to redo it."""
 
+    PUBLISHED: ClassVar[dict[str, dict[Verdict, str]]] = {"verdict": JUDGED_WORD}
     tag: str
     trial: int
-    verdict: DrillVerdict
+    verdict: Verdict
     findings: tuple[DrillFinding, ...] = ()
     winner: str | None = None
     answered_by: str | None = None  # "fb (the gateway's answer header)"
@@ -61,9 +61,10 @@ class DrillRun:
     """One drill of ``drill --target`` (or of ``check --target``'s drills) on one service."""
 
     TYPE: ClassVar[str] = "drill_run"
+    PUBLISHED: ClassVar[dict[str, dict[Verdict, str]]] = {"verdict": JUDGED_WORD}
     drill: str
     target: str
-    verdict: DrillVerdict
+    verdict: Verdict
     outcome: Outcome
     description: str = ""
     profile: str = ""

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from harness.domain.verdicts import Promise, Verdict
 from harness.domain.words import counted
 from harness.drill.causes import overloaded, unanswered, undrillable
 from harness.drill.drills import HELD_LOOKS, Drill
@@ -56,7 +57,7 @@ class Finding:
     """One promise's verdict on one intent."""
 
     promise: str
-    verdict: str  # held | broken | unknown | not_applicable (the promises' words)
+    verdict: Promise
     message: str = ""
     fix: str = ""
 
@@ -75,9 +76,9 @@ class IntentVerdict:
         return len(later), sum(c.keyed for c in later)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         kinds = {f.verdict for f in self.findings}
-        return "failed" if "broken" in kinds else "unknown" if "unknown" in kinds else "passed"
+        return "fail" if "broken" in kinds else "unknown" if "unknown" in kinds else "pass"
 
     def of(self, promise: str) -> Finding | None:
         return next((f for f in self.findings if f.promise == promise), None)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from harness.domain.published import engine_words, published
 from harness.domain.shard import Shard
 from harness.drill.events import DrillRun
 from harness.drill.summary import DrillHead, IntentRecord, drill_run
@@ -31,7 +32,8 @@ def intent_owner(shard: Shard | None, drills: Sequence[str],
 
 def drill_evidence(head: DrillHead, records: Sequence[IntentRecord]) -> dict[str, Any]:
     """What a shard records beside a drill's event, for :func:`merge_drills`."""
-    return {"kind": "drill", "head": asdict(head), "records": [asdict(r) for r in records]}
+    return {"kind": "drill", "head": asdict(head),
+            "records": [published(r) for r in records]}
 
 
 @cache
@@ -43,5 +45,5 @@ def merge_drills(parts: Sequence[tuple[DrillRun, Mapping[str, Any]]]) -> DrillRu
     """One drill's event from its shards' intents."""
     head = TypeAdapter(DrillHead).validate_python(parts[0][1]["head"])
     intents = [r for _, evidence in parts for r in _records().validate_python(
-        evidence["records"])]
+        engine_words(list[IntentRecord], evidence["records"]))]
     return drill_run(head, intents, shard_order=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from harness.domain.verdicts import FINDING_VERDICT
+from harness.domain.verdicts import FINDING_WORD, JUDGED_WORD, Verdict
 from harness.domain.words import of
 from harness.drill.drills import DRILLS
 from harness.drill.engine import DrillResults
@@ -20,18 +20,15 @@ from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 MAX_INTENTS_SHOWN = 5
 
 
-def published(word: str) -> str:
-    """A promise's word (held | broken | unknown | not_applicable) as drill.json publishes it."""
-    return FINDING_VERDICT.get(word, word)  # type: ignore[call-overload]
-OUTCOME = {"passed": "pass", "failed": "fail", "unknown": "unknown"}
-
 
 @dataclass(frozen=True)
 class IntentRecord:
-    """One judged intent, as its drill's event needs it (a shard records them for ``merge``)."""
+    """One judged intent, as its drill's event needs it (a shard records them for ``merge``,
+    its verdict in the published words)."""
 
+    PUBLISHED: ClassVar[dict[str, dict[Verdict, str]]] = {"verdict": JUDGED_WORD}
     trial: int
-    verdict: str  # passed | failed | unknown
+    verdict: Verdict
     findings: tuple[tuple[str, str, str, str], ...]  # (promise, verdict, message, fix), in order
     shown: DrilledIntent | None  # a failing or unknown intent, as the report shows it
     calls: int = 0
@@ -65,7 +62,7 @@ def records(verdicts: list[IntentVerdict]) -> list[IntentRecord]:
     return [IntentRecord(
         trial=v.evidence.trial, verdict=v.verdict,
         findings=tuple((f.promise, f.verdict, f.message, f.fix) for f in v.findings),
-        shown=_intent(v) if v.verdict != "passed" else None,
+        shown=_intent(v) if v.verdict != "pass" else None,
         calls=len(v.evidence.calls), billed=sum(c.billed for c in v.evidence.calls),
         retries=v.retries[0], retries_with_key=v.retries[1],
         wall_s=v.evidence.ended_at - v.evidence.started_at) for v in verdicts]
@@ -78,16 +75,16 @@ def drill_run(head: DrillHead, intents: list[IntentRecord], *,
     if shard_order:
         intents = sorted(intents, key=lambda r: r.trial)
     promises = tuple(_rate(p, intents) for p in PROMISES)
-    bad = [r for r in intents if r.verdict != "passed"]
-    verdict = ("failed" if any(r.verdict == "failed" for r in intents)
-               else "unknown" if bad or not intents else "passed")
+    bad = [r for r in intents if r.verdict != "pass"]
+    verdict: Verdict = ("fail" if any(r.verdict == "fail" for r in intents)
+                        else "unknown" if bad or not intents else "pass")
     unknowns = list(dict.fromkeys((message, fix) for r in intents
                                   for (_, said, message, fix) in r.findings
                                   if said == "unknown"))
     if not intents:
         unknowns.append(("no intent was drilled", "ask for --trials 1 or more"))
     return DrillRun(
-        drill=head.drill, target=head.target, verdict=verdict, outcome=OUTCOME[verdict],  # type: ignore[arg-type]
+        drill=head.drill, target=head.target, verdict=verdict, outcome=verdict,
         description=DRILLS[head.drill].description, profile=head.profile,
         trials=len(intents), promises=promises,
         intents=tuple(r.shown for r in bad[:MAX_INTENTS_SHOWN] if r.shown is not None),
@@ -125,8 +122,8 @@ def _rate(promise: str, intents: list[IntentRecord]) -> PromiseRate:
 def _intent(v: IntentVerdict) -> DrilledIntent:
     ev = v.evidence
     return DrilledIntent(
-        tag=ev.tag, trial=ev.trial, verdict=v.verdict,  # type: ignore[arg-type]
-        findings=tuple(DrillFinding(f.promise, f.verdict, f.message, f.fix)  # type: ignore[arg-type]
+        tag=ev.tag, trial=ev.trial, verdict=v.verdict,
+        findings=tuple(DrillFinding(f.promise, f.verdict, f.message, f.fix)
                        for f in v.findings if f.verdict != "not_applicable"),
         winner=v.winner, answered_by=v.answered_by,
         calls=tuple(_call_line(ev, c) for c in range(len(ev.calls))),
@@ -144,7 +141,7 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
         calls[c.provider] = calls.get(c.provider, 0) + 1
         outcomes.setdefault(c.provider, []).append(c.outcome)
     return {
-        "request": ev.tag, "trial": ev.trial, "verdict": v.verdict,
+        "request": ev.tag, "trial": ev.trial, "verdict": JUDGED_WORD[v.verdict],
         "client_status": first.status if first else None,
         "client_error": (first.error or None) if first else None,
         "client_wait_s": round((first.ended_at or ev.ended_at) - first.at, 3) if first else None,
@@ -153,7 +150,7 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
         "calls": calls, "outcomes": outcomes, "billed_completions": sum(c.billed for c in ev.calls),
         "late_primary_answer": _late(ev), "retries": v.retries[0],
         "retries_with_idempotency_key": v.retries[1], "note": ev.note or None,
-        "findings": {f.promise: {"verdict": published(f.verdict), "message": f.message}
+        "findings": {f.promise: {"verdict": FINDING_WORD[f.verdict], "message": f.message}
                      for f in v.findings},
     }
 

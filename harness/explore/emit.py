@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.domain.verdicts import EXPLORE_VERDICT, OUTCOME
+from harness.domain.verdicts import OUTCOME, VERDICT
 from harness.explore.choices import client_of
 from harness.explore.events import ExploreResult, ScheduleStep
 from harness.explore.evidence import MORE_FIX, SMALLEST_FIX, Tally
@@ -67,7 +67,7 @@ def explore_result(outcome: ScheduleRun | None, *, target: str, settings: Any, f
         return _clean_result(found, common)
     steps = schedule_steps(outcome)
     return ExploreResult(
-        verdict=EXPLORE_VERDICT[outcome.status],
+        verdict=VERDICT[outcome.status],
         outcome=OUTCOME[outcome.status],
         found_at=getattr(found, "schedule", None),
         checks=checks_of(outcome, outcome.history),
@@ -94,10 +94,10 @@ def _clean_result(found: Any, common: dict[str, Any]) -> ExploreResult:
             unknowns.append(Unknown(tally.why_unexercised(name), SMALLEST_FIX
                                     if common["choices"] == "exhaustive" else MORE_FIX))
         needs = tally.needs.get(name)
-        checks.append(Check(name, promise, "unknown" if unknown or not exercised else "valid",
+        checks.append(Check(name, promise, "unknown" if unknown or not exercised else "held",
                             unknowns=tuple(unknowns), fixes=tuple(tally.fixes.get(name, ())),
                             needs=f"schedules that saw a {needs}" if needs else "",
                             seen=exercised))
     clean = tally.clean
-    return ExploreResult(verdict="passed" if clean else "unknown",
+    return ExploreResult(verdict="pass" if clean else "unknown",
                          outcome="pass" if clean else "unknown", checks=tuple(checks), **common)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from harness.domain.verdicts import JudgedVerdict, Outcome
+from harness.domain.verdicts import JUDGED_WORD, Outcome, Verdict
 from harness.scenarios.events import Check, Timeline
 
 
@@ -30,9 +30,10 @@ class ExploreResult:
     and the command that replays it."""
 
     TYPE: ClassVar[str] = "explore_result"
+    PUBLISHED: ClassVar[dict[str, dict[Verdict, str]]] = {"verdict": JUDGED_WORD}
     target: str
     workload: str
-    verdict: JudgedVerdict
+    verdict: Verdict
     outcome: Outcome
     mode: Literal["search", "stress", "replay"] = "search"
     seed: int = 0

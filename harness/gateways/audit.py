@@ -33,7 +33,7 @@ from harness.contracts.judgement import Pairing
 from harness.contracts.model import Contract
 from harness.contracts.records import CertificationRecord, ContractCheck, Evidence, Redactor
 from harness.contracts.render import render_golden
-from harness.contracts.stats import Decision
+from harness.domain.verdicts import Promise
 from harness.domain.words import counted
 from harness.providers.config import ProviderConfig
 from harness.providers.recording import CONTROL_HEADER, TOKEN_ENV
@@ -115,7 +115,7 @@ def _judge(record: CertificationRecord, target: Pairing, bodies: list[dict[str, 
                     else "; the gateway answered without it")
         reason = (f"the gateway ({gateway}) answered {counted(_calls(record), 'sample')}, but the "
                   f"upstream meant for them ({upstream}) received none{answered}")
-        check = ContractCheck.build(CHECK, "undecided", f"unreached: {reason}",
+        check = ContractCheck.build(CHECK, "unknown", f"unreached: {reason}",
                                   {"gateway": gateway, "observed": 0}, [Evidence("*", reason)])
         return replace(record, checks=(*record.checks, check), verdict="undecided",
                        unreached=reason)
@@ -125,10 +125,10 @@ def _judge(record: CertificationRecord, target: Pairing, bodies: list[dict[str, 
         reason = (f"the gateway ({gateway}) routed {expected[root] - got[root]} of "
                   f"{counted(expected[root], 'sample')} meant for {upstream} elsewhere: "
                   f"{', '.join(elsewhere)} answered them")
-        check = ContractCheck.build(CHECK, "undecided", reason, {**check.figures, "routed":
+        check = ContractCheck.build(CHECK, "unknown", reason, {**check.figures, "routed":
                                   expected[root] - got[root]}, [Evidence("*", reason)])
-    verdict = ("ineligible" if check.decision == "fail" else "undecided"
-               if check.decision == "undecided" and record.verdict == "eligible"
+    verdict = ("ineligible" if check.decision == "broken" else "undecided"
+               if check.decision == "unknown" and record.verdict == "eligible"
                else record.verdict)
     return replace(record, checks=(*record.checks, check), verdict=verdict)
 
@@ -214,7 +214,7 @@ def _result(gateway: str, observed: int, evidence: list[Evidence], dropped_schem
                    f"received; {evidence[0].reason}")
     figures = {"gateway": gateway, "observed": observed, "schema_dropped": dropped_schema,
                "system_dropped": dropped_system, "parameters_changed": changed}
-    decision: Decision = "undecided" if observed == 0 else "pass" if passed else "fail"
+    decision: Promise = "unknown" if observed == 0 else "held" if passed else "broken"
     return ContractCheck.build(CHECK, decision, summary, figures, evidence)
 
 

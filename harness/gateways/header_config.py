@@ -117,7 +117,7 @@ def header_config_audit(configs: Mapping[str, HeaderConfig]) -> PostAudit:
                 out.append(record)
                 continue
             check = header_config_check(contracts[record.contract], by_id[record.provider], found)
-            verdict = "ineligible" if check.decision == "fail" else record.verdict
+            verdict = "ineligible" if check.decision == "broken" else record.verdict
             out.append(replace(record, checks=(*record.checks, check), verdict=verdict))
         return out
 
@@ -143,9 +143,9 @@ def header_config_check(contract: Contract, cfg: ProviderConfig,
     figures = {"header": found.header, "targets": len(found.targets),
                "max_temperature": limit}
     if evidence:
-        return ContractCheck.build(CHECK, "fail", evidence[0].reason, figures, evidence)
+        return ContractCheck.build(CHECK, "broken", evidence[0].reason, figures, evidence)
     return ContractCheck.build(
-        CHECK, "pass", f"the {found.header} config keeps every request within the contract "
+        CHECK, "held", f"the {found.header} config keeps every request within the contract "
         f"(temperature at most {limit:g})", figures, [])
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
 
+from harness.domain.verdicts import Outcome
 from harness.domain.words import counted, of
 from harness.reports.model import (
     Case,
@@ -29,7 +29,7 @@ class Problem:
     """One thing to act on: ``where`` it happened, ``what`` (the promise or the reason),
     ``detail`` (what was seen, or the rate), the likely ``fix`` and the ``command`` to rerun."""
 
-    kind: Literal["fail", "unknown"]
+    kind: Outcome  # fail or unknown (what passed or was skipped is nothing to act on)
     where: str
     what: str
     detail: str = ""
@@ -46,8 +46,8 @@ def command_in(text: str) -> str:
 def _of_scenario(e: ScenarioRun) -> Iterator[Problem]:
     where = f"{e.scenario} on {e.target}"
     command = e.replay_command or ""
-    if e.verdict == "failed":  # one line per run: the first promise broken, the others named
-        broken = sorted((c for c in e.checks if c.verdict == "invalid"),
+    if e.verdict == "broken":  # one line per run: the first promise broken, the others named
+        broken = sorted((c for c in e.checks if c.verdict == "broken"),
                         key=lambda c: c.name == "scripted_outcomes")
         if broken:
             lead = broken[0]
@@ -93,8 +93,8 @@ def _of(event: Event) -> Iterator[Problem]:
     elif isinstance(event, DetectionMatrix):
         for text in event.problems:
             yield Problem("fail", "detection matrix", text)
-    elif isinstance(event, ExploreResult) and event.verdict != "passed":
-        broken = [c for c in event.checks if c.verdict == "invalid"]
+    elif isinstance(event, ExploreResult) and event.verdict != "pass":
+        broken = [c for c in event.checks if c.verdict == "broken"]
         unknown = [f"{c.name}: {u.reason}" for c in event.checks for u in c.unknowns]
         what = ("; ".join(f"{c.promise} ({c.name})" for c in broken) or "; ".join(unknown)
                 or "verdict unknown")

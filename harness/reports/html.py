@@ -11,6 +11,8 @@ from functools import cache
 
 import jinja2
 
+from harness.domain.published import word
+from harness.domain.verdicts import SCENARIO_WORD
 from harness.domain.words import counted
 from harness.reports.charts import histogram_svg
 from harness.reports.model import (
@@ -136,4 +138,6 @@ def render_html(results: Results) -> str:
         first_runs=_first_runs,
         mutant_counts=_mutant_counts,
         legend=[(k.replace("_", " "), legend_mark(k)) for k in LEGEND],
+        word=word,  # an event's verdict in the published words (harness.domain.published)
+        scenario_word=SCENARIO_WORD,  # a matrix cell's, likewise
     )

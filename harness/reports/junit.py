@@ -9,6 +9,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
+from harness.domain.published import word
 from harness.domain.words import counted, of
 from harness.reports.model import (
     Case,
@@ -120,7 +121,7 @@ def _scenario(j: _Suites, s: ScenarioRun) -> None:
         _add(case, "error", "verdict unknown: " + (reasons[0] if reasons else s.reason),
              [*reasons, *([f"reproduce: {s.replay_command}"] if s.replay_command else [])],
              "unknown")
-    broken = [c for c in s.checks if c.verdict == "invalid"]
+    broken = [c for c in s.checks if c.verdict == "broken"]
     if broken:
         message = "; ".join(f"{c.name}: {c.promise}" for c in broken)
         body = [line for c in broken
@@ -181,13 +182,13 @@ def _matrix(j: _Suites, m: DetectionMatrix) -> None:
     for target in m.targets:
         if target == m.reference:
             case = j.case("matrix", "matrix", "the reference store is caught by no scenario")
-            flagged = [s for s in m.scenarios if m.cell(s, target) in ("failed", "unknown")]
+            flagged = [s for s in m.scenarios if m.cell(s, target) in ("broken", "unknown")]
             if flagged:
                 _add(case, "failure", f"the reference store is flagged by {', '.join(flagged)}",
                      type_="false_alarm")
             continue
         case = j.case("matrix", "matrix", f"mutant {target} is caught")
-        caught = [s for s in m.scenarios if m.cell(s, target) == "failed"]
+        caught = [s for s in m.scenarios if m.cell(s, target) == "broken"]
         if caught:
             _out(case, [f"caught by {', '.join(caught)}"])
         elif m.shard_part:
@@ -199,7 +200,7 @@ def _matrix(j: _Suites, m: DetectionMatrix) -> None:
 def _explore(j: _Suites, e: ExploreResult) -> None:
     case = j.case("explore", f"explore.{target_name(e.target)}", f"workload {e.workload}",
                   e.wall_s)
-    broken = [c for c in e.checks if c.verdict == "invalid"]
+    broken = [c for c in e.checks if c.verdict == "broken"]
     if e.verdict == "unknown":
         _add(case, "error", "verdict unknown", [u.reason for c in e.checks for u in c.unknowns],
              "unknown")
@@ -215,7 +216,7 @@ def _explore(j: _Suites, e: ExploreResult) -> None:
             body.append(f"reproduce: {e.replay_command}")
         _add(case, "failure", "; ".join(f"{c.name}: {c.promise}" for c in broken), body,
              "violation")
-    elif e.verdict == "passed":
+    elif e.verdict == "pass":
         _out(case, [f"no violation in {counted(e.schedules_tried, 'schedule')}"])
 
 
@@ -235,16 +236,16 @@ def _certification(j: _Suites, c: Certification) -> None:
         if check.evidence_total > len(check.evidence):
             evidence.append(f"… and {check.evidence_total - len(check.evidence)} more")
         stats = [*honest, *(s.text or f"{s.name} {s.value:g}" for s in check.statistics)]
-        if check.verdict == "skipped":
+        if check.verdict == "not_applicable":
             _add(case, "skipped", check.summary or "skipped")
-        elif check.verdict in ("fail", "undecided") and c.outcome == "skip":
-            _add(case, "skipped", f"{check.verdict}, but the link is {c.failover or 'not auto'} "
+        elif check.verdict in ("broken", "unknown") and c.outcome == "skip":
+            _add(case, "skipped", f"{word(check)}, but the link is {c.failover or 'not auto'} "
                  f"(not gated): {check.summary}")
             _out(case, [*stats, *evidence])
-        elif check.verdict == "undecided":
+        elif check.verdict == "unknown":
             _add(case, "error", f"undecided: {check.summary}",
                  [*stats, *evidence, *([f"fix: {c.fix}"] if c.fix else [])], "undecided")
-        elif check.verdict == "fail":
+        elif check.verdict == "broken":
             _add(case, "failure", check.summary or "failed",
                  [*stats, *evidence, *([f"fix: {c.fix}"] if c.fix else [])], "ineligible")
         else:
@@ -297,7 +298,7 @@ def _drill(j: _Suites, d: DrillRun) -> None:
     lines += [f"unknown: {u.reason} (fix: {u.fix})" for u in d.unknowns]
     lines += [f"drill again: {d.command}"] if d.command else []
     broken = [p for p in d.promises if p.broken]
-    if d.verdict == "failed":
+    if d.verdict == "fail":
         _add(case, "failure", f"{broken[0].title}: {broken[0].text}" if broken else "failed",
              lines, "failure")
     elif d.verdict == "unknown":

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from harness.console import clean
-from harness.domain.verdicts import VERDICT_LABEL
+from harness.domain.verdicts import STATUS_LABEL
 from harness.domain.words import counted, of
 from harness.reports.model import (
     Case,
@@ -35,7 +35,9 @@ from harness.reports.redaction import bounded_lines
 from harness.reports.session import Handler, Header
 from harness.reports.summary import summary_lines
 
-LABELS = VERDICT_LABEL
+LABELS = STATUS_LABEL
+#: the label of a search's or a drill's verdict
+JUDGED_LABEL = {"pass": "PASS", "fail": "VIOLATED", "unknown": "UNKNOWN"}
 SEQUENTIAL = "sequential"
 MAX_OPS_SHOWN = 12
 
@@ -67,7 +69,7 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
     if s.unrun and s.fix:
         yield f"    fix: {s.fix}"
     for check in s.checks:
-        if check.verdict == "invalid":
+        if check.verdict == "broken":
             yield f"  promise broken ({check.name}): {check.promise}"
             for violation in check.violations:
                 yield from _violation(violation, "    ")
@@ -78,7 +80,7 @@ def scenario_lines(s: ScenarioRun) -> Iterator[str]:
     if (s.verdict == "unknown" and not s.unrun and s.reason
             and not any(c.verdict == "unknown" for c in s.checks)):
         yield f"  unknown: {s.reason}" + (f" (fix: {s.fix})" if s.fix else "")
-    if s.replay_command and s.verdict in ("failed", "unknown"):
+    if s.replay_command and s.verdict in ("broken", "unknown"):
         yield f"  replay: {s.replay_command}"
 
 
@@ -108,7 +110,7 @@ def brief_lines(event: Event) -> Iterator[str]:
         line = (f"{label:<9} {event.scenario}  ({counted(len(event.patterns), 'pattern')} × "
                 f"{counted(event.trials, 'trial')}, {event.wall_s:.1f} s)")
         rates = ", ".join(f"{p.pattern} {p.violated}/{p.trials}" for p in event.patterns)
-    if event.verdict == "failed":
+    if event.verdict == "broken":
         line += f": {rates} broke a promise"
     yield line
 
@@ -217,12 +219,12 @@ def _schedule(e: ExploreResult) -> Iterator[str]:
 
 
 def explore_lines(e: ExploreResult) -> Iterator[str]:
-    broken = [c for c in e.checks if c.verdict == "invalid"]
+    broken = [c for c in e.checks if c.verdict == "broken"]
     names = ", ".join(c.name for c in broken)
     if e.mode == "replay":
-        yield (f"{LABELS[e.verdict]:<9} {e.workload}: {counted(e.shrunk_steps or 0, 'step')}, "
-               f"{counted(e.ops, 'op')}")
-    elif e.verdict == "passed" or not broken:  # a search with no violation (unknown: evidence)
+        yield (f"{JUDGED_LABEL[e.verdict]:<9} {e.workload}: "
+               f"{counted(e.shrunk_steps or 0, 'step')}, {counted(e.ops, 'op')}")
+    elif e.verdict == "pass" or not broken:  # a search with no violation (unknown: evidence)
         yield e.note or (f"no violation in {counted(e.schedules_tried, 'schedule')} "
                          f"({counted(e.steps_tried, 'step')})")
         for fix in dict.fromkeys(u.fix for c in e.checks for u in c.unknowns if u.fix):
@@ -271,7 +273,7 @@ def certification_lines(c: Certification) -> Iterator[str]:
     sampled = f" [{c.sampling.calls} calls, k={c.sampling.k}]" if c.sampling else ""
     yield f"{c.verdict.upper():<11} {c.contract:<16} {c.provider:<22} {link:<7} {c.why}{sampled}"
     for s in c.statistics:
-        if s.decision in ("fail", "undecided") or c.outcome in ("fail", "unknown"):
+        if s.decision in ("broken", "unknown") or c.outcome in ("fail", "unknown"):
             yield f"    {s.name}: {s.text or f'{s.value:g}'}"
     if c.drift:
         since = c.drift_since[:16].replace("T", " ")
@@ -340,7 +342,7 @@ def case_lines(c: Case) -> Iterator[str]:
 
 
 def drill_lines(d: DrillRun) -> Iterator[str]:
-    label = {"passed": "PASS", "failed": "VIOLATED", "unknown": "UNKNOWN"}[d.verdict]
+    label = JUDGED_LABEL[d.verdict]
     yield (f"{label:<9} drill {d.drill} on {d.target}: {d.description} "
            f"({counted(d.trials, 'intent')}, {counted(d.provider_calls, 'provider call')}, "
            f"{d.wall_s:.2f} s)")
@@ -349,7 +351,7 @@ def drill_lines(d: DrillRun) -> Iterator[str]:
             yield f"    {p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
     for u in d.unknowns:
         yield f"    unknown: {u.reason}" + (f"\n      fix: {u.fix}" if u.fix else "")
-    if d.command and d.verdict != "passed":
+    if d.command and d.verdict != "pass":
         yield f"  drill again: {d.command}"
 
 
@@ -409,7 +411,7 @@ class LiveOutput(Handler):
         judged = [r for r in runs if r.verdict != "not_applicable"]
         if self.verbose:
             pass
-        elif len(judged) == 1 and judged[0].verdict in ("failed", "unknown"):
+        elif len(judged) == 1 and judged[0].verdict in ("broken", "unknown"):
             # One run: its whole story fits; the headline was printed as it came.
             for line in list(RENDER[type(judged[0])](judged[0]))[1:]:
                 self._print(line)
@@ -420,8 +422,8 @@ class LiveOutput(Handler):
                 self._print(line)
         if len(runs) > 1 or results.of(TrialSeries):
             counts = {v: sum(1 for r in runs if r.verdict == v) for v in LABELS}
-            self._print(f"{counted(len(runs), 'scenario')}: {counts['passed']} passed, "
-                        f"{counts['failed']} "
+            self._print(f"{counted(len(runs), 'scenario')}: {counts['held']} passed, "
+                        f"{counts['broken']} "
                         f"violated, {counts['unknown']} unknown, {counts['not_applicable']} not "
                         f"applicable ({time.perf_counter() - self.started:.2f} s)")
         for note in results.notes:

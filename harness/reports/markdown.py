@@ -4,6 +4,7 @@ below."""
 
 from __future__ import annotations
 
+from harness.domain.published import word
 from harness.domain.words import counted
 from harness.reports.digest import Problem
 from harness.reports.digest import commands as command_list
@@ -51,7 +52,7 @@ def _headline(r: Results) -> list[str]:
                      + (" by this shard's cells" if m.shard_part else "")
                      + (" (reference flagged!)" if m.caught(m.reference) else ""))
     for e in r.of(ExploreResult):
-        parts.append(f"**Explore** {e.workload}: {ICON[e.verdict]} {e.verdict} after "
+        parts.append(f"**Explore** {e.workload}: {ICON[word(e)]} {word(e)} after "
                      f"{counted(e.schedules_tried, 'schedule')}")
     certs = r.of(Certification)
     if certs:
@@ -141,15 +142,15 @@ def _all_verdicts(r: Results) -> list[str]:
     for e in r.events:
         if isinstance(e, ScenarioRun | TrialSeries):
             if isinstance(e, ScenarioRun):
-                detail = ", ".join(c.name for c in e.checks if c.verdict == "invalid")
+                detail = ", ".join(c.name for c in e.checks if c.verdict == "broken")
             else:
                 detail = ", ".join(dict.fromkeys(f.checker for f in e.failures)) or (
                     e.unknowns[0].reason if e.unknowns else "")
             detail = _short(detail or e.reason)
-            rows.append(f"| {e.scenario} | `{_esc(e.target)}` | {ICON[e.verdict]} "
-                        f"{e.verdict.replace('_', ' ')} | {_esc(detail)} |")
+            rows.append(f"| {e.scenario} | `{_esc(e.target)}` | {ICON[word(e)]} "
+                        f"{word(e).replace('_', ' ')} | {_esc(detail)} |")
         elif isinstance(e, Certification):
-            checks = ", ".join(f"{ICON[k.verdict]} {k.name}" for k in e.checks)
+            checks = ", ".join(f"{ICON[word(k)]} {k.name}" for k in e.checks)
             fake = f" — {e.provenance}" if e.provenance else ""
             rows.append(f"| {e.provider} × {e.contract} ({e.failover or 'no link'}) | "
                         f"`{_esc(e.model)}` | {ICON[e.verdict]} {e.verdict}{_esc(fake)} | "
@@ -158,7 +159,7 @@ def _all_verdicts(r: Results) -> list[str]:
             detail = "; ".join(f"{p.title}: {p.text}" for p in e.promises if p.broken) or (
                 e.unknowns[0].reason if e.unknowns else counted(e.trials, "intent"))
             rows.append(f"| drill {e.drill} | `{_esc(e.target)}` | {ICON[e.outcome]} "
-                        f"{e.verdict} | {_esc(_short(detail))} |")
+                        f"{word(e)} | {_esc(_short(detail))} |")
         elif isinstance(e, Case):
             rows.append(f"| {_esc(e.name)} | {e.suite} | {ICON[e.outcome]} {e.outcome} | "
                         f"{_esc(e.message)} |")

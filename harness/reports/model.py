@@ -27,7 +27,8 @@ from harness.contracts.events import (
     Sampling,
     Statistic,
 )
-from harness.domain.verdicts import CheckVerdict, Outcome, ScenarioVerdict, Verdict
+from harness.domain.published import engine_words, published
+from harness.domain.verdicts import SCENARIO_WORD, Outcome, Verdict
 from harness.drill.events import DrilledIntent, DrillRun
 from harness.explore.events import ExploreResult, ScheduleStep
 from harness.scenarios.events import (
@@ -60,7 +61,6 @@ __all__ = [
     "CertCheck",
     "Certification",
     "Check",
-    "CheckVerdict",
     "DetectionMatrix",
     "Drift",
     "DrillRun",
@@ -81,7 +81,6 @@ __all__ = [
     "Results",
     "Sampling",
     "ScenarioRun",
-    "ScenarioVerdict",
     "ScheduleStep",
     "ShardInfo",
     "Statistic",
@@ -127,8 +126,9 @@ BY_TYPE: dict[str, type[Any]] = {cls.TYPE: cls for cls in EVENT_TYPES}
 
 
 def event_json(event: Event) -> dict[str, Any]:
-    """One event as JSON: ``{"type": …, **fields}``."""
-    return {"type": event.TYPE, **asdict(event)}
+    """One event as JSON: ``{"type": …, **fields}``, its verdicts in the published words
+    (:mod:`harness.domain.published`)."""
+    return {"type": event.TYPE, **published(event)}
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -202,8 +202,8 @@ class Results:
     def from_json(cls, data: dict[str, Any]) -> Results:
         """Read a ``results.json`` back (validate it first: :func:`schema.validate_results`)."""
         events = tuple(
-            _adapter(BY_TYPE[e["type"]]).validate_python(
-                {k: v for k, v in e.items() if k != "type"})
+            _adapter(BY_TYPE[e["type"]]).validate_python(engine_words(
+                BY_TYPE[e["type"]], {k: v for k, v in e.items() if k != "type"}))
             for e in data.get("events", [])
         )
         header = {f.name: data[f.name] for f in fields(cls)
@@ -220,9 +220,10 @@ class Results:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Scenario runs and trial series by verdict."""
+        """Scenario runs and trial series by verdict, in the published words (``passed``)."""
         out: dict[str, int] = {}
         for e in self.events:
             if isinstance(e, ScenarioRun | TrialSeries):
-                out[e.verdict] = out.get(e.verdict, 0) + 1
+                word = SCENARIO_WORD[e.verdict]
+                out[word] = out.get(word, 0) + 1
         return out

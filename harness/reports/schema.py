@@ -1,7 +1,9 @@
 """The JSON Schema of ``results.json`` (results@2), derived from the result model and shipped.
 
 ``results.schema.json`` beside this module is the published copy; a test keeps it equal to
-:func:`results_json_schema`, so the model and the document cannot drift apart.
+:func:`results_json_schema`, so the model and the document cannot drift apart. A field an event
+says in the engine's words (``verdict: Promise``) lists the words the document publishes
+(:mod:`harness.domain.published`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from harness.domain.published import published_fields
 from harness.reports.model import EVENT_TYPES, SCHEMA, Results
 
 SCHEMA_ID = "https://failover-harness.dev/schemas/results-2.json"
@@ -27,6 +30,10 @@ def results_json_schema() -> dict[str, Any]:
         definition["properties"] = {"type": {"const": cls.TYPE}, **definition["properties"]}
         definition["required"] = ["type", *definition.get("required", [])]
         definition["additionalProperties"] = False
+    for cls, name, words in published_fields(Results):  # an event's words as published
+        prop = defs[cls.__name__]["properties"][name]
+        if "enum" in prop:
+            prop["enum"] = words
     schema["properties"]["events"] = {
         "type": "array",
         "items": {"oneOf": [{"$ref": f"#/$defs/{cls.__name__}"} for cls in EVENT_TYPES]},

@@ -66,9 +66,9 @@ def broken_promises(results: Results, *, drills: bool = True) -> list[Broken]:
     seen."""
     found: dict[str, Broken] = {}
     for event in results.events:
-        if isinstance(event, ScenarioRun) and event.verdict == "failed":
+        if isinstance(event, ScenarioRun) and event.verdict == "broken":
             for check in event.checks:
-                if check.verdict != "invalid":
+                if check.verdict != "broken":
                     continue
                 b = found.setdefault(check.name, Broken(check.name, check.promise))
                 b.places.append(Place(event.scenario, 1, 1))

@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harness.domain.verdicts import CHECK_VERDICT, OUTCOME, SCENARIO_VERDICT
+from harness.domain.verdicts import OUTCOME
 from harness.scenarios.events import (
     Check,
     DetectionMatrix,
@@ -178,7 +178,7 @@ def violations_of(check: Any, history: Sequence[Op], kind: str | None = None) ->
 
 def checks_of(result: Any, history: Sequence[Op]) -> tuple[Check, ...]:
     return tuple(
-        Check(c.checker, c.promise, CHECK_VERDICT[c.verdict], violations_of(c, history),
+        Check(c.checker, c.promise, c.verdict, violations_of(c, history),
               tuple(unknown_of(u) for u in c.unknowns),
               tuple(str(f) for f in getattr(c, "fixes", ()) or ()),
               str(getattr(c, "evidence", None) or ""), getattr(c, "seen", None))
@@ -196,7 +196,7 @@ def scenario_run(result: RunResult, *, replay: str | None = None) -> ScenarioRun
     return ScenarioRun(
         scenario=result.scenario.name,
         target=result.target,
-        verdict=SCENARIO_VERDICT[result.status],
+        verdict=result.status,
         outcome=OUTCOME[result.status],
         seed=result.seed,
         source=result.scenario.source,
@@ -224,7 +224,7 @@ def detection_matrix(matrix: ScenarioMatrix) -> DetectionMatrix:
         scenarios=tuple(matrix.scenarios),
         targets=tuple(matrix.stores),
         cells=tuple(
-            MatrixCell(scenario, store, SCENARIO_VERDICT[status])
+            MatrixCell(scenario, store, status)
             for scenario in matrix.scenarios
             for store in matrix.stores
             if (status := matrix.status(store, scenario)) is not None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from harness.domain.verdicts import MATRIX_CELL, CheckVerdict, Outcome, ScenarioVerdict
+from harness.domain.verdicts import CHECK_WORD, MATRIX_CELL, SCENARIO_WORD, Outcome, Promise
 
 
 # -- pieces shared by several events ------------------------------------------------------------
@@ -37,9 +37,10 @@ class Check:
     """One checker's verdict on one history (its promise in the target's terms); ``needs`` is
     the evidence the checker must see to judge, ``seen`` how much of it the history held."""
 
+    PUBLISHED: ClassVar[dict[str, dict[Promise, str]]] = {"verdict": CHECK_WORD}
     name: str
     promise: str
-    verdict: CheckVerdict
+    verdict: Promise
     violations: tuple[Violation, ...] = ()
     unknowns: tuple[Unknown, ...] = ()
     fixes: tuple[str, ...] = ()  # what to do about the unknowns
@@ -93,9 +94,10 @@ class ScenarioRun:
     """One scenario run against one target."""
 
     TYPE: ClassVar[str] = "scenario_run"
+    PUBLISHED: ClassVar[dict[str, dict[Promise, str]]] = {"verdict": SCENARIO_WORD}
     scenario: str
     target: str
-    verdict: ScenarioVerdict
+    verdict: Promise
     outcome: Outcome
     seed: int = 0
     source: str = ""
@@ -187,9 +189,10 @@ class TrialSeries:
     first failing trial of each failure with its replay."""
 
     TYPE: ClassVar[str] = "trial_series"
+    PUBLISHED: ClassVar[dict[str, dict[Promise, str]]] = {"verdict": SCENARIO_WORD}
     scenario: str
     target: str
-    verdict: ScenarioVerdict
+    verdict: Promise
     outcome: Outcome
     seed: int = 0
     trials: int = 1
@@ -209,9 +212,10 @@ class TrialSeries:
 
 @dataclass(frozen=True)
 class MatrixCell:
+    PUBLISHED: ClassVar[dict[str, dict[Promise, str]]] = {"verdict": SCENARIO_WORD}
     scenario: str
     target: str
-    verdict: ScenarioVerdict
+    verdict: Promise
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,7 @@ class DetectionMatrix:
     problems: tuple[str, ...] = ()
     wall_s: float = 0.0
 
-    def cell(self, scenario: str, target: str) -> ScenarioVerdict | None:
+    def cell(self, scenario: str, target: str) -> Promise | None:
         for c in self.cells:
             if c.scenario == scenario and c.target == target:
                 return c.verdict
@@ -241,7 +245,7 @@ class DetectionMatrix:
         return self.outcome == "skip"
 
     def caught(self, target: str) -> bool:
-        return any(c.target == target and c.verdict == "failed" for c in self.cells)
+        return any(c.target == target and c.verdict == "broken" for c in self.cells)
 
     def table(self) -> str:
         """The matrix as a plain-text table: scenarios down, targets across (the one text

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from harness.domain.verdicts import SCENARIO_VERDICT, STATUS_WORD, Promise
+from harness.domain.verdicts import STATUS_WORD, Promise
 from harness.scenarios.emit import detection_matrix as matrix_event
 from harness.scenarios.events import DetectionMatrix
 from harness.scenarios.model import Scenario
@@ -69,11 +69,10 @@ def merge_matrices(parts: Sequence[DetectionMatrix]) -> DetectionMatrix:
     """The matrix of a run from its shards' cells, judged again as one run judges it."""
     first = parts[0]
     cells = {(c.target, c.scenario): c for part in parts for c in part.cells}
-    promise = {v: k for k, v in SCENARIO_VERDICT.items()}
 
     def status(store: str, scenario: str) -> Promise | None:
         cell = cells.get((store, scenario))
-        return promise[cell.verdict] if cell is not None else None
+        return cell.verdict if cell is not None else None
 
     problems = tuple(matrix_problems(first.scenarios, first.targets, status))
     return DetectionMatrix(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
-from harness.domain.verdicts import OUTCOME, SCENARIO_VERDICT, Promise
+from harness.domain.verdicts import OUTCOME, Promise
 from harness.domain.words import counted, of
 from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import ALLOWED, busy_answers, loser_classes, ordered
@@ -283,7 +283,7 @@ def series_of(head: SeriesHead, records: Iterable[TrialRecord], *,
         fixes.update(dict.fromkeys(record.fixes))
     reason = next((r.reason for r in ordered_records if r.reason), "")
     return TrialSeries(
-        scenario=head.scenario, target=head.target, verdict=SCENARIO_VERDICT[status],
+        scenario=head.scenario, target=head.target, verdict=status,
         outcome=OUTCOME[status], seed=head.seed, trials=head.trials, source=head.source,
         description=head.description, checkers=head.checkers, promises=head.promises,
         patterns=patterns, failures=tuple(_failure(f, head, by_pattern) for f in found),

@@ -50,7 +50,7 @@ def test_scenarios_on_a_broken_store_fail_and_leave_a_run_folder_to_replay(
     runs = [m for m in messages if isinstance(m, ScenarioRun)]
     assert verdict == "fail"
     assert [(r.scenario, r.verdict, r.outcome) for r in runs] == [
-        ("out_of_order_completion", "failed", "fail")]
+        ("out_of_order_completion", "broken", "fail")]
     run_dir = Path(runs[0].run_dir)
     assert run_dir.parent.parent == reports and run_dir.is_dir()
 
@@ -63,7 +63,7 @@ def test_trials_come_back_as_a_series(tmp_path: Path, nowhere: Path) -> None:
     settings = ScenariosSettings(paths=(SCENARIOS / "double_click.yaml",), trials=2, seed=1)
     messages, verdict = collect(run_scenarios(settings, folder=lambda: tmp_path))
     series = [m for m in messages if isinstance(m, TrialSeries)]
-    assert verdict == "pass" and len(series) == 1 and series[0].verdict == "passed"
+    assert verdict == "pass" and len(series) == 1 and series[0].verdict == "held"
 
 
 def test_explore_finds_shrinks_and_replays_a_race(tmp_path: Path, nowhere: Path) -> None:
@@ -104,7 +104,7 @@ def test_the_matrix_entry_point_judges_without_the_cli(tmp_path: Path) -> None:
     assert isinstance(messages[0], Begin) and messages[0].targets == ("sqlite",)
     (matrix,) = [m for m in messages if isinstance(m, DetectionMatrix)]
     assert matrix.scenarios == ("double_click",) and "reference" in matrix.targets
-    assert matrix.cell("double_click", "reference") == "passed"
+    assert matrix.cell("double_click", "reference") == "held"
     assert any(matrix.caught(t) for t in matrix.targets if t != "reference")
     assert verdict == matrix.outcome
     assert any("runs in" in line for line in lines)

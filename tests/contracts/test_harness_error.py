@@ -67,7 +67,7 @@ def test_a_harness_error_is_no_failed_sample(
     sampled = {c.name: c for c in record.checks if c.name in judgement.SAMPLED_CHECKS}
     assert set(sampled) == {"schema", "round_trip"}
     for check in sampled.values():
-        assert check.decision == "undecided"
+        assert check.decision == "unknown"
         assert check.summary.startswith(standing.HARNESS_ERROR)
         assert "OurBug" in check.summary
     assert not any(t.samples for t in record.inputs.values())  # nothing judged as failed

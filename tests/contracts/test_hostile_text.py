@@ -165,13 +165,13 @@ def _raw_report() -> Any:
     cert = Certification(
         provider="p" + RAW[0], contract="c" + RAW[3], verdict="ineligible", outcome="fail",
         model=text, kind="openai-chat", mode="live", failover="auto", why=text,
-        checks=(CertCheck("schema", "fail", text, evidence),
-                CertCheck("tokenization", "pass", RAW[4])),
+        checks=(CertCheck("schema", "broken", text, evidence),
+                CertCheck("tokenization", "held", RAW[4])),
     )
     scenario = ScenarioRun(
-        scenario="s" + RAW[1], target="http://x" + RAW[3], verdict="failed", outcome="fail",
+        scenario="s" + RAW[1], target="http://x" + RAW[3], verdict="broken", outcome="fail",
         description=text,
-        checks=(Check("one_winner", RAW[2], "invalid",
+        checks=(Check("one_winner", RAW[2], "broken",
                       tuple(Violation(v, "", (1, 2), (v,)) for v in RAW)),),
         reason=text, replay_command="failover-harness replay " + RAW[4],
     )

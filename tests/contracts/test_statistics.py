@@ -44,7 +44,7 @@ def test_clopper_pearson_bounds_solve_their_defining_equations() -> None:
 
 @pytest.mark.parametrize(
     ("passed", "decision"),
-    [(60, "pass"), (59, "pass"), (58, "undecided"), (54, "undecided"), (48, "fail")],
+    [(60, "held"), (59, "held"), (58, "unknown"), (54, "unknown"), (48, "broken")],
 )
 def test_sixty_samples_at_a_90_percent_threshold(passed: int, decision: str) -> None:
     assert decide(passed, 60, 0.9, 0.95, "clopper-pearson") == decision
@@ -52,7 +52,7 @@ def test_sixty_samples_at_a_90_percent_threshold(passed: int, decision: str) -> 
 
 def test_one_failure_in_ten_is_not_eligible_and_no_sample_count_would_make_it() -> None:
     verdict = RateVerdict.judge(54, 60, 0.9, 0.95, "clopper-pearson")
-    assert verdict.decision == "undecided"
+    assert verdict.decision == "unknown"
     assert verdict.lower == pytest.approx(0.812, abs=0.001)
     assert verdict.more_samples is None
     assert "no number of samples would decide" in verdict.describe()
@@ -60,11 +60,11 @@ def test_one_failure_in_ten_is_not_eligible_and_no_sample_count_would_make_it() 
 
 def test_undecided_says_how_many_more_samples_would_decide_at_the_observed_rate() -> None:
     verdict = RateVerdict.judge(58, 60, 0.9, 0.95, "mixture-sprt")
-    assert verdict.decision == "undecided" and verdict.more_samples == 60
+    assert verdict.decision == "unknown" and verdict.more_samples == 60
     assert "60 more samples would decide at the observed rate" in verdict.describe()
     n = 60 + verdict.more_samples
-    assert decide(58 / 60 * n, n, 0.9, 0.95, "mixture-sprt") == "pass"
-    assert decide(58 / 60 * (n - 1), n - 1, 0.9, 0.95, "mixture-sprt") == "undecided"
+    assert decide(58 / 60 * n, n, 0.9, 0.95, "mixture-sprt") == "held"
+    assert decide(58 / 60 * (n - 1), n - 1, 0.9, 0.95, "mixture-sprt") == "unknown"
     assert more_samples_to_decide(58, 60, 0.9, 0.95, "clopper-pearson") == 2
 
 
@@ -86,7 +86,7 @@ def test_the_confidence_sequence_is_wider_than_the_fixed_interval_and_agrees_wit
     cs = confidence_sequence(116, 120, 0.95)
     cp = clopper_pearson(116, 120, 0.95)
     assert cs[0] < cp[0] and cs[1] > cp[1]
-    assert (cs[0] >= 0.9) == (decide(116, 120, 0.9, 0.95, "mixture-sprt") == "pass")
+    assert (cs[0] >= 0.9) == (decide(116, 120, 0.9, 0.95, "mixture-sprt") == "held")
 
 
 def test_the_adaptive_rule_keeps_its_error_bound_under_optional_stopping() -> None:
@@ -101,8 +101,8 @@ def test_the_adaptive_rule_keeps_its_error_bound_under_optional_stopping() -> No
         for _round in range(30):
             passed += sum(rng.random() < 0.9 for _ in range(20))
             samples += 20
-            sprt = sprt or decide(passed, samples, 0.9, 0.95, "mixture-sprt") == "pass"
-            naive = naive or decide(passed, samples, 0.9, 0.95, "clopper-pearson") == "pass"
+            sprt = sprt or decide(passed, samples, 0.9, 0.95, "mixture-sprt") == "held"
+            naive = naive or decide(passed, samples, 0.9, 0.95, "clopper-pearson") == "held"
         wrong_sprt += sprt
         wrong_naive += naive
     assert wrong_sprt / trials <= 0.05
@@ -152,7 +152,7 @@ def test_a_fallback_failing_one_answer_in_ten_is_not_eligible(
     record = project.workspace().lock.get("fallback", "ticket_triage")
     assert record is not None and record.verdict == "undecided"
     schema = next(c for c in record.checks if c.name == "schema")
-    assert schema.decision == "undecided" and schema.stats is not None
+    assert schema.decision == "unknown" and schema.stats is not None
     assert (schema.stats.passed, schema.stats.samples) == (54, 60)
     assert schema.stats.lower < 0.9 <= schema.stats.upper
     assert schema.figures["pass_k"]["k"] == 3

@@ -62,6 +62,19 @@ def test_gitlab_index_is_one_based() -> None:
     assert shard_from_env({"CI_NODE_INDEX": "3", "CI_NODE_TOTAL": "3"}) == Shard(3, 3)
 
 
+def test_a_gitlab_job_that_is_not_parallel_is_the_whole_run() -> None:
+    # GitLab sets CI_NODE_TOTAL=1 on every job without `parallel:`, and no CI_NODE_INDEX
+    assert shard_from_env({"GITLAB_CI": "true", "CI_NODE_TOTAL": "1",
+                           "CI_JOB_NAME": "failover"}) is None
+
+
+def test_a_gitlab_parallel_job_is_told_apart_from_a_matrix_job_by_its_name() -> None:
+    shard = {"CI_NODE_INDEX": "2", "CI_NODE_TOTAL": "4"}
+    assert shard_from_env({**shard, "CI_JOB_NAME": "failover-shard 2/4"}) == Shard(2, 4)
+    # parallel: matrix: sets both too; its jobs are named after the matrix's values
+    assert shard_from_env({**shard, "CI_JOB_NAME": "failover: [openai, gpt-4o]"}) is None
+
+
 def test_buildkite_index_is_zero_based() -> None:
     env = {"BUILDKITE_PARALLEL_JOB": "0", "BUILDKITE_PARALLEL_JOB_COUNT": "4"}
     assert shard_from_env(env) == Shard(1, 4)

@@ -21,17 +21,17 @@ def intent(tag: str, call: int, *, late: bool = False) -> DrilledIntent:
         Lane(f"claude#{call + 1} (answer)", "fallback",
              (TimelineEvent(0.5, "started"), TimelineEvent(0.55, "won")), "won"),
     )
-    return DrilledIntent(tag, 1, "failed", (DrillFinding("billed_within_bound", "broken",
+    return DrilledIntent(tag, 1, "fail", (DrillFinding("billed_within_bound", "broken",
                                                          "3 billed calls, at most 2"),),
                          timeline=Timeline(0.9, lanes))
 
 
 def drill_page() -> str:
     drills = (
-        DrillRun("hang", "http://127.0.0.1:8900", "failed", "fail",
+        DrillRun("hang", "http://127.0.0.1:8900", "fail", "fail",
                  intents=tuple(intent(f"drill-{n:012x}", 3 * n) for n in range(8)),
                  command="failover-harness drill --drills hang"),
-        DrillRun("late", "http://127.0.0.1:8900", "failed", "fail",
+        DrillRun("late", "http://127.0.0.1:8900", "fail", "fail",
                  intents=(*(intent(f"drill-{n:012x}", n) for n in range(8, 15)),
                           intent("drill-0000000000ff", 40, late=True)),
                  command="failover-harness drill --drills late"),

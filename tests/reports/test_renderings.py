@@ -163,7 +163,7 @@ def test_secrets_are_scrubbed_before_any_handler_sees_an_event(tmp_path: Path) -
     live = io.StringIO()
     session = ReportSession("check", report_dir=tmp_path, handlers=[LiveOutput(live)])
     event = session.emit(ScenarioRun(
-        "double_click", "postgresql://app:pw-Hunter2x@db.internal:5432/jobs", "failed", "fail",
+        "double_click", "postgresql://app:pw-Hunter2x@db.internal:5432/jobs", "broken", "fail",
         reason="Authorization: Bearer tok-s3cr3t-alice",
         replay_command="failover-harness replay r --target "
                        "'host=db password=pw-Hunter2x dbname=jobs'"))

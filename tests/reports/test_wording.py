@@ -156,12 +156,12 @@ def test_counts_agree_with_their_noun_everywhere_a_person_reads_them() -> None:
     assert (counted(1, "trial"), counted(2, "trial"), counted(0, "intent")) == (
         "1 trial", "2 trials", "0 intents")
     assert (of(1, 1, "trial"), of(1, 20, "trial")) == ("1 of 1 trial", "1 of 20 trials")
-    one = TrialSeries("replay_fidelity", "http://127.0.0.1:8802", "failed", "fail", trials=1,
+    one = TrialSeries("replay_fidelity", "http://127.0.0.1:8802", "broken", "fail", trials=1,
                       patterns=(PatternSummary("sequential", 1, 1),))
     text = "\n".join([*series_lines(one), *brief_lines(one)])
     assert "1 pattern × 1 trial: 1 run in" in text and "1 of 1 trial broke" in text
     assert "(s)" not in text and "1 trials" not in text
-    drill = DrillRun("hedge", "http://127.0.0.1:8802", "passed", "pass", trials=1,
+    drill = DrillRun("hedge", "http://127.0.0.1:8802", "pass", "pass", trials=1,
                      provider_calls=1)
     assert "(1 intent, 1 provider call," in next(drill_lines(drill))
 

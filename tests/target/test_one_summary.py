@@ -9,12 +9,12 @@ from harness.reports.summary import summary_lines, to_act_on
 from harness.scenarios.events import Check, ScenarioRun, Violation
 
 SCENARIO = ScenarioRun(
-    scenario="double_click", target="http://svc", verdict="failed", outcome="fail",
-    checks=(Check("one_job_per_intent", "one job per intent", "invalid",
+    scenario="double_click", target="http://svc", verdict="broken", outcome="fail",
+    checks=(Check("one_job_per_intent", "one job per intent", "broken",
                   (Violation("two jobs for one click"),)),),
     replay_command="failover-harness replay runs/x")
 DRILL = DrillRun(
-    drill="double-click", target="http://svc", verdict="failed", outcome="fail",
+    drill="double-click", target="http://svc", verdict="fail", outcome="fail",
     promises=(PromiseRate("one_job_per_intent", "one job per intent", held=3, broken=2,
                           text="broken in 2 of 5 intents", example="two jobs"),),
     command="failover-harness drill --drills double-click")

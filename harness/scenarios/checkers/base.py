@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.domain.verdicts import CHECK_VERDICT, Promise
+from harness.domain.verdicts import CHECK_WORD, Promise
 from harness.scenarios.history import Op, Pair, pairs
 
 Verdict = Promise  # one vocabulary: harness.domain.verdicts (held | broken | unknown)
@@ -79,7 +79,7 @@ class CheckResult:
         data: dict[str, Any] = {
             "checker": self.checker,
             "promise": self.promise,
-            "verdict": CHECK_VERDICT[self.verdict],  # the published word (valid, invalid)
+            "verdict": CHECK_WORD[self.verdict],  # the published word (valid, invalid)
             "violations": [v.to_json() for v in self.violations],
             "unknowns": list(self.unknowns),
         }
