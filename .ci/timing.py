@@ -1,14 +1,17 @@
 """Print a test run's wall time and its ten slowest tests, from the JUnit XML pytest wrote.
 
-Usage: python .ci/timing.py JUNIT_XML WALL_SECONDS GOAL_SECONDS LABEL
+Usage: python .ci/timing.py JUNIT_XML WALL_SECONDS GOAL_SECONDS LABEL [TIMELINE]
 A time is a benchmark, never a gate (the CI machine is shared): over the goal is a warning line,
-and this script always exits 0.
+and this script always exits 0. TIMELINE, the file HARNESS_TEST_TIMELINE named for the run
+(tests/_timeline.py), adds when each worker finished and what the last one ran last.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import xml.etree.ElementTree as ET
+from collections import defaultdict
 
 
 def main(argv: list[str]) -> int:
@@ -29,7 +32,36 @@ def main(argv: list[str]) -> int:
     for case in slowest:
         seconds, test = float(case.get("time") or 0), f"{case.get('classname')}::{case.get('name')}"
         print(f"  {seconds:6.1f} s  {test}")
+    if len(argv) > 4:
+        workers(argv[4])
     return 0
+
+
+def workers(timeline: str) -> None:
+    """Per worker: its tests, busy seconds and when it finished (seconds after the first test
+    began); then the last tests of the worker that finished last."""
+    runs: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    try:
+        with open(timeline, encoding="utf-8") as lines:
+            for line in lines:
+                entry = json.loads(line)
+                runs[entry["worker"]].append((entry["start"], entry["end"], entry["test"]))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"timing: no timeline ({exc})")
+        return
+    if not runs:
+        print("timing: an empty timeline")
+        return
+    began = min(start for tests in runs.values() for start, _, _ in tests)
+    print("workers (tests, busy, finished after the first test began):")
+    for worker, tests in sorted(runs.items()):
+        busy = sum(end - start for start, end, _ in tests)
+        done = max(end for _, end, _ in tests) - began
+        print(f"  {worker:>5}  {len(tests):5d} tests  {busy:6.0f} s busy  done at {done:5.0f} s")
+    last = max(runs, key=lambda w: max(end for _, end, _ in runs[w]))
+    print(f"the last to finish, {last}, ran last:")
+    for start, end, test in sorted(runs[last])[-5:]:
+        print(f"  {start - began:5.0f}-{end - began:5.0f} s  {test}")
 
 
 if __name__ == "__main__":

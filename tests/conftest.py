@@ -21,7 +21,7 @@ from harness.store import SqlStore, open_store
 from tests import _servers
 from tests.gateways.servers import gateway, portkey  # noqa: F401  (one of each per session)
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests._timeline"]
 
 ROOT = Path(__file__).resolve().parents[1]
 

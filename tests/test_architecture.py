@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,11 @@ def imports_of(name: str, path: Path) -> Iterator[Import]:
                          bool(EXTRA_COMMENT.search(text)))
 
 
-IMPORTS = [imp for name, path in MODULES.items() for imp in imports_of(name, path)]
+@cache
+def imports() -> tuple[Import, ...]:
+    """Every import of a harness module inside harness/, read once per process by the first test
+    that asks: not at import, since every xdist worker imports this module to collect it."""
+    return tuple(imp for name, path in MODULES.items() for imp in imports_of(name, path))
 
 
 def room(module: str) -> str:
@@ -127,7 +132,7 @@ def test_every_room_of_the_package_is_listed_in_the_doc() -> None:
 
 def test_no_import_runs_against_the_allowed_edges() -> None:
     edges = allowed_edges()
-    wrong = sorted({(i.source, i.target) for i in IMPORTS if not permitted(i, edges)})
+    wrong = sorted({(i.source, i.target) for i in imports() if not permitted(i, edges)})
     unexpected = [f"{s} imports {t}" for s, t in wrong if (s, t) not in KNOWN_EDGES]
     assert not unexpected, "imports not allowed by docs/architecture.md:\n" + "\n".join(unexpected)
     gone = sorted(KNOWN_EDGES - set(wrong))
@@ -138,7 +143,7 @@ def circles() -> list[set[str]]:
     """The strongly connected components of more than one module (Tarjan), over every import
     that runs (inside functions too: an import deferred into a function still closes a circle)."""
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for imp in IMPORTS:
+    for imp in imports():
         if imp.target in MODULES and imp.target != imp.source:
             graph[imp.source].add(imp.target)
     index: dict[str, int] = {}
@@ -187,7 +192,7 @@ def inner_budget() -> Counter[str]:
 
 
 def test_imports_inside_functions_only_for_an_optional_extra() -> None:
-    counts = Counter(i.source for i in IMPORTS if i.inner and not i.extra)
+    counts = Counter(i.source for i in imports() if i.inner and not i.extra)
     budget = inner_budget()
     over = {m: (n, budget[m]) for m, n in counts.items() if n > budget[m]}
     assert not over, (
@@ -200,8 +205,8 @@ def test_the_import_reader_sees_what_it_checks() -> None:
     # the reader must find a known edge, a known function-level import and the modules
     assert "harness.domain.verdicts" in MODULES
     assert any(i.source == "harness.scenarios.runner" and i.target.startswith("harness.domain")
-               for i in IMPORTS)
-    assert any(i.inner for i in IMPORTS)
+               for i in imports())
+    assert any(i.inner for i in imports())
     assert permitted(Import("harness.store.sqlite", "harness.domain.errors", 1, False, False),
                      allowed_edges())
     assert not permitted(Import("harness.domain.errors", "harness.store.sqlite", 1, False, False),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -124,6 +125,8 @@ class Attempt:
                 "updated_at": self.updated_at or self.created_at}
 
 
+#: the no-lock flaw's longest wait for a duplicate create of the same key (bounds a hang only)
+HOLD_S = 5.0
 FLAWS = ("no-lock", "no-fingerprint", "owner-leak", "timeout-frees-slot", "cancelled-can-win",
          "last-write-wins", "no-replay-header")
 
@@ -136,6 +139,8 @@ class Store:
         self.by_key: dict[tuple[str, str], str] = {}
         self.attempts: dict[str, Attempt] = {}
         self.key_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self.duplicates: dict[tuple[str, str], asyncio.Event] = {}  # the no-lock flaw's hold
+        self.checked: dict[tuple[str, str], int] = {}
         self.side_effects = 0
         self.fail_next = False
 
@@ -155,6 +160,8 @@ class Store:
                     raise Problem(409, "idempotency_key_reused",
                                   f"idempotency key {key!r} was used with another request body")
                 return 200, job
+            if "no-lock" in self.flaws:
+                await self._overlap(owner, key)
             if self.work_s:
                 await asyncio.sleep(self.work_s)  # the handler's work, under the key's lock
             if self.fail_next:
@@ -165,6 +172,18 @@ class Store:
             self.by_key[(owner, key)] = job.id
             self.side_effects += 1
             return 201, job
+
+    async def _overlap(self, owner: str, key: str) -> None:
+        """The no-lock flaw, made to show every time rather than when the machine's timing
+        allows: the first create of a key to find no job waits here until a duplicate has also
+        found none (HOLD_S only bounds a duplicate that never comes); the rest go on."""
+        duplicate = self.duplicates.setdefault((owner, key), asyncio.Event())
+        self.checked[(owner, key)] = self.checked.get((owner, key), 0) + 1
+        if self.checked[(owner, key)] > 1:
+            duplicate.set()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(duplicate.wait(), HOLD_S)
 
     def job(self, owner: str, job_id: str) -> Job:
         job = self.jobs.get(job_id)

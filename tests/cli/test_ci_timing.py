@@ -3,9 +3,12 @@ goal is one warning line and never fails the run (a shared machine's time is a b
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,3 +38,32 @@ def test_a_missing_report_is_said_and_not_a_failure(tmp_path: Path) -> None:
     done = timing(str(tmp_path / "none.xml"), "12", "300", "run")
     assert done.returncode == 0
     assert "timing: no test times" in done.stdout and "0 tests" in done.stdout
+
+
+def test_a_timeline_shows_when_each_worker_finished_and_what_the_last_ran_last(
+        tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HARNESS_TEST_TIMELINE: the tests' own plugin writes a line per test, and timing.py says
+    which worker finished last and what it ran last (the run's critical path)."""
+    timeline = tmp_path / "timeline.jsonl"
+    pytester.makeconftest('pytest_plugins = ["tests._timeline"]')
+    pytester.makepyfile(test_some="def test_a(): pass\n\ndef test_b(): pass\n")
+    monkeypatch.setenv("HARNESS_TEST_TIMELINE", str(timeline))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may run on one
+    assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
+    lines = [json.loads(line) for line in timeline.read_text("utf-8").splitlines()]
+    assert [(e["worker"], e["test"].split("::")[1]) for e in lines] == [("main", "test_a"),
+                                                                        ("main", "test_b")]
+    assert all(e["start"] <= e["end"] for e in lines)
+    with timeline.open("a", encoding="utf-8") as more:  # a second worker that ends last
+        more.write(json.dumps({"worker": "gw1", "test": "t.py::test_late",
+                               "start": lines[0]["start"], "end": lines[1]["end"] + 60}) + "\n")
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<testsuites><testsuite name="pytest"/></testsuites>')
+    out = timing(str(junit), "70", "300", "run", str(timeline)).stdout
+    assert "   gw1      1 tests" in out and "  main      2 tests" in out, out
+    assert out.splitlines()[-2:] == ["the last to finish, gw1, ran last:",
+                                     out.splitlines()[-1]]
+    assert out.splitlines()[-1].endswith("t.py::test_late"), out
+    assert "timing: no timeline" in timing(str(junit), "1", "300", "run",
+                                           str(tmp_path / "none")).stdout

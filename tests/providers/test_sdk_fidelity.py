@@ -35,11 +35,18 @@ def anthropic_server() -> Iterator[FakeServer]:
         yield server
 
 
+#: how long an SDK waits for an answer the fake gives (bounds a hang only: a loaded machine once
+#: took over 0.5 s to answer a 429); the ``hang`` behaviour never answers, so its call is ended
+#: by the SDK's own timeout, HANG_TIMEOUT_S
+ANSWER_TIMEOUT_S = 30.0
+HANG_TIMEOUT_S = 0.5
+
+
 @pytest.fixture
 def oai(openai_server: FakeServer) -> Iterator[openai.OpenAI]:
     openai_server.app.deliveries.clear()
     client = openai.OpenAI(api_key=KEY, base_url=f"{openai_server.url}/v1", max_retries=0,
-                           timeout=0.5)
+                           timeout=ANSWER_TIMEOUT_S)
     yield client
     client.close()
 
@@ -48,7 +55,7 @@ def oai(openai_server: FakeServer) -> Iterator[openai.OpenAI]:
 def ant(anthropic_server: FakeServer) -> Iterator[anthropic.Anthropic]:
     anthropic_server.app.deliveries.clear()
     client = anthropic.Anthropic(api_key=KEY, base_url=anthropic_server.url, max_retries=0,
-                                 timeout=0.5)
+                                 timeout=ANSWER_TIMEOUT_S)
     yield client
     client.close()
 
@@ -167,8 +174,9 @@ ANTHROPIC_ERRORS = {
 @pytest.mark.parametrize(("behaviour", "error"), list(OPENAI_ERRORS.items()))
 def test_openai_sdk_maps_errors(oai: openai.OpenAI, openai_server: FakeServer, behaviour: str,
                                 error: type[Exception]) -> None:
+    client = oai.with_options(timeout=HANG_TIMEOUT_S) if behaviour == "hang" else oai
     with pytest.raises(error) as info:
-        openai_call(oai, behaviour)
+        openai_call(client, behaviour)
     if behaviour not in ("hang",):
         assert not isinstance(info.value, openai.APITimeoutError)
     if isinstance(info.value, openai.APIStatusError):
@@ -180,8 +188,9 @@ def test_openai_sdk_maps_errors(oai: openai.OpenAI, openai_server: FakeServer, b
 @pytest.mark.parametrize(("behaviour", "error"), list(ANTHROPIC_ERRORS.items()))
 def test_anthropic_sdk_maps_errors(ant: anthropic.Anthropic, anthropic_server: FakeServer,
                                    behaviour: str, error: type[Exception]) -> None:
+    client = ant.with_options(timeout=HANG_TIMEOUT_S) if behaviour == "hang" else ant
     with pytest.raises(error) as info:
-        anthropic_call(ant, behaviour)
+        anthropic_call(client, behaviour)
     if behaviour != "hang":
         assert not isinstance(info.value, anthropic.APITimeoutError)
     if isinstance(info.value, anthropic.APIStatusError):
@@ -221,6 +230,7 @@ def test_delivery_counting_exposes_sdk_retries(openai_server: FakeServer) -> Non
     # Why max_retries=0 matters: with one SDK retry, one call is two deliveries.
     openai_server.app.deliveries.clear()
     with openai.OpenAI(api_key=KEY, base_url=f"{openai_server.url}/v1", max_retries=1,
-                       timeout=2) as client, pytest.raises(openai.InternalServerError):
+                       timeout=ANSWER_TIMEOUT_S) as client, \
+            pytest.raises(openai.InternalServerError):
         openai_call(client, "status:500")
     assert openai_server.app.deliveries.snapshot()["max_per_request"] == 2
