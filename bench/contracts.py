@@ -187,7 +187,7 @@ def _pass_cut(n: int) -> int:
     lo, hi = 0, n + 1
     while lo < hi:
         mid = (lo + hi) // 2
-        if decide(mid, n, THRESHOLD, CONFIDENCE, "clopper-pearson") == "pass":
+        if decide(mid, n, THRESHOLD, CONFIDENCE, "clopper-pearson") == "held":
             hi = mid
         else:
             lo = mid + 1
@@ -199,7 +199,7 @@ def _fail_cut(n: int) -> int:
     lo, hi = -1, n
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if decide(mid, n, THRESHOLD, CONFIDENCE, "clopper-pearson") == "fail":
+        if decide(mid, n, THRESHOLD, CONFIDENCE, "clopper-pearson") == "broken":
             lo = mid
         else:
             hi = mid - 1
@@ -224,15 +224,15 @@ def _fixed_outcome(rate: float, n: int) -> tuple[float, float]:
 
 def simulate_adaptive(rate: float, budget: int, trials: int, rng: random.Random) -> dict:
     """Rounds of 20 Bernoulli(rate) samples, the mixture SPRT after each, until decided."""
-    calls, outcomes = [], {"pass": 0, "fail": 0, "undecided": 0}
+    calls, outcomes = [], {"held": 0, "broken": 0, "unknown": 0}
     for _ in range(trials):
         passed = n = 0
-        decision = "undecided"
+        decision = "unknown"
         while n + INPUTS <= budget:
             passed += sum(rng.random() < rate for _ in range(INPUTS))
             n += INPUTS
             decision = decide(passed, n, THRESHOLD, CONFIDENCE, "mixture-sprt")
-            if decision != "undecided":
+            if decision != "unknown":
                 break
         calls.append(n)
         outcomes[decision] += 1
@@ -254,13 +254,13 @@ def bench_adaptive(trials: int, smoke: bool) -> bool:
     ratios = {}
     for name, rate in CASES:
         sim = simulate_adaptive(rate, fixed_n, trials, rng)
-        right = "pass" if rate >= THRESHOLD else "fail"
-        wrong = "fail" if right == "pass" else "pass"
+        right = "held" if rate >= THRESHOLD else "broken"  # a rate decision is a promise
+        wrong = "broken" if right == "held" else "held"
         p_pass, p_fail = _fixed_outcome(rate, fixed_n)
         ratios[name] = fixed_n / sim["mean"]
         print(f"   {name:<17} {rate:>5.0%} {sim['mean']:>13.1f} {sim['median']:>7.0f} "
               f"{sim['p90']:>6} {sim[right] / trials:>8.1%} {sim[wrong] / trials:>6.1%} "
-              f"{fixed_n:>6} {(p_pass if right == 'pass' else p_fail):>13.1%} "
+              f"{fixed_n:>6} {(p_pass if right == 'held' else p_fail):>13.1%} "
               f"{ratios[name]:>5.1f}x")
     shipped = 3 * INPUTS
     p_pass, _ = _fixed_outcome(0.99, shipped)
