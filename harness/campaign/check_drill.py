@@ -27,7 +27,7 @@ from harness.domain.words import counted, of
 from harness.drill.beside import beside, count_provider_calls
 from harness.drill.drills import NAMES
 from harness.drill.engine import DrillResults, Engine, drilling
-from harness.drill.judge import PROMISES
+from harness.drill.findings import PROMISES
 from harness.drill.summary import drill_events
 from harness.scenarios.events import Check, ScenarioRun, Unknown, Violation
 from harness.target.drill_profile import DrillProfile, load_drill

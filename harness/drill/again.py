@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from harness.drill.judge import IntentVerdict
+from harness.drill.findings import IntentVerdict
 
 #: fresh intents per trial at most, after the round, for an intent the load left without
 #: evidence (``--drill-again N``; 0: never)

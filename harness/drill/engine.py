@@ -21,8 +21,9 @@ from harness.drill.again import REDRILLS, drill_again, replacing
 from harness.drill.client import Clients, ServiceClient, clients_of
 from harness.drill.drills import DRILLS, Drill, late_ms
 from harness.drill.evidence import IDEMPOTENCY_HEADERS, Call, IntentEvidence
+from harness.drill.findings import IntentVerdict
 from harness.drill.intent import IntentRun, Probe, Slot
-from harness.drill.judge import Certifier, IntentVerdict, Setup, judge_intent, mark_overload
+from harness.drill.judge import Certifier, Setup, judge_intent, mark_overload
 from harness.providers.recording import RecordingFake
 from harness.target.drill_profile import DrillProfile, Upstream
 
@@ -338,13 +339,14 @@ class Engine:
             if on_intent is not None:
                 on_intent(v)
 
-        again = self._round([(drill, trial, None) for drill, trial in jobs], setup, keep,
-                            lambda v: drill_again(v, redrills))
+        def redo(v: IntentVerdict) -> bool:
+            return drill_again(v, redrills)
+
+        again = self._round([(drill, trial, None) for drill, trial in jobs], setup, keep, redo)
         load = self._load  # the round's, for the judge of overload (mark_overload)
         while again and not self.stop.is_set():
             again = self._round([(DRILLS[v.evidence.drill], v.evidence.trial, v)
-                                 for v in again], setup, keep,
-                                lambda v: drill_again(v, redrills))
+                                 for v in again], setup, keep, redo)
         for v in again:  # interrupted: they stand as judged
             keep(v)
         self._load = load

@@ -32,7 +32,8 @@ from harness.drill.again import REDRILLS
 from harness.drill.drills import DRILLS, NAMES
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun
-from harness.drill.judge import Certifier, IntentVerdict
+from harness.drill.findings import IntentVerdict
+from harness.drill.judge import Certifier
 from harness.drill.merge import drill_evidence, intent_owner
 from harness.drill.summary import drill_events, drill_run, head, intent_json, lanes, records
 from harness.scenarios.events import Unknown

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from harness.domain.words import counted
 from harness.drill.drills import HELD_LOOKS, Drill, late_ms
 from harness.drill.evidence import IntentEvidence
-from harness.drill.judge import IntentVerdict
+from harness.drill.findings import IntentVerdict
 from harness.target.ids import UnusableId, path_segment
 
 if TYPE_CHECKING:  # the engine runs intents; an intent only calls back into it

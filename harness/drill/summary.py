@@ -21,7 +21,7 @@ from harness.drill.events import (
     PromiseRate,
 )
 from harness.drill.evidence import Call, IntentEvidence
-from harness.drill.judge import PROMISES, IntentVerdict
+from harness.drill.findings import PROMISES, IntentVerdict
 from harness.scenarios.events import Lane, Timeline, TimelineEvent, Unknown
 
 MAX_INTENTS_SHOWN = 5

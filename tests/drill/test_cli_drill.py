@@ -19,7 +19,8 @@ from harness.commands.drill_target import command
 from harness.drill.causes import LATE_UNREACHED
 from harness.drill.drills import Drill
 from harness.drill.evidence import IntentEvidence
-from harness.drill.judge import IntentVerdict, Setup
+from harness.drill.findings import IntentVerdict
+from harness.drill.judge import Setup
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 

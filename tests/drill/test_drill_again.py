@@ -22,7 +22,8 @@ from harness.drill.drills import DRILLS, Drill
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledAgain
 from harness.drill.evidence import Call, IntentEvidence, Observation
-from harness.drill.judge import Finding, IntentVerdict, Setup, judge_intent
+from harness.drill.findings import Finding, IntentVerdict
+from harness.drill.judge import Setup, judge_intent
 from harness.drill.merge import drill_evidence, merge_drills
 from harness.drill.summary import drill_events, drill_run, head, records
 from harness.providers.recording import signature

@@ -9,7 +9,8 @@ import pytest
 
 from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
-from harness.drill.judge import IntentVerdict, Setup, judge_intent, mark_overload
+from harness.drill.findings import IntentVerdict
+from harness.drill.judge import Setup, judge_intent, mark_overload
 from harness.providers.recording import signature
 from harness.target.drill_profile import load_drill
 

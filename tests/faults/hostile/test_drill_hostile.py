@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 
 from harness.drill.engine import DrillResults, run_drills
-from harness.drill.judge import IntentVerdict
+from harness.drill.findings import IntentVerdict
 from harness.target.drill_profile import load_drill
 from tests.faults.hostile.probe import Answer, Probe, Request, call_provider, endless, sized
 
