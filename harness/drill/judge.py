@@ -302,16 +302,21 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
         last = ev.observations[-1]
         return winner, Finding(ONE_WINNER, "broken", f"complete with {winner.ident}'s answer, "
                                f"then reported {last.raw_status!r}")
-    late = [c for c in ev.calls if c.outcome == "answered" and c is not winner
-            and c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
-    if late and setup.section.observe and setup.section.observe.races and ev.races is None:
-        return winner, Finding(ONE_WINNER, "unknown", f"the late answer of {late[0].ident} "
-                               "reached the service after the winner, and the service did not "
+    # every answer that reached the service and is not the result lost a claim: the service
+    # records it among its races (where the profile says it shows them), whichever came first
+    lost = [c for c in ev.calls if c.outcome == "answered" and c is not winner]
+    late = [c for c in lost if c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
+    which = (f"the late answer of {late[0].ident} reached the service after the winner" if late
+             else f"the answer of {lost[0].ident} reached the service before the winner "
+             f"{winner.ident}'s, and the result was never seen to be it" if lost else "")
+    if lost and setup.section.observe and setup.section.observe.races and ev.races is None:
+        return winner, Finding(ONE_WINNER, "unknown", f"{which}, and the service did not "
                                "answer the list of races", "check drill.observe.races (path, "
                                "items) against the service's API")
-    if late and setup.section.observe and setup.section.observe.races and not ev.races:
-        return winner, Finding(ONE_WINNER, "broken", f"the late answer of {late[0].ident} "
-                               "reached the service after the winner and no race was recorded")
+    if lost and setup.section.observe and setup.section.observe.races and not ev.races:
+        return winner, Finding(ONE_WINNER, "broken", f"{which}, and no race was recorded"
+                               + ("" if late else " (it was overwritten too soon for a look "
+                                  "to see, or dropped without a record)"))
     held = [c for c in ev.calls if c.role == "primary" and c.held and c is not winner]
     if held and not late and not any(c.outcome == "answered" for c in held):
         # no evidence: the late answer the drill is about never reached the service

@@ -350,7 +350,8 @@ def test_judge_a_rerun_whose_answer_went_before_a_look_is_no_evidence(tmp_path: 
     for waited, verdict in (("drill", "held"), ("backstop", "unknown")):
         again = Call("gpt", "primary", 2, 1.0, 1.4, "answered", "conformant", waited=waited)
         looks = [Observation(1.1, "running", "running", None)] if waited == "drill" else []
-        ev = _ev("control", [first, again], [*looks, _done(rerun, 1.5), _done(rerun, 2.0)])
+        ev = _ev("control", [first, again], [*looks, _done(rerun, 1.5), _done(rerun, 2.0)],
+                 races=1)  # the first answer's lost claim recorded
         finding = judge_intent(ev, DRILLS["control"], _setup(tmp_path)).of("one_winner_per_job")
         assert finding is not None and finding.verdict == verdict, finding
     assert finding.load == SLOW_LOOKS and "gpt#2" in finding.message
@@ -358,3 +359,25 @@ def test_judge_a_rerun_whose_answer_went_before_a_look_is_no_evidence(tmp_path: 
     # a change seen is broken whatever the wait
     ev = _ev("control", [first, again], [_done(signature("gpt", 1, TAG), 0.1), _done(rerun, 1.5)])
     assert _findings(ev, _setup(tmp_path))["one_winner_per_job"] == "broken"
+
+
+def test_judge_an_earlier_answer_that_was_never_the_result_is_a_lost_claim(
+        tmp_path: Path) -> None:
+    """Two answers reached the service (a redelivered run's after the first), and the result
+    was only ever the second: the first lost its claim, so where the profile says the service
+    shows its races, one must be recorded (else broken: overwritten too soon for a look to
+    see, or dropped without a record); recorded, it holds; the list unanswered: unknown."""
+    first = Call("claude", "fallback", 1, 0.55, 0.56, "answered", "conformant")
+    second = Call("claude", "fallback", 2, 1.59, 1.71, "answered", "conformant")
+    looks = [Observation(1.0, "running", "running", None), _done(signature("claude", 2, TAG),
+                                                                 1.75)]
+    setup = _setup(tmp_path, hedge=True)
+    verdicts = {}
+    for races in (0, 1, None):
+        ev = _ev("control", [first, second], looks, races=races)
+        finding = judge_intent(ev, DRILLS["control"], setup).of("one_winner_per_job")
+        assert finding is not None
+        verdicts[races] = finding.verdict
+        if races == 0:
+            assert "claude#1 reached the service before the winner claude#2's" in finding.message
+    assert verdicts == {0: "broken", 1: "held", None: "unknown"}
