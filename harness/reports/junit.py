@@ -296,6 +296,7 @@ def _drill(j: _Suites, d: DrillRun) -> None:
     lines = [f"{p.title}: {p.text}" + (f" — {p.example}" if p.example else "")
              for p in d.promises if p.held or p.broken or p.unknown]
     lines += [f"unknown: {u.reason} (fix: {u.fix})" for u in d.unknowns]
+    lines += [d.again_text] if d.again_text else []  # the intents the load left unjudged
     lines += [f"drill again: {d.command}"] if d.command else []
     broken = [p for p in d.promises if p.broken]
     if d.verdict == "fail":

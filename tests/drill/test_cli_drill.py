@@ -231,7 +231,7 @@ def test_cli_an_intent_without_evidence_is_drilled_again(
     [intent] = json.loads((folder / "drill.json").read_text("utf-8"))["drills"]["late"]
     assert [a["request"] for a in intent["drilled_again"]][:1] == first != [intent["request"]]
     assert LATE_UNREACHED in intent["drilled_again"][0]["why"]
-    for page in ("index.html", "summary.md"):
+    for page in ("index.html", "summary.md", "junit.xml"):
         assert said.search((folder / page).read_text("utf-8")), page
 
 
