@@ -11,6 +11,8 @@ pipe it was handed, and the script run as ``__main__`` (``runpy``), importing ev
 itself, exactly as ``python script …`` would. Only the import of the SDKs is shared, done
 before any request, in a process that never runs a service itself and starts no thread.
 
+Settings Python reads only when it starts (``PYTHONWARNINGS``, ``PYTHONHASHSEED``, ``-X``
+options) are the fork server's, the test process's own; the services do not depend on them.
 What the caller gets behaves as the ``subprocess.Popen`` it replaces: ``pid``, ``stdout``,
 ``poll``, ``wait``, ``terminate``, ``kill`` and ``returncode`` (the fork server reaps its
 children and reports each exit status). When the test process ends, the fork server sees its
@@ -31,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from pathlib import Path
@@ -52,11 +55,11 @@ def _serve(sock: socket.socket) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children: set[int] = set()
     while True:
-        ready, _, _ = select.select([sock, wake_r], [], [])
+        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
         _reap(children, sock)
-        if sock not in ready:
+        if sock.fileno() not in ready:
             continue
         message, fds, _, _ = socket.recv_fds(sock, MESSAGE_MAX, 1)
         if not message:  # the test process ended
@@ -172,10 +175,13 @@ class _Client:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        fd, log = tempfile.mkstemp(prefix="harness-forkserver-", suffix=".log")
+        self.log = Path(log)  # its own errors: not in a test's captured output
         self.process = subprocess.Popen(
             [sys.executable, "-u", "-m", "tests._forkserver", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
             cwd=Path(__file__).resolve().parents[1])
+        os.close(fd)
         theirs.close()
         self.sock, self.lock, self.changed = ours, threading.Lock(), threading.Condition()
         self.started: list[int] = []
@@ -183,9 +189,11 @@ class _Client:
         self.ready = threading.Event()
         self.closed = False
         threading.Thread(target=self._read, daemon=True, name="forkserver").start()
-        if not self.ready.wait(START_TIMEOUT_S):
+        if not self.ready.wait(START_TIMEOUT_S) or self.closed:
+            said = self.said()
             self.close()
-            raise RuntimeError(f"the tests' fork server did not start in {START_TIMEOUT_S} s")
+            raise RuntimeError(f"the tests' fork server did not start in {START_TIMEOUT_S} s: "
+                               f"{said}")
 
     def _read(self) -> None:
         while True:
@@ -220,9 +228,16 @@ class _Client:
                 if not self.changed.wait_for(lambda: self.started or self.closed,
                                              START_TIMEOUT_S) or not self.started:
                     os.close(read)
-                    raise RuntimeError("the tests' fork server stopped answering")
+                    raise RuntimeError(f"the tests' fork server stopped answering: {self.said()}")
                 pid = self.started.pop(0)
         return Forked(self, pid, open(read, encoding="utf-8", errors="replace"))
+
+    def said(self) -> str:
+        """The end of the fork server's own output (its errors)."""
+        try:
+            return self.log.read_text("utf-8", errors="replace")[-2000:] or "(nothing)"
+        except OSError as exc:
+            return f"(its log is unreadable: {exc})"
 
     def exit_code(self, pid: int, timeout: float | None) -> int | None:
         with self.changed:
@@ -238,6 +253,7 @@ class _Client:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=10)
+        self.log.unlink(missing_ok=True)
 
 
 _client: list[_Client] = []

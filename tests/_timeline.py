@@ -57,8 +57,10 @@ def _spawned(event: str, args: tuple[object, ...]) -> None:
     if event != "subprocess.Popen":
         return
     executable, argv = args[0], args[1]
-    words = [os.fsdecode(a) for a in argv] if isinstance(argv, (list, tuple)) else [str(argv)]
-    name = os.path.basename(os.fsdecode(executable) if executable else words[0] if words else "?")
+    words = [str(os.fsdecode(a)) if isinstance(a, str | bytes) else str(a) for a in argv] \
+        if isinstance(argv, list | tuple) else [str(argv)]
+    program = os.fsdecode(executable) if isinstance(executable, str | bytes) else ""
+    name = os.path.basename(program or (words[0] if words else "?"))
     if name.startswith("python") and len(words) > 1:
         rest = words[1:]
         name += f" -m {rest[1]}" if rest[0] == "-m" and len(rest) > 1 else (
