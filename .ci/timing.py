@@ -71,26 +71,31 @@ def workers(timeline: str) -> None:
 
 
 def cpu(entries: list[dict[str, object]]) -> None:
-    """CPU seconds of the run: each test's own, its subprocesses' and the embedded PostgreSQL
-    backends' (tests/_timeline.py), the test processes' CPU before their first test, and the
-    ten test files that cost the most."""
+    """CPU seconds of the run (tests/_timeline.py): in all, by the test processes (each xdist
+    worker: its own, its reaped subprocesses', its embedded PostgreSQL's exited backends);
+    of that, in the tests themselves, before the first test, and outside any test (session
+    servers, the fork server's services); then the ten test files that cost the most."""
     def seconds(entry: dict[str, object], key: str) -> float:
         value = entry.get(key, 0)
-        return float(value) if isinstance(value, (int, float)) else 0.0
+        return float(value) if isinstance(value, int | float) else 0.0
 
+    keys = ("cpu", "children", "pg")
     tests = [e for e in entries if not e.get("summary")]
     if not any("cpu" in e for e in tests):
         return
-    own, kids, pg = (sum(seconds(e, key) for e in tests) for key in ("cpu", "children", "pg"))
     workers = {e.get("worker") for e in tests}  # not the xdist controller's
-    before = sum(seconds(e, "cpu_before_tests") for e in entries
-                 if e.get("summary") and e.get("worker") in workers)
-    print(f"CPU: {own + kids + pg + before:.0f} s = tests {own:.0f} + their subprocesses "
-          f"{kids:.0f} + PostgreSQL {pg:.0f} + workers before their first test {before:.0f}")
+    ends = [e for e in entries if e.get("summary") and e.get("worker") in workers]
+    in_tests = sum(seconds(e, key) for e in tests for key in keys)
+    before = sum(seconds(e, "cpu_before_tests") for e in ends)
+    total = sum(seconds(e, key) for e in ends for key in keys)
+    if len(ends) == len(workers):
+        print(f"CPU: {total:.0f} s = in the tests {in_tests:.0f} + before the first test "
+              f"{before:.0f} + outside any test {total - in_tests - before:.0f}")
+    else:  # a worker that ended early wrote no summary line
+        print(f"CPU: in the tests {in_tests:.0f} s (no summary of every worker)")
     files: dict[str, float] = defaultdict(float)
     for entry in tests:
-        files[str(entry["test"]).split("::", 1)[0]] += sum(
-            seconds(entry, key) for key in ("cpu", "children", "pg"))
+        files[str(entry["test"]).split("::", 1)[0]] += sum(seconds(entry, key) for key in keys)
     print("costliest files (CPU s):")
     for name, spent in sorted(files.items(), key=lambda item: -item[1])[:10]:
         print(f"  {spent:6.0f} s  {name}")

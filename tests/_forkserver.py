@@ -267,8 +267,15 @@ def _server() -> _Client | None:
     with _starting:
         if not _client:
             _client.append(_Client())
-            atexit.register(_client[0].close)
+            atexit.register(stop)
         return _client[0]
+
+
+def stop() -> None:
+    """End this process's fork server, if it started (its children with it), and reap it."""
+    with _starting:
+        while _client:
+            _client.pop().close()
 
 
 def popen(argv: list[str], env: dict[str, str], *, cwd: str | Path | None = None,
