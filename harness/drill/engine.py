@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.domain.errors import ConfigError
 from harness.drill.again import REDRILLS, drill_again, replacing
 from harness.drill.client import Clients, ServiceClient, clients_of
 from harness.drill.drills import DRILLS, Drill, late_ms
@@ -24,21 +23,8 @@ from harness.drill.evidence import IDEMPOTENCY_HEADERS, Call, IntentEvidence
 from harness.drill.findings import IntentVerdict
 from harness.drill.intent import IntentRun, Probe, Slot
 from harness.drill.judge import Certifier, Setup, judge_intent, mark_overload
-from harness.providers.recording import RecordingFake
-from harness.target.drill_profile import DrillProfile, Upstream
-
-
-@dataclass
-class Served:
-    """A provider of the profile and the fake answering in its place."""
-
-    upstream: Upstream
-    fake: RecordingFake
-    server: Any = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.upstream.host}:{self.upstream.port}"
+from harness.drill.serving import Served, serving
+from harness.target.drill_profile import DrillProfile
 
 
 @dataclass
@@ -59,42 +45,6 @@ class DrillResults:
     def add(self, verdict: IntentVerdict) -> None:
         """A trial's verdict (its last intent's)."""
         self.verdicts[verdict.evidence.drill].append(verdict)
-
-
-@contextmanager
-def serving(profile: DrillProfile, upstreams: Sequence[Upstream], epoch: float
-            ) -> Iterator[list[Served]]:
-    """The fakes, listening on the profile's ports (a busy port: ConfigError at its line)."""
-    from harness.providers.fake_server import FakeServer  # optional extra: serve (uvicorn)
-
-    # control=False: the drill scripts its fakes in process; no request to them can change a
-    # script, a log or a verdict (the control plane is not the data plane)
-    served = [Served(u, RecordingFake(u.kind, name=u.name, signed=True, epoch=epoch,
-                                      control=False))
-              for u in upstreams]
-    started: list[Any] = []
-    try:
-        for i, item in enumerate(served):
-            try:
-                item.server = FakeServer(item.fake, host=item.upstream.host,
-                                         port=item.upstream.port)
-            except ConfigError as exc:
-                raise profile.error(f"{item.upstream.name}'s port {item.upstream.port} is busy: "
-                                    f"{exc.args[0].splitlines()[0]}",
-                                    ("drill", "providers", i, "port"),
-                                    "stop what listens there, or give the provider a free "
-                                    "port (${VAR} in the profile, or --port NAME=PORT)") from None
-            item.server.start()
-            started.append(item.server)
-        yield served
-    finally:
-        for item in served:
-            for tag in {r.tag for r in item.fake.received() if r.tag}:
-                item.fake.release(tag)
-        for server in started:
-            server.stopping()  # all at once: each takes a tick of its loop to notice
-        for server in started:
-            server.stop()
 
 
 @dataclass
@@ -212,20 +162,38 @@ class Engine:
         of the provider timeout after its call arrived (within the service's own timeout for
         the call, which would otherwise cut it), for the late primary the intent's budget. A
         fallback answer that went at its backstop is the judge's matter (the drill may not have
-        looked twice while it was held)."""
+        looked twice while it was held). A watched job's call that arrives after an answer of
+        its tag (a re-run, a redelivery) waits for a look at the job that began after it
+        arrived (:meth:`looked`), at most the same three quarters of the provider timeout."""
         self._woken[tag] = threading.Event()
         cap = self.section.timeouts.provider_s * 0.75
+        look = cap if self.section.submit.kind == "create_job" else None
         for item in self.served:
             if item.upstream.role == "primary":
-                item.fake.script_tag(tag, primary, hold=hold_primary, hold_max_s=self.budget)
+                item.fake.script_tag(tag, primary, hold=hold_primary, hold_max_s=self.budget,
+                                     look_max_s=look)
             else:
-                item.fake.script_tag(tag, "conformant", hold=hold_fallback, hold_max_s=cap)
+                item.fake.script_tag(tag, "conformant", hold=hold_fallback, hold_max_s=cap,
+                                     look_max_s=look)
 
     def let_go(self, tag: str, role: str | None) -> None:
-        """Deliver the held answers of ``tag`` at the providers of ``role`` (None: all)."""
+        """Deliver the held answers of ``tag`` at the providers of ``role`` (None: all, and
+        no call of the tag waits for a look any more)."""
         for item in self.served:
             if role is None or item.upstream.role == role:
                 item.fake.let_go(tag)
+            if role is None:
+                item.fake.after_answer.let_go(tag)
+
+    def looked(self, tag: str, began: float) -> None:
+        """A look at ``tag``'s job that began at ``began`` ended: the calls that came after an
+        answer of the tag, and before the look, go."""
+        for after in {id(s.fake.after_answer): s.fake.after_answer for s in self.served}.values():
+            after.looked(tag, began)
+
+    def waiting_for_look(self, tag: str) -> bool:
+        """Whether a call of ``tag`` that came after an answer waits for a look at the job."""
+        return any(s.fake.after_answer.waiting(tag) for s in self.served)
 
     def release(self, tag: str) -> None:
         """Close the tag's hung calls (outcome ``released``) and deliver its held answers."""
@@ -261,7 +229,7 @@ class Engine:
                 out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
                                 r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
                                 any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held,
-                                r.freed, r.freed_at))
+                                r.freed, r.freed_at, r.waited))
         return sorted(out, key=lambda c: c.at)
 
     def untagged(self, since: float) -> int:

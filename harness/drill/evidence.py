@@ -45,6 +45,9 @@ class Call:
     #: service left first (None: not held); and when
     freed: str | None = None
     freed_at: float | None = None
+    #: it arrived after an answer of the intent and its answer waited for a look at the job
+    #: (docs/drill.md, "Held answers"): how that wait ended (None: it did not wait)
+    waited: str | None = None
 
     @property
     def billed(self) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from harness.domain.words import counted
 from harness.drill.drills import HELD_LOOKS, Drill, late_ms
-from harness.drill.evidence import IntentEvidence
+from harness.drill.evidence import IntentEvidence, Observation
 from harness.drill.findings import IntentVerdict
 from harness.target.ids import UnusableId, path_segment
 
@@ -214,7 +214,7 @@ class IntentRun:
             for _ in range(HELD_LOOKS if arrived() else 0):
                 if holds.closed.is_set() or e.stop.is_set():
                     break
-                ev.observations.append(e.service.observe(job, held=True))
+                self._look(ev, job, held=True)
             e.let_go(self.tag, "fallback")
             holds.fallback = False
 
@@ -247,20 +247,19 @@ class IntentRun:
         settling_since: float | None = None
         quick = QUICK_LOOKS
         while not e.stop.is_set():
-            look = e.service.observe(job)
-            ev.observations.append(look)
+            look = self._look(ev, job)
             now = e.now()
             if done_at is None and look.status in ("succeeded", "failed"):
                 done_at = now
             holds.tick(e, ev, now, done_at is not None)
             if done_at is None and now > deadline:
                 self._release(ev, "the job did not finish within the drill's budget")
-                ev.observations.append(e.service.observe(job))
+                self._look(ev, job)
                 break
             if done_at is not None and settling_since is None:
                 settling_since = self._settling(ev, done_at, now)
             if settling_since is not None and self._quiet(ev, now, done_at or now):
-                ev.observations.append(e.service.observe(job))  # the job, read a last time
+                self._look(ev, job)  # the job, read a last time
                 break
             idle = e.idle_s if settling_since is None else max(e.idle_s, e.settle_s / 10)
             if done_at is None and self._giving_up(ev, now):
@@ -268,6 +267,16 @@ class IntentRun:
             quick = QUICK_LOOKS if e.pause(ev.tag, poll if quick > 0 else idle) else quick - 1
         self.slot.give_back()
         e.lists(ev, job)
+
+    def _look(self, ev: IntentEvidence, job: str, *, held: bool = False) -> Observation:
+        """One look at the job, kept as evidence; then the calls that came after an answer of
+        the intent, and before this look began, go (docs/drill.md, "Held answers"). A look an
+        answer waits for goes at once (``held``)."""
+        e = self.engine
+        look = e.service.observe(job, held=held or e.waiting_for_look(self.tag))
+        ev.observations.append(look)
+        e.looked(self.tag, look.at)
+        return look
 
     def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
         """The service is about to give up on a silent primary (its timeout is near) and has

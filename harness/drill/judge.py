@@ -322,9 +322,28 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
                                "let the service wait on its primary longer than its fallback "
                                "takes to answer, or drill with a lower --concurrency",
                                LATE_UNREACHED)
+    unseen = _unlooked(ev)
+    if unseen is not None:
+        return winner, unseen
     note = f"; late answer of {late[0].ident} discarded" if late else ""
     return winner, Finding(ONE_WINNER, "held", f"{winner.ident}'s answer, unchanged over "
                            f"{counted(len(results), 'observation')}{note}")
+
+
+def _unlooked(ev: IntentEvidence) -> Finding | None:
+    """A call that came after an answer of the intent (a re-run, a redelivery) waits for a look
+    at the job before its answer goes, so that a result shown before it is seen; when the
+    fakes' backstop let it go first, a first result it replaced may have been missed."""
+    call = next((c for c in ev.calls if c.waited == "backstop" and c.outcome == "answered"),
+                None)
+    if call is None:
+        return None
+    return Finding(ONE_WINNER, "unknown", f"{call.ident} started after an earlier answer of the "
+                   "intent, and no look at the job began before the fakes let its answer go at "
+                   "their backstop (three quarters of timeouts.provider_s after it arrived): a "
+                   "result shown before its answer may have been missed",
+                   "the looks at the job were slow: drill with a lower --concurrency or on a "
+                   "less loaded machine", SLOW_LOOKS)
 
 
 def _short(text: str | None, limit: int = 80) -> str:

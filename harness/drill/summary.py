@@ -188,13 +188,19 @@ def _late(ev: IntentEvidence) -> str | None:
     return "billed, not delivered" if any(c.billed for c in late) else None
 
 
+#: how a call's wait for a look at the job ended (it came after an answer of its intent)
+WAITED = {"drill": "let go after a look", "backstop": "let go at the backstop, unseen",
+          "left": "the service left first"}
+
+
 def _call_line(ev: IntentEvidence, i: int) -> str:
     c = ev.calls[i]
     end = (f"{c.outcome} at {c.ended_at - ev.started_at:.3f} s" if c.ended_at is not None
            else "still open")
     billed = "billed" if c.billed else "not billed"
+    waited = f", after an answer: waited for a look ({WAITED[c.waited]})" if c.waited else ""
     return (f"{c.ident} ({c.role}, scripted {_scripted(c)}) started at "
-            f"{c.at - ev.started_at:.3f} s, {end}, {billed}")
+            f"{c.at - ev.started_at:.3f} s, {end}, {billed}{waited}")
 
 
 def _scripted(c: Call) -> str:

@@ -12,6 +12,11 @@ backstop, or its caller left first. The drill's judge reads it: an answer that w
 backstop went without the drill's say, so what the drill meant to see before it may not have
 been seen (docs/drill.md, "Held answers").
 
+A call that arrives **after an answer** of its tag (:class:`AfterAnswer`, shared by the fakes of
+one drill) waits until the drill has looked at the job since it arrived: a queue's re-run, or a
+redelivered job, does not change a result before the drill saw the first one (at most ``max_s``
+after the call arrived: the backstop again).
+
 This is the FoundationDB-simulation idea applied from outside a black box: the test, not the
 machine's load, decides which message is delivered when.
 """
@@ -22,7 +27,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from harness.providers.fake import _until_disconnect
 
@@ -40,13 +45,32 @@ class _Gate:
     max_s: float | None = None  # a held answer goes anyway this long after its call arrived
 
 
-class HeldAnswers:
+_G = TypeVar("_G")
+
+
+class _ByTag(Generic[_G]):
+    """Gates by tag, under one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._gates: dict[str, _G] = {}
+
+    def forget(self, tag: str) -> None:
+        """Drop ``tag``'s gate (its intent is closed)."""
+        with self._lock:
+            self._gates.pop(tag, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._gates.clear()
+
+
+class HeldAnswers(_ByTag[_Gate]):
     """The gates (held answers) and hung calls of one fake, by tag; thread-safe (the drill's
     threads let go, the fake's event loop waits)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._gates: dict[str, _Gate] = {}
+        super().__init__()
         self._hung: dict[str, list[_Waiter]] = {}
         self._released: set[str] = set()
 
@@ -79,14 +103,9 @@ class HeldAnswers:
             waiters = self._hung.pop(tag, [])
         _wake(waiters)
 
-    def forget(self, tag: str) -> None:
-        """Drop ``tag``'s gate (its intent is closed)."""
-        with self._lock:
-            self._gates.pop(tag, None)
-
     def clear(self) -> None:
+        super().clear()
         with self._lock:
-            self._gates.clear()
             self._released.clear()
 
     async def wait_gate(self, tag: str | None, receive: Any, arrived: float,
@@ -139,3 +158,84 @@ async def wait_or_leave(receive: Any, seconds: float) -> bool:
     except TimeoutError:
         return True
     return False
+
+
+@dataclass
+class _AfterGate:
+    """One tag's calls after an answer: they wait for a look at the job that began after they
+    arrived."""
+
+    max_s: float | None
+    answered_at: float | None = None  # when the tag's first answer was delivered
+    looked: float = -1.0  # when the latest finished look at the job began
+    open: bool = False  # the intent closed: nothing waits any more
+    waiters: list[tuple[float, _Waiter]] = field(default_factory=list)  # (arrived, waiter)
+
+
+class AfterAnswer(_ByTag[_AfterGate]):
+    """The calls of a tag that arrive after another call of the tag was answered, on any of the
+    fakes sharing this object (a drill's primary and fallbacks), wait until a look at the job
+    that began after they arrived has ended (:meth:`looked`), the drill lets the tag go for
+    good, the caller leaves, or ``max_s`` passed since they arrived. Thread-safe: the drill's
+    threads look and let go, the fakes' event loops wait. Only tags :meth:`arm` named wait."""
+
+    def arm(self, tag: str, max_s: float | None) -> None:
+        with self._lock:
+            self._gates[tag] = _AfterGate(max_s=max_s)
+
+    def answered(self, tag: str | None, at: float) -> None:
+        """A call of ``tag`` was answered at ``at`` (its answer delivered)."""
+        with self._lock:
+            gate = self._gates.get(tag) if tag else None
+            if gate is not None and gate.answered_at is None:
+                gate.answered_at = at
+
+    def looked(self, tag: str, began: float) -> None:
+        """A look at ``tag``'s job that began at ``began`` has ended: the calls that arrived
+        before it go."""
+        with self._lock:
+            gate = self._gates.get(tag)
+            if gate is None:
+                return
+            gate.looked = max(gate.looked, began)
+            going = [w for arrived, w in gate.waiters if arrived < began]
+            gate.waiters = [(a, w) for a, w in gate.waiters if a >= began]
+        _wake(going)
+
+    def waiting(self, tag: str, timeout_s: float = 0.0) -> bool:
+        """Whether a call of ``tag`` waits for a look (``timeout_s``: until one does)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: bool(getattr(self._gates.get(tag), "waiters",
+                                                            None)), timeout_s)
+
+    def let_go(self, tag: str) -> None:
+        """Nothing of ``tag`` waits any more, now and later (its intent closes)."""
+        with self._lock:
+            gate = self._gates.get(tag)
+            if gate is None:
+                return
+            gate.open, going, gate.waiters = True, [w for _, w in gate.waiters], []
+        _wake(going)
+
+    async def wait(self, tag: str | None, receive: Any, arrived: float,
+                   now: Callable[[], float]) -> Freed | None:
+        """Wait while a call of ``tag`` that arrived at ``arrived`` came after an answer of its
+        tag and no look began since (None: it did not wait)."""
+        event = asyncio.Event()
+        with self._lock:
+            gate = self._gates.get(tag) if tag else None
+            if (gate is None or gate.open or gate.answered_at is None
+                    or arrived <= gate.answered_at or gate.looked > arrived):
+                return None
+            waiter = (arrived, (asyncio.get_running_loop(), event))
+            gate.waiters.append(waiter)
+            self._lock.notify_all()
+        left = None if gate.max_s is None else max(0.0, arrived + gate.max_s - now())
+        try:
+            if not await set_first(event, receive, left):
+                return "left"
+            return "drill" if event.is_set() else "backstop"
+        finally:
+            with self._lock:
+                if waiter in gate.waiters:
+                    gate.waiters.remove(waiter)

@@ -64,7 +64,7 @@ from harness.providers.behaviours import Behaviour, BehaviourError
 from harness.providers.fake import BEHAVIOUR_HEADER, FakeProvider, _drop, _read_body, _send_json
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
-from harness.providers.holds import Freed, HeldAnswers, wait_or_leave
+from harness.providers.holds import AfterAnswer, Freed, HeldAnswers, wait_or_leave
 from harness.providers.secrets import redact_headers
 from harness.providers.sse import sse_events
 
@@ -104,6 +104,8 @@ class Received:
     held: bool = False  # its answer waited until the drill let it go
     freed: Freed | None = None  # how a held answer's wait ended (drill, backstop, left)
     freed_at: float | None = None  # when (the fake's clock)
+    #: it arrived after an answer of its tag and waited for a look at the job: how that ended
+    waited: Freed | None = None
 
     @property
     def billed(self) -> bool:
@@ -126,11 +128,13 @@ class RecordingFake(FakeProvider):
     def __init__(self, kind: str, behaviour: str = "conformant", answer: AnswerFn | None = None,
                  *, name: str = "", answers_from: str | None = None, signed: bool = False,
                  epoch: float | None = None, control: bool = True,
-                 token: str | None = None) -> None:
+                 token: str | None = None, after_answer: AfterAnswer | None = None) -> None:
         super().__init__(kind, "conformant", answer, answers_from=answers_from)
         self.name = name or kind
         self.control, self.token = control, token
         self._holds = HeldAnswers()
+        #: the calls after an answer, shared by the fakes of one drill (holds.AfterAnswer)
+        self.after_answer = after_answer or AfterAnswer()
         self.script = _check(behaviour)
         self.signed = signed
         self._tags: dict[str, str] = {}
@@ -144,13 +148,17 @@ class RecordingFake(FakeProvider):
         self.script = _check(behaviour)
 
     def script_tag(self, tag: str, behaviour: str, *, hold: bool = False,
-                   hold_max_s: float | None = None) -> None:
+                   hold_max_s: float | None = None, look_max_s: float | None = None) -> None:
         """The behaviour of every request carrying ``tag`` (the others keep ``script``);
         ``hold``: their answers wait until :meth:`let_go` (or :meth:`release`), or at most
-        ``hold_max_s`` after the request arrived."""
+        ``hold_max_s`` after the request arrived. ``look_max_s``: a request that arrives after
+        an answer of ``tag`` waits for a look at the job (``after_answer.looked``), at most
+        that long."""
         checked = _check(behaviour)
         if hold:  # before the script: a call that gets the script finds its gate
             self._holds.hold(tag, hold_max_s)
+        if look_max_s is not None:
+            self.after_answer.arm(tag, look_max_s)
         with self._log.lock:
             self._tags[tag] = checked
 
@@ -167,12 +175,14 @@ class RecordingFake(FakeProvider):
         answers, now and later: a drill that stops waiting for an intent does not leave its
         connections open."""
         self._holds.release(tag)
+        self.after_answer.let_go(tag)
 
     def forget(self, tag: str) -> None:
         """Drop ``tag``'s script and gate (its intent is closed; its records stay)."""
         with self._log.lock:
             self._tags.pop(tag, None)
         self._holds.forget(tag)
+        self.after_answer.forget(tag)
 
     def now(self) -> float:
         """Seconds on this fake's clock (the one ``at`` and ``ended_at`` are measured on)."""
@@ -193,6 +203,7 @@ class RecordingFake(FakeProvider):
             self._log.by_tag.clear()
             self._tags.clear()
         self._holds.clear()
+        self.after_answer.clear()
         self.deliveries.clear()
 
     def wait_arrival(self, tag: str, timeout_s: float, count: int = 1) -> bool:
@@ -316,14 +327,20 @@ class RecordingFake(FakeProvider):
             self._end(record, outcome, status)
 
     async def _gate(self, record: Received, receive: Any) -> bool:
-        """Wait while ``record``'s tag holds its answers: True once let go (by the drill or at
-        the backstop), False if the caller left first; the record says which, and when."""
+        """Wait while ``record``'s tag holds its answers, then, if it came after an answer of
+        its tag, for a look at the job: True once let go (by the drill or at the backstop),
+        False if the caller left first; the record says which, and when."""
         freed = await self._holds.wait_gate(record.tag, receive, record.at, self.now)
-        if freed is None:  # not held
-            return True
-        with self._log.lock:
-            record.held, record.freed, record.freed_at = True, freed, round(self.now(), 4)
-        return freed != "left"
+        if freed is not None:
+            with self._log.lock:
+                record.held, record.freed, record.freed_at = True, freed, round(self.now(), 4)
+            if freed == "left":
+                return False
+        waited = await self.after_answer.wait(record.tag, receive, record.at, self.now)
+        if waited is not None:
+            with self._log.lock:
+                record.waited = waited
+        return waited != "left"
 
     def _record(self, path: str, headers: dict[str, str], data: Any, body: bytes) -> Received:
         found = _TAG_BYTES.search(body)
@@ -350,6 +367,8 @@ class RecordingFake(FakeProvider):
             record.outcome, record.status = outcome, status
             record.ended_at = round(time.monotonic() - self._started, 4)
             self._log.lock.notify_all()
+        if outcome == "answered":
+            self.after_answer.answered(record.tag, record.ended_at)
         if self.on_change is not None:
             self.on_change(record.tag)
 

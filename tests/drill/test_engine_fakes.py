@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from harness.providers.fake_server import FakeServer
+from harness.providers.holds import AfterAnswer
 from harness.providers.recording import SIGNATURE, RecordingFake, signature
 
 A, B = "drill-aaaaaaaaaaaa", "drill-bbbbbbbbbbbb"
@@ -114,3 +115,38 @@ def test_engine_fake_says_how_a_held_answer_went() -> None:
     assert (records[B].held, records[B].freed) == (True, "backstop")
     b = records[B]
     assert b.freed_at is not None and b.freed_at >= b.at + 0.05 - 0.001
+
+
+def test_a_call_after_an_answer_waits_for_a_look_at_any_fake() -> None:
+    """Two fakes share one AfterAnswer: once the fallback answered a tag, the primary's next call
+    of it waits until a look at the job that began after it arrived has ended (``waited``
+    "drill"); a look that began before it does not free it; never let go, it goes at its
+    backstop; a call that arrived before any answer never waits."""
+    after = AfterAnswer()
+    gpt = RecordingFake("openai-chat", name="gpt", signed=True, after_answer=after)
+    claude = RecordingFake("openai-chat", name="claude", signed=True, after_answer=after)
+    gpt.script_tag(A, "conformant", hold=True, look_max_s=30)  # held by the drill's script
+    claude.script_tag(A, "conformant", look_max_s=30)
+    gpt.script_tag(B, "conformant", look_max_s=0.05)
+    with FakeServer(gpt) as g, FakeServer(claude) as c, ThreadPoolExecutor(2) as pool, \
+            httpx.Client(timeout=30, headers=AUTH) as client:
+        def post(server: FakeServer, tag: str) -> int:
+            return client.post(f"{server.url}/v1/chat/completions", json=_body(tag)).status_code
+
+        early = pool.submit(post, g, A)  # arrives before any answer, held by its script
+        assert gpt.wait_arrival(A, 10)
+        assert post(c, A) == 200  # the first answer of A
+        rerun = pool.submit(post, g, A)  # after the answer: a re-run
+        assert gpt.wait_arrival(A, 10, count=2)
+        gpt.let_go(A)  # the script's hold: the early call goes, the re-run waits for a look
+        assert early.result(timeout=30) == 200 and after.waiting(A, 10)
+        first, second = gpt.received_tag(A)
+        after.looked(A, began=second.at - 0.001)  # a look that began before it arrived
+        assert after.waiting(A) and not rerun.done()
+        after.looked(A, began=gpt.now())
+        assert rerun.result(timeout=30) == 200
+        assert post(g, B) == 200 and post(g, B) == 200  # B's second call: nobody looks
+    assert (first.waited, second.waited) == (None, "drill")
+    b1, b2 = gpt.received_tag(B)
+    assert (b1.waited, b2.waited) == (None, "backstop")
+    assert b2.ended_at is not None and b2.ended_at >= b2.at + 0.05 - 0.001

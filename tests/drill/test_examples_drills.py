@@ -210,25 +210,23 @@ def assert_twin(code: int, rates: Rates, out: str, rules: dict[str, tuple[str, .
     """The twin's rule broken in every trial of its drills, never held, never unknown (an intent
     the load left without evidence was drilled again, docs/drill.md) — but in an intent where
     the twin's bug broke another of its promises first (a broken intent is never drilled
-    again): its rule may be unknown there (seen: redis-redelivery's late drill, 2 of 10 on the
-    loaded machine, its redelivered run a second attempt while the first was unresolved); and
-    where the service ran the job twice (two answers reached it) but the drill's looks saw only
-    the second result, the rule held as far as they could see (seen: redis-redelivery, 1 of 10
-    in control, in 5xx, in 2 of 6 runs on the loaded machine)."""
+    again), its rule may be unknown for the load's reason alone: a re-run's answer that the
+    fakes let go at their backstop before the drill could look at the job (docs/drill.md,
+    "Held answers"; never seen since re-runs wait for a look, allowed because the machine's
+    load is not the service's)."""
     assert code == 1, out
     found = broken(rates)
     intents = json.loads((results.parent / "drill.json").read_text("utf-8"))["drills"]
     for promise, drills in rules.items():
         for name in drills:
             rate = rates[name][promise]
-            said = [({p: f["verdict"] for p, f in i["findings"].items()}, i["outcomes"])
+            said = [{p: (f["verdict"], f["message"]) for p, f in i["findings"].items()}
                     for i in intents[name]]
-            caught = [s for s, _ in said if s.get(promise) == "unknown"
-                      and "broken" in {s.get(p) for p in may_break}]
-            unseen = [s for s, outcomes in said if s.get(promise) == "held"
-                      and sum(o == "answered" for os in outcomes.values() for o in os) > 1]
+            caught = [s for s in said if s.get(promise, ("", ""))[0] == "unknown"
+                      and "at their backstop" in s[promise][1]
+                      and "broken" in {s.get(p, ("", ""))[0] for p in may_break}]
             assert (rate["broken"], rate["held"], rate["unknown"]) == (
-                TRIALS - len(caught) - len(unseen), len(unseen), len(caught)), (
+                TRIALS - len(caught), 0, len(caught)), (
                 name, promise, rate, drilled_again(results), out)
             # the report gives the rate, in words (of the intents judged on it)
             assert re.search(f"broken in {rate['broken']} of {TRIALS} intents", out), out

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.drill.causes import SLOW_LOOKS
 from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
 from harness.drill.findings import IntentVerdict
@@ -336,3 +337,24 @@ def test_judge_a_timeout_the_service_never_acted_on_is_no_evidence(tmp_path: Pat
     said = [*running[:5], Observation(0.6, "unknown", "unknown", None), *running[5:]]
     assert _findings(_ev("hang", [released], said), _setup(tmp_path))[
         "timeout_not_failure"] == "held"
+
+
+def test_judge_a_rerun_whose_answer_went_before_a_look_is_no_evidence(tmp_path: Path) -> None:
+    """A call after an answer of the intent (a redelivered run) waits for a look at the job
+    before its answer goes. Let go by the drill, the job's result seen only as the re-run's
+    answer holds (the look that let it go saw the job still running); let go at the fakes'
+    backstop, with no look in between, the first result may have been missed: unknown, the
+    load's cause, never held."""
+    first = Call("gpt", "primary", 1, 0.01, 0.02, "answered", "conformant")
+    rerun = signature("gpt", 2, TAG)
+    for waited, verdict in (("drill", "held"), ("backstop", "unknown")):
+        again = Call("gpt", "primary", 2, 1.0, 1.4, "answered", "conformant", waited=waited)
+        looks = [Observation(1.1, "running", "running", None)] if waited == "drill" else []
+        ev = _ev("control", [first, again], [*looks, _done(rerun, 1.5), _done(rerun, 2.0)])
+        finding = judge_intent(ev, DRILLS["control"], _setup(tmp_path)).of("one_winner_per_job")
+        assert finding is not None and finding.verdict == verdict, finding
+    assert finding.load == SLOW_LOOKS and "gpt#2" in finding.message
+    assert "--concurrency" in finding.fix
+    # a change seen is broken whatever the wait
+    ev = _ev("control", [first, again], [_done(signature("gpt", 1, TAG), 0.1), _done(rerun, 1.5)])
+    assert _findings(ev, _setup(tmp_path))["one_winner_per_job"] == "broken"
