@@ -164,7 +164,8 @@ class Engine:
         fallback answer that went at its backstop is the judge's matter (the drill may not have
         looked twice while it was held). A watched job's call that arrives after an answer of
         its tag (a re-run, a redelivery) waits for a look at the job that began after it
-        arrived (:meth:`looked`), at most the same three quarters of the provider timeout."""
+        arrived, or one that saw the job complete for an answer that waited meanwhile
+        (:meth:`looked`), at most the same three quarters of the provider timeout."""
         self._woken[tag] = threading.Event()
         cap = self.section.timeouts.provider_s * 0.75
         look = cap if self.section.submit.kind == "create_job" else None
@@ -185,14 +186,18 @@ class Engine:
             if role is None:
                 item.fake.after_answer.let_go(tag)
 
-    def looked(self, tag: str, began: float) -> None:
-        """A look at ``tag``'s job that began at ``began`` ended: the calls that came after an
-        answer of the tag, and before the look, go."""
+    def looked(self, tag: str, began: float, complete: bool) -> None:
+        """A look at ``tag``'s job that began at ``began`` ended (``complete``: it saw the job
+        complete): an answer that waits for its turn after an earlier one may go."""
         for after in {id(s.fake.after_answer): s.fake.after_answer for s in self.served}.values():
-            after.looked(tag, began)
+            after.looked(tag, began, complete)
+
+    def complete_seen(self, tag: str) -> bool:
+        """Whether a look saw ``tag``'s job complete since the tag's latest answer went."""
+        return any(s.fake.after_answer.seen_complete(tag) for s in self.served)
 
     def waiting_for_look(self, tag: str) -> bool:
-        """Whether a call of ``tag`` that came after an answer waits for a look at the job."""
+        """Whether an answer of ``tag`` waits for a look at the job (after an earlier one)."""
         return any(s.fake.after_answer.waiting(tag) for s in self.served)
 
     def release(self, tag: str) -> None:

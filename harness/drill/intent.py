@@ -75,8 +75,8 @@ class Holds:
     """When the held answers of one intent go: the fallback's once the job was observed twice
     after the fallback's call arrived (:meth:`IntentRun._held_looks`; else the fakes' backstop
     lets it go, and the judge says what that means), the late primary's once the fallback's
-    answer was delivered and the job observed complete (or ``late_s`` after it arrived when no
-    fallback call came)."""
+    answer was delivered and a look saw the job complete after that (or ``late_s`` after it
+    arrived when no fallback call came)."""
 
     fallback: bool
     primary: bool
@@ -92,7 +92,7 @@ class Holds:
         primary = next((c for c in calls if c.role == "primary"), None)
         delivered = any(c.outcome == "answered" for c in fallbacks)
         alone = primary is not None and not fallbacks and now - primary.at >= self.late_s
-        if (delivered and complete) or alone:
+        if (delivered and complete and engine.complete_seen(ev.tag)) or alone:
             engine.let_go(ev.tag, "primary")
             self.primary = False
 
@@ -269,13 +269,13 @@ class IntentRun:
         e.lists(ev, job)
 
     def _look(self, ev: IntentEvidence, job: str, *, held: bool = False) -> Observation:
-        """One look at the job, kept as evidence; then the calls that came after an answer of
-        the intent, and before this look began, go (docs/drill.md, "Held answers"). A look an
-        answer waits for goes at once (``held``)."""
+        """One look at the job, kept as evidence; an answer that waits for its turn after an
+        earlier answer of the intent may go after it (docs/drill.md, "Held answers"). A look
+        an answer waits for goes at once (``held``)."""
         e = self.engine
         look = e.service.observe(job, held=held or e.waiting_for_look(self.tag))
         ev.observations.append(look)
-        e.looked(self.tag, look.at)
+        e.looked(self.tag, look.at, look.status in ("succeeded", "failed"))
         return look
 
     def _giving_up(self, ev: IntentEvidence, now: float) -> bool:

@@ -331,17 +331,18 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
 
 
 def _unlooked(ev: IntentEvidence) -> Finding | None:
-    """A call that came after an answer of the intent (a re-run, a redelivery) waits for a look
-    at the job before its answer goes, so that a result shown before it is seen; when the
-    fakes' backstop let it go first, a first result it replaced may have been missed."""
+    """An answer after an earlier answer of the intent (a re-run's, a redelivery's, a second
+    attempt's) waits for a look at the job before it goes, so that a result shown before it is
+    seen; when the fakes' backstop let it go first, a first result it replaced may have been
+    missed."""
     call = next((c for c in ev.calls if c.waited == "backstop" and c.outcome == "answered"),
                 None)
     if call is None:
         return None
-    return Finding(ONE_WINNER, "unknown", f"{call.ident} started after an earlier answer of the "
-                   "intent, and no look at the job began before the fakes let its answer go at "
-                   "their backstop (three quarters of timeouts.provider_s after it arrived): a "
-                   "result shown before its answer may have been missed",
+    return Finding(ONE_WINNER, "unknown", f"{call.ident}'s answer came after an earlier answer "
+                   "of the intent, and the fakes let it go at their backstop (three quarters of "
+                   "timeouts.provider_s after the call arrived) before a look at the job saw "
+                   "what the earlier one did: a result shown before it may have been missed",
                    "the looks at the job were slow: drill with a lower --concurrency or on a "
                    "less loaded machine", SLOW_LOOKS)
 

@@ -89,6 +89,12 @@ class HeldAnswers(_ByTag[_Gate]):
             gate.open, waiters, gate.waiters = True, gate.waiters, []
         _wake(waiters)
 
+    def max_s(self, tag: str | None) -> float | None:
+        """The backstop of ``tag``'s hold (None: none, or no hold)."""
+        with self._lock:
+            gate = self._gates.get(tag) if tag else None
+            return gate.max_s if gate is not None else None
+
     def holding(self, tag: str) -> bool:
         """Whether the answers of ``tag`` are still held."""
         with self._lock:
@@ -162,48 +168,78 @@ async def wait_or_leave(receive: Any, seconds: float) -> bool:
 
 @dataclass
 class _AfterGate:
-    """One tag's calls after an answer: they wait for a look at the job that began after they
-    arrived."""
+    """One tag's answers, one at a time with a look at the job in between."""
 
     max_s: float | None
-    answered_at: float | None = None  # when the tag's first answer was delivered
+    answering: object | None = None  # the call whose answer is going (it went first)
+    answered_at: float | None = None  # when the tag's latest answer was delivered
     looked: float = -1.0  # when the latest finished look at the job began
+    #: a look that saw the job complete ended since the latest answer was delivered
+    seen_complete: bool = False
     open: bool = False  # the intent closed: nothing waits any more
     waiters: list[tuple[float, _Waiter]] = field(default_factory=list)  # (arrived, waiter)
 
+    def may_go(self, arrived: float) -> bool:
+        """No other answer is going, and since the latest answer was delivered a look at the
+        job ended: one that began after the call arrived, for a call that came after that
+        answer (a re-run, a next step); one that saw the job complete, for a call that was
+        already waiting (two attempts at once: the first answer's result is seen before the
+        second can replace it)."""
+        if self.open or self.answered_at is None:
+            return self.open or self.answering is None
+        if self.answering is not None:
+            return False
+        if arrived > self.answered_at:
+            return self.looked > arrived
+        return self.seen_complete
+
 
 class AfterAnswer(_ByTag[_AfterGate]):
-    """The calls of a tag that arrive after another call of the tag was answered, on any of the
-    fakes sharing this object (a drill's primary and fallbacks), wait until a look at the job
-    that began after they arrived has ended (:meth:`looked`), the drill lets the tag go for
-    good, the caller leaves, or ``max_s`` passed since they arrived. Thread-safe: the drill's
+    """The answers of one tag, at any of the fakes sharing this object (a drill's primary and
+    fallbacks), go one at a time, and after the first, each only once a look at the job has
+    ended since (:meth:`looked`, :meth:`_AfterGate.may_go`): a re-run's or a redelivered run's
+    answer never changes a job's result before the drill saw the one before it. A waiting
+    answer also goes when the drill lets the tag go for good, at ``max_s`` after its call
+    arrived (the backstop), or not at all when the caller leaves. Thread-safe: the drill's
     threads look and let go, the fakes' event loops wait. Only tags :meth:`arm` named wait."""
 
     def arm(self, tag: str, max_s: float | None) -> None:
         with self._lock:
             self._gates[tag] = _AfterGate(max_s=max_s)
 
-    def answered(self, tag: str | None, at: float) -> None:
-        """A call of ``tag`` was answered at ``at`` (its answer delivered)."""
+    def ended(self, tag: str | None, call: object, answered: bool, at: float) -> None:
+        """``call`` of ``tag`` ended at ``at``, its answer delivered or not: if its answer was
+        the one going, the next may go after a look."""
         with self._lock:
             gate = self._gates.get(tag) if tag else None
-            if gate is not None and gate.answered_at is None:
-                gate.answered_at = at
+            if gate is None or gate.answering is not call:
+                return
+            gate.answering = None
+            if answered:
+                gate.answered_at, gate.seen_complete = at, False
+            waiters = [w for _, w in gate.waiters]
+        _wake(waiters)  # each checks again (a call that left frees the way at once)
 
-    def looked(self, tag: str, began: float) -> None:
-        """A look at ``tag``'s job that began at ``began`` has ended: the calls that arrived
-        before it go."""
+    def looked(self, tag: str, began: float, complete: bool = False) -> None:
+        """A look at ``tag``'s job that began at ``began`` has ended (``complete``: it saw the
+        job complete)."""
         with self._lock:
             gate = self._gates.get(tag)
             if gate is None:
                 return
             gate.looked = max(gate.looked, began)
-            going = [w for arrived, w in gate.waiters if arrived < began]
-            gate.waiters = [(a, w) for a, w in gate.waiters if a >= began]
-        _wake(going)
+            gate.seen_complete = gate.seen_complete or complete
+            waiters = [w for _, w in gate.waiters]
+        _wake(waiters)
+
+    def seen_complete(self, tag: str) -> bool:
+        """Whether a look saw ``tag``'s job complete since its latest answer was delivered."""
+        with self._lock:
+            gate = self._gates.get(tag)
+            return gate is not None and gate.seen_complete
 
     def waiting(self, tag: str, timeout_s: float = 0.0) -> bool:
-        """Whether a call of ``tag`` waits for a look (``timeout_s``: until one does)."""
+        """Whether an answer of ``tag`` waits for a look (``timeout_s``: until one does)."""
         with self._lock:
             return self._lock.wait_for(lambda: bool(getattr(self._gates.get(tag), "waiters",
                                                             None)), timeout_s)
@@ -217,24 +253,39 @@ class AfterAnswer(_ByTag[_AfterGate]):
             gate.open, going, gate.waiters = True, [w for _, w in gate.waiters], []
         _wake(going)
 
-    async def wait(self, tag: str | None, receive: Any, arrived: float,
-                   now: Callable[[], float]) -> Freed | None:
-        """Wait while a call of ``tag`` that arrived at ``arrived`` came after an answer of its
-        tag and no look began since (None: it did not wait)."""
+    async def wait(self, tag: str | None, call: object, receive: Any, arrived: float,
+                   now: Callable[[], float], held_s: float | None = None) -> Freed | None:
+        """Wait until ``call`` of ``tag`` (arrived at ``arrived``) may answer, and take the turn
+        (None: it did not wait; "left": the caller left, no turn taken). ``held_s``: the
+        backstop of a hold the call has just come out of, when longer than this one's (a late
+        primary the service waits on): the backstop then counts from now, within that."""
+        loop = asyncio.get_running_loop()
         event = asyncio.Event()
+        waiter = (arrived, (loop, event))
         with self._lock:
             gate = self._gates.get(tag) if tag else None
-            if (gate is None or gate.open or gate.answered_at is None
-                    or arrived <= gate.answered_at or gate.looked > arrived):
+            if gate is None:
                 return None
-            waiter = (arrived, (asyncio.get_running_loop(), event))
+            if gate.may_go(arrived):
+                gate.answering = None if gate.open else call
+                return None
             gate.waiters.append(waiter)
             self._lock.notify_all()
-        left = None if gate.max_s is None else max(0.0, arrived + gate.max_s - now())
+        max_s, deadline = gate.max_s, None
+        if max_s is not None:
+            deadline = arrived + max_s
+            if held_s is not None and held_s > max_s:
+                deadline = max(deadline, min(now() + max_s, arrived + held_s))
         try:
-            if not await set_first(event, receive, left):
-                return "left"
-            return "drill" if event.is_set() else "backstop"
+            while True:
+                left = None if deadline is None else max(0.0, deadline - now())
+                if not await set_first(event, receive, left):
+                    return "left"
+                with self._lock:
+                    if not event.is_set() or gate.may_go(arrived):
+                        gate.answering = None if gate.open else call
+                        return "drill" if event.is_set() else "backstop"
+                    event.clear()
         finally:
             with self._lock:
                 if waiter in gate.waiters:

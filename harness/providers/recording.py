@@ -104,7 +104,7 @@ class Received:
     held: bool = False  # its answer waited until the drill let it go
     freed: Freed | None = None  # how a held answer's wait ended (drill, backstop, left)
     freed_at: float | None = None  # when (the fake's clock)
-    #: it arrived after an answer of its tag and waited for a look at the job: how that ended
+    #: it waited for a look at the job after an earlier answer of its tag: how that ended
     waited: Freed | None = None
 
     @property
@@ -151,9 +151,9 @@ class RecordingFake(FakeProvider):
                    hold_max_s: float | None = None, look_max_s: float | None = None) -> None:
         """The behaviour of every request carrying ``tag`` (the others keep ``script``);
         ``hold``: their answers wait until :meth:`let_go` (or :meth:`release`), or at most
-        ``hold_max_s`` after the request arrived. ``look_max_s``: a request that arrives after
-        an answer of ``tag`` waits for a look at the job (``after_answer.looked``), at most
-        that long."""
+        ``hold_max_s`` after the request arrived. ``look_max_s``: the answers of ``tag`` go one
+        at a time, each after the first once a look at the job began and ended since the one
+        before (``after_answer``), at most that long after the request arrived."""
         checked = _check(behaviour)
         if hold:  # before the script: a call that gets the script finds its gate
             self._holds.hold(tag, hold_max_s)
@@ -212,6 +212,14 @@ class RecordingFake(FakeProvider):
         with self._log.lock:
             return self._log.lock.wait_for(
                 lambda: len(self._log.by_tag.get(tag, ())) >= count, timeout_s)
+
+    def wait_ended(self, tag: str, timeout_s: float, count: int = 1) -> bool:
+        """Block until ``count`` requests carrying ``tag`` ended (True), or ``timeout_s``
+        passed."""
+        with self._log.lock:
+            return self._log.lock.wait_for(
+                lambda: sum(r.outcome != "in_flight" for r in self._log.by_tag.get(tag, ()))
+                >= count, timeout_s)
 
     def open_calls(self, tag: str | None) -> int:
         """How many requests carrying ``tag`` (None: no tag) are still in flight."""
@@ -327,16 +335,19 @@ class RecordingFake(FakeProvider):
             self._end(record, outcome, status)
 
     async def _gate(self, record: Received, receive: Any) -> bool:
-        """Wait while ``record``'s tag holds its answers, then, if it came after an answer of
-        its tag, for a look at the job: True once let go (by the drill or at the backstop),
-        False if the caller left first; the record says which, and when."""
+        """Wait while ``record``'s tag holds its answers, then for its turn among the tag's
+        answers (after an earlier answer, a look at the job in between): True once let go (by
+        the drill or at the backstop), False if the caller left first; the record says which,
+        and when."""
         freed = await self._holds.wait_gate(record.tag, receive, record.at, self.now)
         if freed is not None:
             with self._log.lock:
                 record.held, record.freed, record.freed_at = True, freed, round(self.now(), 4)
             if freed == "left":
                 return False
-        waited = await self.after_answer.wait(record.tag, receive, record.at, self.now)
+        waited = await self.after_answer.wait(
+            record.tag, record, receive, record.at, self.now,
+            self._holds.max_s(record.tag) if freed is not None else None)
         if waited is not None:
             with self._log.lock:
                 record.waited = waited
@@ -363,12 +374,12 @@ class RecordingFake(FakeProvider):
         return record
 
     def _end(self, record: Received, outcome: str, status: int | None) -> None:
+        at = round(time.monotonic() - self._started, 4)
+        # the next answer's turn first: whoever sees this call ended sees its turn passed
+        self.after_answer.ended(record.tag, record, outcome == "answered", at)
         with self._log.lock:
-            record.outcome, record.status = outcome, status
-            record.ended_at = round(time.monotonic() - self._started, 4)
+            record.outcome, record.status, record.ended_at = outcome, status, at
             self._log.lock.notify_all()
-        if outcome == "answered":
-            self.after_answer.answered(record.tag, record.ended_at)
         if self.on_change is not None:
             self.on_change(record.tag)
 

@@ -5,7 +5,7 @@ the engine's watcher hears of every arrival and end."""
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import httpx
 import pytest
@@ -117,11 +117,13 @@ def test_engine_fake_says_how_a_held_answer_went() -> None:
     assert b.freed_at is not None and b.freed_at >= b.at + 0.05 - 0.001
 
 
-def test_a_call_after_an_answer_waits_for_a_look_at_any_fake() -> None:
-    """Two fakes share one AfterAnswer: once the fallback answered a tag, the primary's next call
-    of it waits until a look at the job that began after it arrived has ended (``waited``
-    "drill"); a look that began before it does not free it; never let go, it goes at its
-    backstop; a call that arrived before any answer never waits."""
+def test_a_tags_answers_go_one_at_a_time_with_a_look_in_between_at_any_fake() -> None:
+    """Two fakes share one AfterAnswer. The first answer of a tag goes at once (``waited``
+    None); two answers let go together go one at a time: the second waits until a look saw
+    the job complete after the first was delivered (one before it, or one that saw the job
+    still running, does not free it); a re-run's call at the other fake, after those answers,
+    waits for a look (whatever it saw) that began after it arrived; never looked at, an answer
+    goes at its backstop."""
     after = AfterAnswer()
     gpt = RecordingFake("openai-chat", name="gpt", signed=True, after_answer=after)
     claude = RecordingFake("openai-chat", name="claude", signed=True, after_answer=after)
@@ -133,20 +135,28 @@ def test_a_call_after_an_answer_waits_for_a_look_at_any_fake() -> None:
         def post(server: FakeServer, tag: str) -> int:
             return client.post(f"{server.url}/v1/chat/completions", json=_body(tag)).status_code
 
-        early = pool.submit(post, g, A)  # arrives before any answer, held by its script
-        assert gpt.wait_arrival(A, 10)
-        assert post(c, A) == 200  # the first answer of A
-        rerun = pool.submit(post, g, A)  # after the answer: a re-run
+        both = [pool.submit(post, g, A) for _ in range(2)]  # held together by the script
         assert gpt.wait_arrival(A, 10, count=2)
-        gpt.let_go(A)  # the script's hold: the early call goes, the re-run waits for a look
-        assert early.result(timeout=30) == 200 and after.waiting(A, 10)
-        first, second = gpt.received_tag(A)
-        after.looked(A, began=second.at - 0.001)  # a look that began before it arrived
+        after.looked(A, began=gpt.now(), complete=True)  # seen complete before the answer
+        gpt.let_go(A)  # one answer goes, the other waits for its turn and a look
+        assert after.waiting(A, 10)
+        finished, still = wait(both, timeout=30, return_when=FIRST_COMPLETED)
+        assert len(finished) == len(still) == 1, (finished, still)
+        [done], [waiting] = finished, still
+        assert done.result() == 200 and gpt.wait_ended(A, 10)
+        after.looked(A, began=gpt.now())  # after it, but the job not seen complete
+        assert after.waiting(A) and not waiting.done() and not after.seen_complete(A)
+        after.looked(A, began=gpt.now(), complete=True)
+        assert waiting.result(timeout=30) == 200 and gpt.wait_ended(A, 10, count=2)
+        rerun = pool.submit(post, c, A)  # at the other fake, after both answers
+        assert claude.wait_arrival(A, 10) and after.waiting(A, 10)
+        after.looked(A, began=claude.received_tag(A)[0].at - 0.001)  # before it arrived
         assert after.waiting(A) and not rerun.done()
-        after.looked(A, began=gpt.now())
+        after.looked(A, began=claude.now())
         assert rerun.result(timeout=30) == 200
-        assert post(g, B) == 200 and post(g, B) == 200  # B's second call: nobody looks
-    assert (first.waited, second.waited) == (None, "drill")
+        assert post(g, B) == 200 and post(g, B) == 200  # B's second answer: nobody looks
+    assert sorted(str(r.waited) for r in gpt.received_tag(A)) == ["None", "drill"]
+    assert claude.received_tag(A)[0].waited == "drill"
     b1, b2 = gpt.received_tag(B)
     assert (b1.waited, b2.waited) == (None, "backstop")
     assert b2.ended_at is not None and b2.ended_at >= b2.at + 0.05 - 0.001
