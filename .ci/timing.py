@@ -3,7 +3,9 @@
 Usage: python .ci/timing.py JUNIT_XML WALL_SECONDS GOAL_SECONDS LABEL [TIMELINE]
 A time is a benchmark, never a gate (the CI machine is shared): over the goal is a warning line,
 and this script always exits 0. TIMELINE, the file HARNESS_TEST_TIMELINE named for the run
-(tests/_timeline.py), adds when each worker finished and what the last one ran last.
+(tests/_timeline.py), adds where the run's CPU went (before the first test, in the tests and
+their subprocesses, in the embedded PostgreSQL; the ten costliest test files), then when each
+worker finished and what the last one ran last.
 """
 
 from __future__ import annotations
@@ -41,14 +43,18 @@ def workers(timeline: str) -> None:
     """Per worker: its tests, busy seconds and when it finished (seconds after the first test
     began); then the last tests of the worker that finished last."""
     runs: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    entries: list[dict[str, object]] = []
     try:
         with open(timeline, encoding="utf-8") as lines:
             for line in lines:
                 entry = json.loads(line)
-                runs[entry["worker"]].append((entry["start"], entry["end"], entry["test"]))
+                entries.append(entry)
+                if not entry.get("summary"):
+                    runs[entry["worker"]].append((entry["start"], entry["end"], entry["test"]))
     except (OSError, ValueError, KeyError) as exc:
         print(f"timing: no timeline ({exc})")
         return
+    cpu(entries)
     if not runs:
         print("timing: an empty timeline")
         return
@@ -62,6 +68,37 @@ def workers(timeline: str) -> None:
     print(f"the last to finish, {last}, ran last:")
     for start, end, test in sorted(runs[last])[-5:]:
         print(f"  {start - began:5.0f}-{end - began:5.0f} s  {test}")
+
+
+def cpu(entries: list[dict[str, object]]) -> None:
+    """CPU seconds of the run (tests/_timeline.py): in all, by the test processes (each xdist
+    worker: its own, its reaped subprocesses', its embedded PostgreSQL's exited backends);
+    of that, in the tests themselves, before the first test, and outside any test (session
+    servers, the fork server's services); then the ten test files that cost the most."""
+    def seconds(entry: dict[str, object], key: str) -> float:
+        value = entry.get(key, 0)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    keys = ("cpu", "children", "pg")
+    tests = [e for e in entries if not e.get("summary")]
+    if not any("cpu" in e for e in tests):
+        return
+    workers = {e.get("worker") for e in tests}  # not the xdist controller's
+    ends = [e for e in entries if e.get("summary") and e.get("worker") in workers]
+    in_tests = sum(seconds(e, key) for e in tests for key in keys)
+    before = sum(seconds(e, "cpu_before_tests") for e in ends)
+    total = sum(seconds(e, key) for e in ends for key in keys)
+    if len(ends) == len(workers):
+        print(f"CPU: {total:.0f} s = in the tests {in_tests:.0f} + before the first test "
+              f"{before:.0f} + outside any test {total - in_tests - before:.0f}")
+    else:  # a worker that ended early wrote no summary line
+        print(f"CPU: in the tests {in_tests:.0f} s (no summary of every worker)")
+    files: dict[str, float] = defaultdict(float)
+    for entry in tests:
+        files[str(entry["test"]).split("::", 1)[0]] += sum(seconds(entry, key) for key in keys)
+    print("costliest files (CPU s):")
+    for name, spent in sorted(files.items(), key=lambda item: -item[1])[:10]:
+        print(f"  {spent:6.0f} s  {name}")
 
 
 if __name__ == "__main__":

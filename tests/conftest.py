@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from harness.store import SqlStore, open_store
-from tests import _servers
+from tests import _forkserver, _servers
 from tests.gateways.servers import gateway, portkey  # noqa: F401  (one of each per session)
 
 pytest_plugins = ["pytester", "tests._timeline"]
@@ -192,6 +192,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _forkserver.stop()  # before the timeline's summary (trylast): its CPU is the services'
     before = session.config.stash.get(_BEFORE, None)
     after = _ignored_in_checkout() if before is not None else None
     if before is None or after is None or not after - before:

@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pytest
+
+# harness/ is read once per process (cached, ~1.3 s of CPU): these tests share one xdist worker
+pytestmark = pytest.mark.one_worker("architecture")
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "harness"
 DOC = ROOT / "docs" / "architecture.md"

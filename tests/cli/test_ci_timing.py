@@ -51,10 +51,14 @@ def test_a_timeline_shows_when_each_worker_finished_and_what_the_last_ran_last(
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may run on one
     assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
-    lines = [json.loads(line) for line in timeline.read_text("utf-8").splitlines()]
+    entries = [json.loads(line) for line in timeline.read_text("utf-8").splitlines()]
+    lines, summaries = entries[:-1], entries[-1:]
     assert [(e["worker"], e["test"].split("::")[1]) for e in lines] == [("main", "test_a"),
                                                                         ("main", "test_b")]
     assert all(e["start"] <= e["end"] for e in lines)
+    assert all(e[key] >= 0 for e in lines for key in ("cpu", "children", "pg"))
+    assert [(e["worker"], e["summary"]) for e in summaries] == [("main", True)]
+    assert 0 < summaries[0]["cpu_before_tests"] <= summaries[0]["cpu"]
     with timeline.open("a", encoding="utf-8") as more:  # a second worker that ends last
         more.write(json.dumps({"worker": "gw1", "test": "t.py::test_late",
                                "start": lines[0]["start"], "end": lines[1]["end"] + 60}) + "\n")
@@ -62,6 +66,7 @@ def test_a_timeline_shows_when_each_worker_finished_and_what_the_last_ran_last(
     junit.write_text('<testsuites><testsuite name="pytest"/></testsuites>')
     out = timing(str(junit), "70", "300", "run", str(timeline)).stdout
     assert "   gw1      1 tests" in out and "  main      2 tests" in out, out
+    assert out.count("CPU: ") == 1 and "  test_some.py" in out, out
     assert out.splitlines()[-2:] == ["the last to finish, gw1, ran last:",
                                      out.splitlines()[-1]]
     assert out.splitlines()[-1].endswith("t.py::test_late"), out

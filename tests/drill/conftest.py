@@ -17,6 +17,7 @@ import pytest
 
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import RecordingFake
+from tests import _forkserver
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "drill"
@@ -41,9 +42,8 @@ class Service:
 
     def __init__(self, script: str, args: list[str], env: dict[str, str], log: Path) -> None:
         self.script, self.log = script, log
-        self.process = subprocess.Popen(
-            [sys.executable, str(EXAMPLES / script), "--port", "0", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+        self.process = _forkserver.popen(  # `python script …`, forked: the SDKs imported once
+            [sys.executable, str(EXAMPLES / script), "--port", "0", *args], env,
             start_new_session=True)
         lines: queue.Queue[str] = queue.Queue()
         self._pumping = threading.Thread(target=self._pump, args=(lines,), daemon=True)

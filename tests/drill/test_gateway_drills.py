@@ -108,6 +108,12 @@ def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiteLLMP
         proxy.stop()
 
 
+#: the tests on this module's LiteLLM proxy run on one xdist worker, so it starts once per run
+#: (5-6 s of CPU each start), as the session's gateways do (tests/conftest.py)
+ON_THIS_LITELLM = pytest.mark.one_worker("litellm-drill")
+
+
+@ON_THIS_LITELLM
 def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Ports],
                                                 tmp_path: Path) -> None:
     """LiteLLM's router retries the primary (num_retries) before its fallback: a timed-out,
@@ -202,6 +208,7 @@ def test_portkey_fallback_after_its_timeout_is_the_hedge_a_profile_declares(
         assert runs[name]["provider_calls"] == 2 * TRIALS, detail(runs[name])
 
 
+@ON_THIS_LITELLM
 def test_litellm_retries_go_beyond_a_declared_hedge(litellm: tuple[LiteLLMProxy, Ports],
                                                      tmp_path: Path) -> None:
     """Declaring the fallback as the hedge does not excuse LiteLLM's retries of the timed-out
@@ -239,7 +246,9 @@ def only_broken(run: dict[str, Any]) -> dict[str, int]:
     return {promise: r[1] for promise, r in rates(run).items() if r[1]}
 
 
-@pytest.mark.parametrize("name", ["litellm", "portkey"])
+@pytest.mark.parametrize("name", [  # the fixture is asked for by name: its group is said here
+    pytest.param("litellm", marks=ON_THIS_LITELLM),
+    pytest.param("portkey", marks=pytest.mark.one_worker("portkey"))])
 def test_streaming_through_a_gateway(name: str, request: pytest.FixtureRequest,
                                      tmp_path: Path) -> None:
     """``submit.stream: true``: the control passes; a cut stream never reaches the client as

@@ -1,0 +1,295 @@
+"""Python services for the tests, started as processes of their own without paying for their
+imports each time: a fork server.
+
+An example service (examples/drill/*_service.py) imports the official ``openai`` and
+``anthropic`` SDKs: 1.5-2 s of CPU before it listens, and the suite starts about fifty of
+them. Each test process (each xdist worker) starts, on first use, one *fork server*: a Python
+that imports those SDKs once and then waits. ``popen([sys.executable, script, *args], …)`` asks
+it to fork; the child becomes the service: its own process and pid, its own session
+(``setsid``), the environment, working folder and arguments asked for, stdout and stderr on the
+pipe it was handed, and the script run as ``__main__`` (``runpy``), importing everything else
+itself, exactly as ``python script …`` would. Only the import of the SDKs is shared, done
+before any request, in a process that never runs a service itself and starts no thread.
+
+Settings Python reads only when it starts (``PYTHONWARNINGS``, ``PYTHONHASHSEED``, ``-X``
+options) are the fork server's, the test process's own; the services do not depend on them.
+What the caller gets behaves as the ``subprocess.Popen`` it replaces: ``pid``, ``stdout``,
+``poll``, ``wait``, ``terminate``, ``kill`` and ``returncode`` (the fork server reaps its
+children and reports each exit status). When the test process ends, the fork server sees its
+socket close and kills any child still running. ``HARNESS_TEST_FORKSERVER=0`` (or a platform
+without ``fork`` and ``SCM_RIGHTS``) starts every service with ``subprocess.Popen`` instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+ENV = "HARNESS_TEST_FORKSERVER"
+PRELOAD = ("httpx", "openai", "anthropic", "redis")  # what the example services import
+MESSAGE_MAX = 1 << 20
+START_TIMEOUT_S = 60.0  # the fork server's own start (the SDKs' imports) on a loaded machine
+
+
+# -- the fork server (its own process: python -m tests._forkserver FD) --------------------------
+
+def _serve(sock: socket.socket) -> None:
+    """Fork a child per request until the socket closes; report each child's exit status."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children: set[int] = set()
+    while True:
+        ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        _reap(children, sock)
+        if sock.fileno() not in ready:
+            continue
+        message, fds, _, _ = socket.recv_fds(sock, MESSAGE_MAX, 1)
+        if not message:  # the test process ended
+            break
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            for fd in (wake_r, wake_w, sock.detach()):
+                os.close(fd)
+            _child(json.loads(message), fds[0])
+        os.close(fds[0])
+        children.add(pid)
+        sock.send(json.dumps({"started": pid}).encode())
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in children:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def _reap(children: set[int], sock: socket.socket) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        children.discard(pid)
+        with contextlib.suppress(OSError):
+            sock.send(json.dumps({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+                      .encode())
+
+
+def _child(request: dict[str, Any], out: int) -> None:
+    """Become ``python script args…``: never returns."""
+    code: int = 0
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if request["new_session"]:
+            os.setsid()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
+        os.close(devnull)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        script = request["argv"][0]
+        sys.argv = list(request["argv"])
+        sys.path[0] = str(Path(script).resolve().parent)
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def main(fd: int) -> None:
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):  # a child without it fails as `python` would
+            importlib.import_module(name)
+    sock = socket.socket(fileno=fd)
+    sock.send(b'{"ready": true}')
+    _serve(sock)
+
+
+# -- the test process's side -------------------------------------------------------------------
+
+class Forked:
+    """A child of the fork server, with the ``subprocess.Popen`` methods the tests use."""
+
+    def __init__(self, server: _Client, pid: int, stdout: IO[str]) -> None:
+        self._server, self.pid, self.stdout = server, pid, stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self.pid, 0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self.pid, timeout)
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:  # not reaped yet: the pid is still this process's
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class _Client:
+    """The connection to this process's fork server, and the exit codes it reported."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        fd, log = tempfile.mkstemp(prefix="harness-forkserver-", suffix=".log")
+        self.log = Path(log)  # its own errors: not in a test's captured output
+        self.process = subprocess.Popen(
+            [sys.executable, "-u", "-m", "tests._forkserver", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
+            cwd=Path(__file__).resolve().parents[1])
+        os.close(fd)
+        theirs.close()
+        self.sock, self.lock, self.changed = ours, threading.Lock(), threading.Condition()
+        self.started: list[int] = []
+        self.exits: dict[int, int] = {}
+        self.ready = threading.Event()
+        self.closed = False
+        threading.Thread(target=self._read, daemon=True, name="forkserver").start()
+        if not self.ready.wait(START_TIMEOUT_S) or self.closed:
+            said = self.said()
+            self.close()
+            raise RuntimeError(f"the tests' fork server did not start in {START_TIMEOUT_S} s: "
+                               f"{said}")
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self.sock.recv(MESSAGE_MAX)
+            except OSError:
+                message = b""
+            with self.changed:
+                if not message:
+                    self.closed = True
+                    self.changed.notify_all()
+                    self.ready.set()
+                    return
+                event = json.loads(message)
+                if "exited" in event:
+                    self.exits[event["exited"]] = event["code"]
+                elif "started" in event:
+                    self.started.append(event["started"])
+                self.ready.set()
+                self.changed.notify_all()
+
+    def start(self, argv: list[str], env: dict[str, str], cwd: str, new_session: bool) -> Forked:
+        read, write = os.pipe()
+        request = json.dumps({"argv": argv, "env": env, "cwd": cwd,
+                              "new_session": new_session}).encode()
+        with self.lock:
+            try:
+                socket.send_fds(self.sock, [request], [write])
+            finally:
+                os.close(write)
+            with self.changed:
+                if not self.changed.wait_for(lambda: self.started or self.closed,
+                                             START_TIMEOUT_S) or not self.started:
+                    os.close(read)
+                    raise RuntimeError(f"the tests' fork server stopped answering: {self.said()}")
+                pid = self.started.pop(0)
+        return Forked(self, pid, open(read, encoding="utf-8", errors="replace"))
+
+    def said(self) -> str:
+        """The end of the fork server's own output (its errors)."""
+        try:
+            return self.log.read_text("utf-8", errors="replace")[-2000:] or "(nothing)"
+        except OSError as exc:
+            return f"(its log is unreadable: {exc})"
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        with self.changed:
+            self.changed.wait_for(lambda: pid in self.exits or self.closed, timeout)
+            return self.exits.get(pid)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.log.unlink(missing_ok=True)
+
+
+_client: list[_Client] = []
+_starting = threading.Lock()
+
+
+def _server() -> _Client | None:
+    if os.environ.get(ENV) == "0" or not hasattr(os, "fork") \
+            or not hasattr(socket, "send_fds"):
+        return None
+    with _starting:
+        if not _client:
+            _client.append(_Client())
+            atexit.register(stop)
+        return _client[0]
+
+
+def stop() -> None:
+    """End this process's fork server, if it started (its children with it), and reap it."""
+    with _starting:
+        while _client:
+            _client.pop().close()
+
+
+def popen(argv: list[str], env: dict[str, str], *, cwd: str | Path | None = None,
+          start_new_session: bool = False) -> Forked | subprocess.Popen[str]:
+    """``python script args…`` with stdout and stderr on one text pipe (``.stdout``): forked
+    from the fork server when ``argv[0]`` is this Python and ``argv[1]`` a script, else (or
+    with the fork server off) ``subprocess.Popen``."""
+    server = _server() if len(argv) > 1 and argv[0] == sys.executable \
+        and argv[1].endswith(".py") else None
+    if server is None:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=env, cwd=cwd, text=True, start_new_session=start_new_session)
+    return server.start(argv[1:], env, str(cwd or os.getcwd()), start_new_session)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
