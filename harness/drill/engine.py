@@ -246,11 +246,13 @@ class Engine:
     def run(self, drills: Sequence[str], trials: int, *, certify: Certifier | None = None,
             on_intent: Callable[[IntentVerdict], None] | None = None,
             probe: bool = False, owns: Callable[[str, int], bool] | None = None,
-            redrills: int = REDRILLS) -> DrillResults:
+            redrills: int = REDRILLS,
+            on_again: Callable[[IntentVerdict], None] | None = None) -> DrillResults:
         """Every (drill, trial) intent in one round: all at once (``concurrency`` of them at
         work at a time; a settling intent gives its place back), each judged as it ends; then
         the trials the load left without evidence drilled again, at most ``redrills`` times
-        (:mod:`harness.drill.again`). ``probe``: one control intent first; if the service
+        (:mod:`harness.drill.again`; ``on_again`` hears of each such intent as it is judged).
+        ``probe``: one control intent first; if the service
         never calls the fakes for it, stop there (:attr:`DrillResults.unreached`). ``owns``: a
         shard's intents only."""
         setup = Setup(self.section, self.fakes, certify, self.target)
@@ -269,7 +271,7 @@ class Engine:
         if kept:
             jobs.remove((DRILLS["control"], 1))  # the probe is control's first trial
         try:
-            self._rounds(jobs, setup, run, on_intent, redrills)
+            self._rounds(jobs, setup, run, on_intent, redrills, on_again)
         finally:
             first = probing.end() if probing is not None else None
         if first is not None and kept:  # (a shard that does not own it only probed)
@@ -304,7 +306,8 @@ class Engine:
         return probe
 
     def _rounds(self, jobs: list[tuple[Drill, int]], setup: Setup, run: DrillResults,
-                on_intent: Callable[[IntentVerdict], None] | None, redrills: int) -> None:
+                on_intent: Callable[[IntentVerdict], None] | None, redrills: int,
+                on_again: Callable[[IntentVerdict], None] | None = None) -> None:
         """The round, then a round of fresh intents for the trials the load left without
         evidence, at most ``redrills`` times; each trial judged by its last intent."""
         def keep(v: IntentVerdict) -> None:
@@ -313,7 +316,10 @@ class Engine:
                 on_intent(v)
 
         def redo(v: IntentVerdict) -> bool:
-            return drill_again(v, redrills)
+            again = drill_again(v, redrills)
+            if again and on_again is not None:
+                on_again(v)
+            return again
 
         again = self._round([(drill, trial, None) for drill, trial in jobs], setup, keep, redo)
         load = self._load  # the round's, for the judge of overload (mark_overload)

@@ -28,7 +28,7 @@ from harness.domain.stream import (
 )
 from harness.domain.verdicts import JUDGED_WORD, Outcome, Verdict
 from harness.domain.words import counted
-from harness.drill.again import REDRILLS
+from harness.drill.again import REDRILLS, why
 from harness.drill.drills import DRILLS, NAMES
 from harness.drill.engine import DrillResults, drilling
 from harness.drill.events import DrilledIntent, DrillFinding, DrillRun
@@ -103,7 +103,7 @@ def run_drill(settings: DrillSettings, *, folder: Folder, live: Live = QUIET) ->
         live.say(f"drill: {settings.profile.name} at {settings.target}; the providers are "
                  f"served at {where}")
         results = _run(engine, settings, failing_intents(live.say) if settings.progress
-                       else None)
+                       else None, again_intents(live.say) if settings.progress else None)
     outcome = outcome_of(settings, results)
     if outcome.stamp is not None:
         yield outcome.stamp
@@ -138,12 +138,21 @@ def failing_intents(say: Callable[[str], None]) -> Callable[[IntentVerdict], Non
     return one
 
 
+def again_intents(say: Callable[[str], None]) -> Callable[[IntentVerdict], None]:
+    """A live line for each intent the load left without evidence, as it is replaced by a
+    fresh one (``--verbose``)."""
+    def one(v: IntentVerdict) -> None:
+        say(f"  {v.evidence.drill:<13} trial {v.evidence.trial}: drilled again — {why(v)}")
+    return one
+
+
 def _run(engine: Any, settings: DrillSettings,
-         on_intent: Callable[[IntentVerdict], None] | None) -> DrillResults:
+         on_intent: Callable[[IntentVerdict], None] | None,
+         on_again: Callable[[IntentVerdict], None] | None = None) -> DrillResults:
     return engine.run(list(settings.drills), settings.trials, certify=settings.certify,
                       on_intent=on_intent, probe=settings.probe,
                       owns=intent_owner(settings.shard, settings.drills, settings.trials),
-                      redrills=settings.redrills)
+                      redrills=settings.redrills, on_again=on_again)
 
 
 def outcome_of(settings: DrillSettings, results: DrillResults) -> DrillOutcome:

@@ -54,7 +54,8 @@ def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             start_service: Callable[..., object]) -> Callable[..., tuple[int, Path, str]]:
     """Start an example on fresh ports, drill it, return (exit code, report folder, output)."""
     def run(script: str, drills: str, *, trials: int = 1, reach: bool = True,
-            capsys: pytest.CaptureFixture[str]) -> tuple[int, Path, str]:
+            capsys: pytest.CaptureFixture[str], extra: tuple[str, ...] = ()
+            ) -> tuple[int, Path, str]:
         primary, fallback = free_port(), free_port()
         monkeypatch.setenv("PRIMARY_PORT", str(primary))
         monkeypatch.setenv("FALLBACK_PORT", str(fallback))
@@ -66,7 +67,8 @@ def drilled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         profile.write_text(PROFILE, encoding="utf-8")
         code = main(["drill", "--target", service.url,  # type: ignore[attr-defined]
                      "--target-profile", str(profile), "--drills", drills,
-                     "--trials", str(trials), "--report-dir", str(tmp_path / "report")])
+                     "--trials", str(trials), "--report-dir", str(tmp_path / "report"),
+                     *extra])
         out = capsys.readouterr()
         return code, tmp_path / "report" / "latest", out.out + out.err
     return run
@@ -202,7 +204,8 @@ def test_cli_an_intent_without_evidence_is_drilled_again(
     """The late drill's first intent is judged as a loaded machine leaves it (the judge's own
     finding for a late answer that never reached the service, put in place of the real one:
     the load, simulated); the drill drills a fresh intent for the trial after the round, judges
-    the trial by it, and the report says how many intents were drilled again and why."""
+    the trial by it, and the report (and --verbose, as it happens) says how many intents were
+    drilled again and why."""
     real, first = engine_module.judge_intent, list[str]()
 
     def loaded(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdict:
@@ -215,8 +218,12 @@ def test_cli_an_intent_without_evidence_is_drilled_again(
         return v
 
     monkeypatch.setattr(engine_module, "judge_intent", loaded)
-    code, folder, out = drilled("correct_service.py", "late", capsys=capsys)
+    code, folder, out = drilled("correct_service.py", "late", capsys=capsys,
+                                extra=("--verbose",))
     assert code == 0, out
+    # --verbose says it as it happens, with the cause
+    assert re.search(r"late +trial 1: drilled again — [^\n]*" + re.escape(LATE_UNREACHED),
+                     out), out
     # The machine's own load may add its words to the simulated one ("the looks at the job were
     # slow and the late answer ..."), or leave a fresh intent without evidence too: the report
     # names the simulated cause for the first intent in either case.
