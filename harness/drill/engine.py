@@ -234,7 +234,7 @@ class Engine:
                 out.append(Call(item.upstream.name, item.upstream.role, r.seq, r.at,
                                 r.ended_at, r.outcome, r.behaviour, r.status, r.stream,
                                 any(h in r.headers for h in IDEMPOTENCY_HEADERS), r.held,
-                                r.freed, r.freed_at, r.waited))
+                                r.freed, r.freed_at, r.waited, r.prompt))
         return sorted(out, key=lambda c: c.at)
 
     def untagged(self, since: float) -> int:

@@ -48,6 +48,7 @@ class Call:
     #: it arrived after an answer of the intent and its answer waited for a look at the job
     #: (docs/drill.md, "Held answers"): how that wait ended (None: it did not wait)
     waited: str | None = None
+    prompt: str = ""  # what it asked, as a key: a retry or a re-run asks the same
 
     @property
     def billed(self) -> bool:

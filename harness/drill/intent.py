@@ -275,7 +275,8 @@ class IntentRun:
         e = self.engine
         look = e.service.observe(job, held=held or e.waiting_for_look(self.tag))
         ev.observations.append(look)
-        e.looked(self.tag, look.at, look.status in ("succeeded", "failed"))
+        if look.status != "error":  # a look that read nothing saw nothing
+            e.looked(self.tag, look.at, look.status in ("succeeded", "failed"))
         return look
 
     def _giving_up(self, ev: IntentEvidence, now: float) -> bool:

@@ -302,10 +302,14 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
         last = ev.observations[-1]
         return winner, Finding(ONE_WINNER, "broken", f"complete with {winner.ident}'s answer, "
                                f"then reported {last.raw_status!r}")
-    # every answer that reached the service and is not the result lost a claim: the service
-    # records it among its races (where the profile says it shows them), whichever came first
-    lost = [c for c in ev.calls if c.outcome == "answered" and c is not winner]
-    late = [c for c in lost if c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
+    # an answer that reached the service after the winner, or before it to the same question (a
+    # retry's, a re-run's: another step of the job asks something else), and is not the result
+    # lost a claim: the service records it among its races (where the profile shows them)
+    answered = [c for c in ev.calls if c.outcome == "answered" and c is not winner]
+    late = [c for c in answered
+            if c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
+    lost = late + [c for c in answered if c not in late and c.prompt
+                   and c.prompt == winner.prompt]
     which = (f"the late answer of {late[0].ident} reached the service after the winner" if late
              else f"the answer of {lost[0].ident} reached the service before the winner "
              f"{winner.ident}'s, and the result was never seen to be it" if lost else "")

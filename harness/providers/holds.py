@@ -173,25 +173,27 @@ class _AfterGate:
     max_s: float | None
     answering: object | None = None  # the call whose answer is going (it went first)
     answered_at: float | None = None  # when the tag's latest answer was delivered
+    answered_prompt: str = ""  # what that answer's call asked (recording.prompt_key)
     looked: float = -1.0  # when the latest finished look at the job began
     #: a look that saw the job complete ended since the latest answer was delivered
     seen_complete: bool = False
     open: bool = False  # the intent closed: nothing waits any more
     waiters: list[tuple[float, _Waiter]] = field(default_factory=list)  # (arrived, waiter)
 
-    def may_go(self, arrived: float) -> bool:
+    def may_go(self, arrived: float, prompt: str) -> bool:
         """No other answer is going, and since the latest answer was delivered a look at the
         job ended: one that began after the call arrived, for a call that came after that
         answer (a re-run, a next step); one that saw the job complete, for a call that was
-        already waiting (two attempts at once: the first answer's result is seen before the
-        second can replace it)."""
+        already waiting and asks the same (two attempts at once: the first answer's result is
+        seen before the second can replace it). A call that was waiting and asks something
+        else (another step of the job) goes once that answer was delivered."""
         if self.open or self.answered_at is None:
             return self.open or self.answering is None
         if self.answering is not None:
             return False
         if arrived > self.answered_at:
             return self.looked > arrived
-        return self.seen_complete
+        return self.seen_complete or prompt != self.answered_prompt
 
 
 class AfterAnswer(_ByTag[_AfterGate]):
@@ -207,16 +209,18 @@ class AfterAnswer(_ByTag[_AfterGate]):
         with self._lock:
             self._gates[tag] = _AfterGate(max_s=max_s)
 
-    def ended(self, tag: str | None, call: object, answered: bool, at: float) -> None:
-        """``call`` of ``tag`` ended at ``at``, its answer delivered or not: if its answer was
-        the one going, the next may go after a look."""
+    def ended(self, tag: str | None, call: object, answered: bool, at: float,
+              prompt: str = "") -> None:
+        """``call`` of ``tag`` (asking ``prompt``) ended at ``at``, its answer delivered or not:
+        the next may go after a look (an answer that went at its backstop counts too)."""
         with self._lock:
             gate = self._gates.get(tag) if tag else None
-            if gate is None or gate.answering is not call:
+            if gate is None:
                 return
-            gate.answering = None
+            if gate.answering is call:
+                gate.answering = None
             if answered:
-                gate.answered_at, gate.seen_complete = at, False
+                gate.answered_at, gate.answered_prompt, gate.seen_complete = at, prompt, False
             waiters = [w for _, w in gate.waiters]
         _wake(waiters)  # each checks again (a call that left frees the way at once)
 
@@ -228,7 +232,10 @@ class AfterAnswer(_ByTag[_AfterGate]):
             if gate is None:
                 return
             gate.looked = max(gate.looked, began)
-            gate.seen_complete = gate.seen_complete or complete
+            # complete, as seen after the latest answer went (a look begun before may show an
+            # earlier state)
+            if complete and (gate.answered_at is None or began >= gate.answered_at):
+                gate.seen_complete = True
             waiters = [w for _, w in gate.waiters]
         _wake(waiters)
 
@@ -254,7 +261,8 @@ class AfterAnswer(_ByTag[_AfterGate]):
         _wake(going)
 
     async def wait(self, tag: str | None, call: object, receive: Any, arrived: float,
-                   now: Callable[[], float], held_s: float | None = None) -> Freed | None:
+                   now: Callable[[], float], held_s: float | None = None,
+                   prompt: str = "") -> Freed | None:
         """Wait until ``call`` of ``tag`` (arrived at ``arrived``) may answer, and take the turn
         (None: it did not wait; "left": the caller left, no turn taken). ``held_s``: the
         backstop of a hold the call has just come out of, when longer than this one's (a late
@@ -266,7 +274,7 @@ class AfterAnswer(_ByTag[_AfterGate]):
             gate = self._gates.get(tag) if tag else None
             if gate is None:
                 return None
-            if gate.may_go(arrived):
+            if gate.may_go(arrived, prompt):
                 gate.answering = None if gate.open else call
                 return None
             gate.waiters.append(waiter)
@@ -282,7 +290,7 @@ class AfterAnswer(_ByTag[_AfterGate]):
                 if not await set_first(event, receive, left):
                     return "left"
                 with self._lock:
-                    if not event.is_set() or gate.may_go(arrived):
+                    if not event.is_set() or gate.may_go(arrived, prompt):
                         gate.answering = None if gate.open else call
                         return "drill" if event.is_set() else "backstop"
                     event.clear()

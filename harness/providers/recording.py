@@ -51,6 +51,7 @@ no memory beyond the limit per call.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import hmac
 import json
 import re
@@ -106,6 +107,7 @@ class Received:
     freed_at: float | None = None  # when (the fake's clock)
     #: it waited for a look at the job after an earlier answer of its tag: how that ended
     waited: Freed | None = None
+    prompt: str = ""  # what it asked, as a key (prompt_key): a retry or a re-run asks the same
 
     @property
     def billed(self) -> bool:
@@ -347,7 +349,7 @@ class RecordingFake(FakeProvider):
                 return False
         waited = await self.after_answer.wait(
             record.tag, record, receive, record.at, self.now,
-            self._holds.max_s(record.tag) if freed is not None else None)
+            self._holds.max_s(record.tag) if freed is not None else None, record.prompt)
         if waited is not None:
             with self._log.lock:
                 record.waited = waited
@@ -364,7 +366,7 @@ class RecordingFake(FakeProvider):
                 seq=len(self._log.records) + 1, at=round(time.monotonic() - self._started, 4),
                 path=path, behaviour=script,
                 stream=bool(isinstance(data, dict) and data.get("stream")),
-                headers=redact_headers(headers), body=data, tag=tag,
+                headers=redact_headers(headers), body=data, tag=tag, prompt=prompt_key(data),
             )
             self._log.records.append(record)
             self._log.by_tag.setdefault(tag, []).append(record)
@@ -376,7 +378,7 @@ class RecordingFake(FakeProvider):
     def _end(self, record: Received, outcome: str, status: int | None) -> None:
         at = round(time.monotonic() - self._started, 4)
         # the next answer's turn first: whoever sees this call ended sees its turn passed
-        self.after_answer.ended(record.tag, record, outcome == "answered", at)
+        self.after_answer.ended(record.tag, record, outcome == "answered", at, record.prompt)
         with self._log.lock:
             record.outcome, record.status, record.ended_at = outcome, status, at
             self._log.lock.notify_all()
@@ -414,6 +416,29 @@ class RecordingFake(FakeProvider):
         for event in events:
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
+
+
+def prompt_key(body: Any) -> str:
+    """What a chat request asks, as a short key: the text of its system prompt and of every
+    message, in order, on either wire (OpenAI's system message, Anthropic's ``system``), hashed.
+    Two calls with the same key ask the same thing (a retry, a re-run, the fallback of the same
+    question); another step of a job asks something else. Empty: no conversation read."""
+    if not isinstance(body, dict):
+        return ""
+    parts = _texts(body.get("system"))
+    for message in body.get("messages") or ():
+        if isinstance(message, dict):
+            parts += _texts(message.get("content"))
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16] if parts else ""
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [block["text"] for block in content
+                if isinstance(block, dict) and isinstance(block.get("text"), str)]
+    return []
 
 
 def _check(behaviour: str) -> str:

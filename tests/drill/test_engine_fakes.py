@@ -12,7 +12,7 @@ import pytest
 
 from harness.providers.fake_server import FakeServer
 from harness.providers.holds import AfterAnswer
-from harness.providers.recording import SIGNATURE, RecordingFake, signature
+from harness.providers.recording import SIGNATURE, RecordingFake, prompt_key, signature
 
 A, B = "drill-aaaaaaaaaaaa", "drill-bbbbbbbbbbbb"
 AUTH = {"Authorization": "Bearer not-a-secret"}
@@ -160,3 +160,30 @@ def test_a_tags_answers_go_one_at_a_time_with_a_look_in_between_at_any_fake() ->
     b1, b2 = gpt.received_tag(B)
     assert (b1.waited, b2.waited) == (None, "backstop")
     assert b2.ended_at is not None and b2.ended_at >= b2.at + 0.05 - 0.001
+
+
+def test_a_waiting_answer_to_another_question_goes_once_the_first_was_delivered() -> None:
+    """Two calls of one tag held together, asking different things (two steps of a job): the
+    second waits only until the first answer was delivered, not for the job to be seen
+    complete (which may need it); the same question would wait for that. Each record keeps
+    what it asked as a key, the same for the same conversation on either wire."""
+    after = AfterAnswer()
+    gpt = RecordingFake("openai-chat", name="gpt", signed=True, after_answer=after)
+    gpt.script_tag(A, "conformant", hold=True, look_max_s=30)
+
+    def body(text: str) -> dict[str, object]:
+        return {"model": "m", "messages": [{"role": "user", "content": f"{text} {A}"}]}
+
+    with FakeServer(gpt) as g, ThreadPoolExecutor(2) as pool, \
+            httpx.Client(base_url=f"{g.url}/v1", timeout=30, headers=AUTH) as client:
+        steps = [pool.submit(client.post, "/chat/completions", json=body(text))
+                 for text in ("summarise", "classify")]
+        assert gpt.wait_arrival(A, 10, count=2)
+        gpt.let_go(A)
+        assert [f.result(timeout=30).status_code for f in steps] == [200, 200]
+    first, second = gpt.received_tag(A)
+    assert first.prompt and second.prompt and first.prompt != second.prompt
+    assert prompt_key({"system": "be brief", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]}]}) == prompt_key(
+        {"messages": [{"role": "system", "content": "be brief"},
+                      {"role": "user", "content": "hi"}]})

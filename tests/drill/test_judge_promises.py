@@ -363,12 +363,13 @@ def test_judge_a_rerun_whose_answer_went_before_a_look_is_no_evidence(tmp_path: 
 
 def test_judge_an_earlier_answer_that_was_never_the_result_is_a_lost_claim(
         tmp_path: Path) -> None:
-    """Two answers reached the service (a redelivered run's after the first), and the result
-    was only ever the second: the first lost its claim, so where the profile says the service
-    shows its races, one must be recorded (else broken: overwritten too soon for a look to
-    see, or dropped without a record); recorded, it holds; the list unanswered: unknown."""
-    first = Call("claude", "fallback", 1, 0.55, 0.56, "answered", "conformant")
-    second = Call("claude", "fallback", 2, 1.59, 1.71, "answered", "conformant")
+    """Two answers to the same question reached the service (a redelivered run's after the
+    first), and the result was only ever the second: the first lost its claim, so where the
+    profile says the service shows its races, one must be recorded (else broken: overwritten
+    too soon for a look to see, or dropped without a record); recorded, it holds; the list
+    unanswered: unknown. Another step's earlier answer is no lost claim."""
+    first = Call("claude", "fallback", 1, 0.55, 0.56, "answered", "conformant", prompt="p1")
+    second = Call("claude", "fallback", 2, 1.59, 1.71, "answered", "conformant", prompt="p1")
     looks = [Observation(1.0, "running", "running", None), _done(signature("claude", 2, TAG),
                                                                  1.75)]
     setup = _setup(tmp_path, hedge=True)
@@ -381,3 +382,7 @@ def test_judge_an_earlier_answer_that_was_never_the_result_is_a_lost_claim(
         if races == 0:
             assert "claude#1 reached the service before the winner claude#2's" in finding.message
     assert verdicts == {0: "broken", 1: "held", None: "unknown"}
+    # another step of the job asks something else: its earlier answer is no lost claim
+    step = Call("claude", "fallback", 2, 1.59, 1.71, "answered", "conformant", prompt="p2")
+    ev = _ev("control", [first, step], looks, races=0)
+    assert _findings(ev, setup)["one_winner_per_job"] == "held"
