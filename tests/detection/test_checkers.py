@@ -120,8 +120,8 @@ def test_a_key_stuck_after_a_handler_failure_is_reported_with_how_long() -> None
         "after the handler failed, alice's key 'k' was still held in progress 1012.5 ms later "
         "(lease 500 ms): the retry was refused 14 times — the key is stuck")
     lease = stuck.check("in_progress_within_lease")
-    assert "still in progress 1012.5 ms after this request was first sent, past the lease of " \
-           "500 ms" in lease.violations[0].message
+    assert "held in progress for at least 1012.5 ms (from the first 'in progress' answer to " \
+           "the sending of the last), past the lease of 500 ms" in lease.violations[0].message
     served = _after_failure(dict(CREATED), dict(SAME))
     assert served.check("retry_after_failure_served").verdict == "held"
     assert served.check("in_progress_within_lease").verdict == "held"

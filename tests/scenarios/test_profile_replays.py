@@ -99,3 +99,35 @@ def test_lease_none_is_promised_and_a_stuck_key_is_asked_for_a_bounded_time(
     assert reply.body == {"code": "still_in_progress", "status": 409}
     asked = dict(reply.busy)["in_flight"]
     assert asked < 50 and reply.busy_ms <= 300  # bounded by max_wait_s, well before the count
+
+
+def test_a_busy_key_is_counted_held_from_the_first_busy_answer_to_the_last_busy_send(
+        tmp_path: Path) -> None:
+    """How long a key was surely in progress: a slow service's answers do not count as held
+    time. Each answer here comes back 0.4 s of the session's clock after it was sent (the
+    service slow, not the key), with backoff waits between the retries: the figure is the last
+    busy request's sending minus the first busy answer, not the last answer minus the first
+    send."""
+    answers = iter([httpx.Response(409, json={"code": "busy"})] * 3
+                   + [httpx.Response(201, json={"id": "j1", "status": "queued"})])
+    now = [0.0]  # the session's clock, advanced by its own waits and by the slow answers
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        now[0] += 0.4
+        return next(answers)
+
+    path = tmp_path / "layer.profile.yaml"
+    path.write_text(BASE + "lease_s: 10\n", encoding="utf-8")
+    session = ProfileSession(ProfileTarget("http://layer.test", path, env={},
+                                           transport=httpx.MockTransport(slow)))
+    session.pause = lambda s: now.__setitem__(0, now[0] + s)  # type: ignore[method-assign]
+    session.elapsed = lambda: now[0]  # type: ignore[method-assign]
+    try:
+        reply = session.create_job("alice", "k-1", '{"a":1}')
+    finally:
+        session.close()
+    assert dict(reply.busy)["in_flight"] == 3
+    # sends at 0, 0.4 + w1, 0.8 + w1 + w2: held from the first busy answer (0.4) to the third
+    # send, 0.4 + w1 + w2 s (the old figure, the third answer minus the first send: 1.2 + …)
+    w1, w2 = session._backoff(0, 0.0), session._backoff(1, 0.0)
+    assert reply.busy_ms == round((0.4 + w1 + w2) * 1000, 1)

@@ -136,6 +136,6 @@ def in_progress_within_lease(items: list[Pair], found: Findings) -> None:
             return
         if value.get("busy_ms", 0) > lease:
             v = pair.invoke.value
-            found.violation(f"{v['owner']}'s key {v['key']!r} was still in progress "
-                            f"{value['busy_ms']:g} ms after this request was first sent, past "
-                            f"the lease of {lease} ms", pair)
+            found.violation(f"{v['owner']}'s key {v['key']!r} was held in progress for at "
+                            f"least {value['busy_ms']:g} ms (from the first 'in progress' answer "
+                            f"to the sending of the last), past the lease of {lease} ms", pair)

@@ -164,13 +164,21 @@ class ProfileSession(TargetSession):
         started = self.elapsed()
         busy: Counter[str] = Counter()
         last_busy = 0.0
+        # how long the key was surely held in progress: from the first busy answer (it was held
+        # by then) to the sending of the last request answered busy (it was still held after);
+        # answer times alone would count a loaded service's slow answers as held time
+        first_busy: float | None = None
+        held = 0.0
         while True:
+            sent = self.elapsed() - started
             response = self._send(owner, "create_job", {}, content=content, key=key)
             kind, retry_after = self._busy(response)
             if kind is None:
                 break
             busy[kind] += 1
             last_busy = self.elapsed() - started
+            first_busy = last_busy if first_busy is None else first_busy
+            held = max(held, sent - first_busy)
             wait = self._backoff(busy[kind] - 1, retry_after)
             if busy[kind] > self._max_retries(kind) or not self._within_wait(
                     kind, last_busy + wait):
@@ -187,7 +195,7 @@ class ProfileSession(TargetSession):
             calls.made(owner, str(reply.body["id"]))
         if not busy:
             return reply
-        return replace(reply, busy=tuple(sorted(busy.items())), busy_ms=round(last_busy * 1000, 1))
+        return replace(reply, busy=tuple(sorted(busy.items())), busy_ms=round(held * 1000, 1))
 
     def _busy(self, response: httpx.Response | Reply) -> tuple[str | None, float]:
         """``in_flight`` (the profile's declared answer), ``locked`` (423/429…) or None; and the
