@@ -51,7 +51,6 @@ no memory beyond the limit per call.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import hmac
 import json
 import re
@@ -66,6 +65,7 @@ from harness.providers.fake import BEHAVIOUR_HEADER, FakeProvider, _drop, _read_
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
 from harness.providers.holds import AfterAnswer, Freed, HeldAnswers, wait_or_leave
+from harness.providers.prompts import prompt_key
 from harness.providers.secrets import redact_headers
 from harness.providers.sse import sse_events
 
@@ -416,29 +416,6 @@ class RecordingFake(FakeProvider):
         for event in events:
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
-
-
-def prompt_key(body: Any) -> str:
-    """What a chat request asks, as a short key: the text of its system prompt and of every
-    message, in order, on either wire (OpenAI's system message, Anthropic's ``system``), hashed.
-    Two calls with the same key ask the same thing (a retry, a re-run, the fallback of the same
-    question); another step of a job asks something else. Empty: no conversation read."""
-    if not isinstance(body, dict):
-        return ""
-    parts = _texts(body.get("system"))
-    for message in body.get("messages") or ():
-        if isinstance(message, dict):
-            parts += _texts(message.get("content"))
-    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16] if parts else ""
-
-
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [block["text"] for block in content
-                if isinstance(block, dict) and isinstance(block.get("text"), str)]
-    return []
 
 
 def _check(behaviour: str) -> str:

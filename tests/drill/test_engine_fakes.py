@@ -12,7 +12,8 @@ import pytest
 
 from harness.providers.fake_server import FakeServer
 from harness.providers.holds import AfterAnswer
-from harness.providers.recording import SIGNATURE, RecordingFake, prompt_key, signature
+from harness.providers.prompts import prompt_key
+from harness.providers.recording import SIGNATURE, RecordingFake, signature
 
 A, B = "drill-aaaaaaaaaaaa", "drill-bbbbbbbbbbbb"
 AUTH = {"Authorization": "Bearer not-a-secret"}

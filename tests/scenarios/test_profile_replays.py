@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.scenarios.targets.base import Reply
 from harness.scenarios.targets.service import ProfileSession, ProfileTarget
 from harness.target.fingerprints import js_stringify
 
@@ -30,6 +31,17 @@ SPELLINGS = [
     '{"a":12345678901234567891}', '{"a":0.1}', '{"a":1e-7}', '{"a":1E-07}', '{"a":true}',
     '{"a":null}', '{"a":1,"a":2}', '{"a":2}',
 ]
+
+
+def _create_on(session: ProfileSession, now: list[float]) -> Reply:
+    """One create on the session's own clock ``now[0]``, advanced by its waits: no real
+    sleeping."""
+    session.pause = lambda s: now.__setitem__(0, now[0] + s)  # type: ignore[method-assign]
+    session.elapsed = lambda: now[0]  # type: ignore[method-assign]
+    try:
+        return session.create_job("alice", "k-1", '{"a":1}')
+    finally:
+        session.close()
 
 
 def _target(tmp_path: Path, extra: str, answer: httpx.Response) -> ProfileTarget:
@@ -88,14 +100,7 @@ def test_lease_none_is_promised_and_a_stuck_key_is_asked_for_a_bounded_time(
         tmp_path: Path) -> None:
     target = _target(tmp_path, "lease_s: none\n", httpx.Response(409, json={"code": "busy"}))
     assert target.promises()["lease_ms"] == "none"
-    session = ProfileSession(target)
-    now = [0.0]  # the session's clock, advanced by its own waits: no real sleeping
-    session.pause = lambda s: now.__setitem__(0, now[0] + s)  # type: ignore[method-assign]
-    session.elapsed = lambda: now[0]  # type: ignore[method-assign]
-    try:
-        reply = session.create_job("alice", "k-1", '{"a":1}')
-    finally:
-        session.close()
+    reply = _create_on(ProfileSession(target), [0.0])
     assert reply.body == {"code": "still_in_progress", "status": 409}
     asked = dict(reply.busy)["in_flight"]
     assert asked < 50 and reply.busy_ms <= 300  # bounded by max_wait_s, well before the count
@@ -120,12 +125,7 @@ def test_a_busy_key_is_counted_held_from_the_first_busy_answer_to_the_last_busy_
     path.write_text(BASE + "lease_s: 10\n", encoding="utf-8")
     session = ProfileSession(ProfileTarget("http://layer.test", path, env={},
                                            transport=httpx.MockTransport(slow)))
-    session.pause = lambda s: now.__setitem__(0, now[0] + s)  # type: ignore[method-assign]
-    session.elapsed = lambda: now[0]  # type: ignore[method-assign]
-    try:
-        reply = session.create_job("alice", "k-1", '{"a":1}')
-    finally:
-        session.close()
+    reply = _create_on(session, now)
     assert dict(reply.busy)["in_flight"] == 3
     # sends at 0, 0.4 + w1, 0.8 + w1 + w2: held from the first busy answer (0.4) to the third
     # send, 0.4 + w1 + w2 s (the old figure, the third answer minus the first send: 1.2 + …)
