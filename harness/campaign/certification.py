@@ -1,10 +1,10 @@
-"""The entry points of ``certify`` and ``gate``, and the certification ``check`` runs.
+"""The entry point of ``certify``, and the certification ``check`` runs.
 
 A providers source (``providers.yaml``, or a gateway's config: ``litellm:…``, ``portkey:…``) is
 read through :mod:`harness.gateways.sources`, which is why these jobs sit above ``gateways``
 and not in ``contracts``. ``certify`` samples every pairing of the chains (narrowed by
 ``--provider`` / ``--contract``), judges it, merges the records into the lock file and yields a
-certification event per pairing; ``gate`` yields the gate's verdict on the ``auto`` links.
+certification event per pairing (``gate``, which certifies nothing: :mod:`harness.campaign.gate`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from harness.contracts.certifier import (
     shard_plan,
 )
 from harness.contracts.certifier import plan as plan_pairings
-from harness.contracts.emit import certification, gate_verdict
-from harness.contracts.events import Certification, GateVerdict
+from harness.contracts.emit import certification
+from harness.contracts.events import Certification
 from harness.contracts.exchange import Mode
 from harness.contracts.judgement import Pairing
 from harness.contracts.lock_merge import SHARD_LOCK, LockShard, plan_rows, write_shard_lock
@@ -58,22 +58,6 @@ class CertifySettings:
     shard: Shard | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class GateSettings:
-    """What ``gate`` judges: the ``auto`` links of a providers source against its lock."""
-
-    source: ProvidersSource
-
-
-@entry_point
-def run_gate(settings: GateSettings, *, folder: Folder | None = None,
-             live: Live = QUIET) -> Iterator[Any]:
-    """``failover-harness gate``: the gate's verdict on the lock file as it is."""
-    workspace = settings.source.open()
-    yield Begin()
-    yield gate_event(workspace, settings.source)
-
-
 def _shard_commit(folder: Folder | None,
                   shard: LockShard) -> Commit:
     """A shard's commit: its records and stamp to ``shard.lock.json`` in the report folder
@@ -87,11 +71,6 @@ def _shard_commit(folder: Folder | None,
         return len(write_shard_lock(where() / SHARD_LOCK, records, shard).records)
 
     return commit
-
-
-def gate_event(workspace: Workspace, source: ProvidersSource) -> GateVerdict:
-    return gate_verdict(workspace.gate(), lock_file=str(workspace.lock.path),
-                        providers_file=str(source.providers))
 
 
 @entry_point

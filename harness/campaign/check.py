@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.campaign.certification import certify_pairings, gate_event
+from harness.campaign.certification import certify_pairings
 from harness.campaign.check_drill import open_check_drill
+from harness.campaign.gate import gate_event
 from harness.contracts.certifier import plan
 from harness.contracts.standing import State
 from harness.contracts.workspace import Workspace

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.campaign.certification import GateSettings, run_gate
+from harness.campaign.gate import GateSettings, run_gate
 from harness.commands._gateway import add_gateway_options, providers_source
 from harness.commands._report import add_report_options, bound, play
 

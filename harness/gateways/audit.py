@@ -23,13 +23,11 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from harness.contracts.certifier import PostAudit
-from harness.contracts.judgement import Pairing
 from harness.contracts.model import Contract
 from harness.contracts.records import CertificationRecord, ContractCheck, Evidence, Redactor
 from harness.contracts.render import render_golden
@@ -37,6 +35,10 @@ from harness.domain.verdicts import Promise
 from harness.domain.words import counted
 from harness.providers.config import ProviderConfig
 from harness.providers.recording import CONTROL_HEADER, TOKEN_ENV
+
+if TYPE_CHECKING:  # annotations only: importing them would import the certifier
+    from harness.contracts.certifier import PostAudit
+    from harness.contracts.judgement import Pairing
 
 CHECK = "gateway"
 Where = Callable[[str, str | None], str]  # (provider, param) -> "config.json:12 (field)"

@@ -18,16 +18,18 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.contracts.certifier import PostAudit
-from harness.contracts.judgement import Pairing
 from harness.contracts.model import Contract
 from harness.contracts.records import CertificationRecord, ContractCheck, Evidence
 from harness.domain.errors import ConfigError
 from harness.gateways.portkey_config import parse_portkey_config
 from harness.providers.config import ProviderConfig, ProvidersFile
 from harness.yamlsrc import load_yaml
+
+if TYPE_CHECKING:  # annotations only: importing them would import the certifier
+    from harness.contracts.certifier import PostAudit
+    from harness.contracts.judgement import Pairing
 
 CHECK = "gateway_config"
 HEADERS = {"x-portkey-config": "Portkey"}  # header (lower case) → the gateway that reads it

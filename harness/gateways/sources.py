@@ -15,9 +15,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.contracts.certifier import PostAudit
-from harness.contracts.judgement import Pairing
 from harness.contracts.workspace import Workspace, workspace_for
 from harness.domain.errors import ConfigError
 from harness.gateways.audit import gateway_audit
@@ -27,6 +26,10 @@ from harness.gateways.portkey_config import PORTKEY_PREFIX, looks_like_portkey
 from harness.gateways.portkey_source import load_portkey_providers
 from harness.gateways.source import PROJECT_FILE, load_litellm_providers, project_settings
 from harness.providers.config import ProviderConfig, ProvidersFile, load_providers
+
+if TYPE_CHECKING:  # annotations only: importing them would import the certifier
+    from harness.contracts.certifier import PostAudit
+    from harness.contracts.judgement import Pairing
 
 KNOWN = ("providers.yaml", f"a LiteLLM proxy config ({LITELLM_PREFIX}config.yaml)",
          f"a Portkey gateway config ({PORTKEY_PREFIX}config.json)")

@@ -6,6 +6,7 @@ A scenario is data. :mod:`harness.scenarios.loader` builds it from YAML (validat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ OBSERVER_CAPABILITIES = ("side_effects", "handler_faults")
 # How the copies of a concurrent group arrive (harness.scenarios.arrivals).
 ARRIVAL_PATTERNS = ("burst", "staggered", "straddle")
 FAULT_KINDS = ("handler_error",)
+SEQUENTIAL = "sequential"  # the pattern label of a scenario without concurrent groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,3 +223,19 @@ class Scenario:
                 if action.timeout is not None:
                     end = max(end, step.at + action.timeout)
         return end
+
+
+def trial_patterns(scenario: Scenario, patterns: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The patterns to run: the ones asked for, else the scenario's, else ``burst``; a scenario
+    without concurrent groups has the single pattern ``sequential``."""
+    if not scenario.has_groups:
+        return (SEQUENTIAL,)
+    if patterns:
+        return tuple(patterns)
+    return scenario.arrival.patterns if scenario.arrival else ("burst",)
+
+
+def trial_count(scenario: Scenario, trials: int | None = None) -> int:
+    if trials is not None:
+        return trials
+    return scenario.arrival.trials if scenario.arrival else 1

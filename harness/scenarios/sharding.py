@@ -18,8 +18,7 @@ from harness import __version__
 from harness.domain.errors import ConfigError
 from harness.domain.shard import Shard, ShardStamp, settings_text
 from harness.domain.stream import Sharded
-from harness.scenarios.model import Scenario
-from harness.scenarios.trials import trial_count, trial_patterns
+from harness.scenarios.model import Scenario, trial_count, trial_patterns
 
 
 def series_positions(scenario: Scenario, *, trials: bool, count: int | None = None,

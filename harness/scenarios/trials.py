@@ -19,11 +19,9 @@ from harness.domain.verdicts import Promise
 from harness.domain.words import of
 from harness.scenarios.checkers.base import PROMISES
 from harness.scenarios.checkers.losers import busy_answers, loser_classes, merge
-from harness.scenarios.model import Scenario
+from harness.scenarios.model import SEQUENTIAL, Scenario, trial_count, trial_patterns
 from harness.scenarios.runner import RunResult, run_scenario
 from harness.scenarios.targets.base import Target
-
-SEQUENTIAL = "sequential"  # the pattern label of a scenario without concurrent groups
 
 #: how a trial that breaks a promise is counted: "<k> of <n> trials <phrase>", by failure
 #: (``checker`` or ``checker:kind`` when the checker says how it broke)
@@ -218,22 +216,6 @@ def _broke(result: RunResult, failure: str) -> bool:
     return any(c.checker == checker and c.verdict == "broken"
                and (not colon or any(v.kind == kind for v in c.violations))
                for c in result.checks)
-
-
-def trial_patterns(scenario: Scenario, patterns: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The patterns to run: the ones asked for, else the scenario's, else ``burst``; a scenario
-    without concurrent groups has the single pattern ``sequential``."""
-    if not scenario.has_groups:
-        return (SEQUENTIAL,)
-    if patterns:
-        return tuple(patterns)
-    return scenario.arrival.patterns if scenario.arrival else ("burst",)
-
-
-def trial_count(scenario: Scenario, trials: int | None = None) -> int:
-    if trials is not None:
-        return trials
-    return scenario.arrival.trials if scenario.arrival else 1
 
 
 def run_trials(

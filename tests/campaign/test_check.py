@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.campaign.certification import CertifySettings, GateSettings, run_certify, run_gate
+from harness.campaign.certification import CertifySettings, run_certify
 from harness.campaign.check import CheckSettings, run_check
+from harness.campaign.gate import GateSettings, run_gate
 from harness.contracts.events import Certification, GateVerdict
 from harness.domain.stream import Note, collect
 from harness.gateways.options import ProvidersSource
