@@ -49,7 +49,7 @@ from harness.domain.interrupt import interrupt_all, resume_all
 from harness.extras import missing_extra
 from harness.providers.secrets import install_log_redaction
 from harness.reports.redaction import RedactingStream
-from harness.reports.session import abandon_unfinished, discard_unused, forget_unfinished
+from harness.reports.unfinished import abandon_unfinished, discard_unused, forget_unfinished
 
 # name -> (module, its one-line HELP); keep sorted. Only the chosen command's module is
 # imported (``--help`` lists them all from this table, fast); each module has the same ``HELP``

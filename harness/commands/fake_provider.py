@@ -19,9 +19,8 @@ import secrets
 import sys
 from pathlib import Path
 
+from harness import contracts  # lazy: only --answers-from loads a contract
 from harness.commands._serving import stopped_by_uvicorn
-from harness.contracts.fakes import golden_answer
-from harness.contracts.loader import load_contract
 from harness.domain.errors import ConfigError
 from harness.domain.words import counted
 from harness.providers.behaviours import ALL_BEHAVIOURS, Behaviour, BehaviourError
@@ -77,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     answer = load_answers(args.answers) if args.answers else None
     answers_from = None
     if args.answers_from:
-        contract = load_contract(Path(args.answers_from))
-        answer = golden_answer(contract)
+        contract = contracts.load_contract(Path(args.answers_from))
+        answer = contracts.golden_answer(contract)
         answers_from = f"golden {contract.id}"
     expected = None
     if args.expect_api_key_env:

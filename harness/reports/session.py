@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import sys
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from harness.reports.junit import render_junit
 from harness.reports.markdown import render_markdown
 from harness.reports.model import EXIT_CODES, Event, Results, ShardInfo, run_verdict
 from harness.reports.redaction import clean, scrub
+from harness.reports.unfinished import UNFINISHED
 
 FILES = ("results.json", "junit.xml", "summary.md", "index.html")
 
@@ -99,11 +99,12 @@ class ReportSession:
     def folder(self) -> Path:
         """``<report_dir>/<UTC time>/``, created now if it does not exist yet (a run writes its
         run and repro folders into it; until :meth:`finish` it holds no results.json, and an
-        interrupted run's folder is renamed ``….interrupted`` by :func:`abandon_unfinished`)."""
+        interrupted run's folder is renamed ``….interrupted`` by
+        :func:`~harness.reports.unfinished.abandon_unfinished`)."""
         if self._folder is None:
             self._folder = self._new_folder()
             self._folder.mkdir()
-            _unfinished.add(self)
+            UNFINISHED.add(self)
         return self._folder
 
     def _new_folder(self) -> Path:
@@ -144,7 +145,7 @@ class ReportSession:
             self._folder = final
         else:
             write_renderings(results, self._folder)
-        _unfinished.discard(self)
+        UNFINISHED.discard(self)
         return self._folder
 
     # -- the run --------------------------------------------------------------------------------
@@ -303,49 +304,3 @@ def write_report(results: Results, report_dir: Path) -> Path:
     folder = ReportSession(results.command, report_dir=report_dir).publish(results)
     point_latest(report_dir, folder)
     return folder
-
-
-_unfinished: weakref.WeakSet[ReportSession] = weakref.WeakSet()
-
-
-def discard_unused() -> list[Path]:
-    """After bad input (exit 2): remove the folder of every session that never finished and
-    holds nothing written (no file with content in it), and the report folder above it when
-    the run created it and it is empty now — bad input writes nothing. A folder with a log in
-    it (a service that would not start) stays: the message points there. Returns what went."""
-    removed = []
-    for session in list(_unfinished):
-        folder = session._folder
-        if folder is None or not folder.exists() or any(
-                p.is_file() and p.stat().st_size for p in folder.rglob("*")):
-            continue
-        _unfinished.discard(session)
-        shutil.rmtree(folder)
-        removed.append(folder)
-        parent = session.report_dir
-        if session._made_report_dir and parent is not None and not any(parent.iterdir()):
-            parent.rmdir()
-            removed.append(parent)
-    return removed
-
-
-def forget_unfinished() -> None:
-    """At the end of a command: a session it left unfinished (a folder kept for the log the
-    message points at) is no longer this process's to rename, so a later command run in the
-    same process (a test, an embedding program) never touches it."""
-    _unfinished.clear()
-
-
-def abandon_unfinished() -> list[Path]:
-    """After an interrupt: rename the folder of every session that never finished to
-    ``<name>.interrupted`` (no results in it; ``latest`` never pointed there), so no folder
-    looks like a report that it is not. Returns the new names."""
-    moved = []
-    for session in list(_unfinished):
-        folder = session._folder
-        _unfinished.discard(session)
-        if folder is not None and folder.exists():
-            target = folder.with_name(f"{folder.name}.interrupted")
-            os.replace(folder, target)
-            moved.append(target)
-    return moved

@@ -11,7 +11,8 @@ import pytest
 import harness.reports.session as session_module
 from harness.cli import main
 from harness.reports import write_report
-from harness.reports.session import ReportSession, abandon_unfinished
+from harness.reports.session import ReportSession
+from harness.reports.unfinished import abandon_unfinished
 from tests.reports.sample import sample_results
 
 
