@@ -71,7 +71,7 @@ _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 class Timeout(BaseModel):
     """Seconds to wait: ``connect`` for the TCP/TLS connection, ``read`` for each read."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     connect: float = Field(default=5.0, gt=0, le=600,
                            description="Seconds to establish the connection.")
@@ -82,7 +82,7 @@ class Timeout(BaseModel):
 class ProviderConfig(BaseModel):
     """One provider endpoint: which wire format, where, which model, and how to call it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str = Field(
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
@@ -242,7 +242,7 @@ class ProviderConfig(BaseModel):
 class ChainLink(BaseModel):
     """One link of a failover chain: a provider and how failover may reach it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     provider: str = Field(description="A provider id from `providers`.")
     failover: FailoverMode = Field(
@@ -280,7 +280,7 @@ class ProviderSource(Protocol):
 class ProvidersFile(BaseModel):
     """The whole providers.yaml: the providers, and an ordered failover chain per contract."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     version: Literal[1] = 1
     providers: dict[str, ProviderConfig] = Field(min_length=1)

@@ -25,11 +25,11 @@ KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
 
 # -- request bodies ----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def is_loopback(host: str) -> bool:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def _mentions(value: Any, mark: str) -> bool:

@@ -20,7 +20,7 @@ MAX_ID_CHARS = 1024
 class Limits(BaseModel):
     """``limits: {body_bytes: 1048576, deadline_s: 30}`` in a target profile."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     #: the largest answer body read from the target (more is the target's error)
     body_bytes: int = Field(default=DEFAULT_BODY_BYTES, ge=1024, le=1024 * MIB)

@@ -46,7 +46,7 @@ VALUE_WORDS: dict[str, tuple[str, ...]] = {"status": tuple(s.value for s in JobS
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Operation(_Strict):

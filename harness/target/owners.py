@@ -20,7 +20,7 @@ FORMS_FIX = ('write owners: {header: X-Owner, value: "{owner}"}, {header: Author
 
 
 class Owners(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     header: str | None = Field(default=None, min_length=1)
     cookie: str | None = Field(default=None, min_length=1)

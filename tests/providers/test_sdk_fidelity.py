@@ -7,33 +7,17 @@ SDK call must be exactly one delivery.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from harness.providers import FakeProvider, FakeServer
+from tests._imported import Imported
 from tests.providers.conftest import TICKET_SCHEMA
 
-
-class Imported:
-    """A module imported when a test first uses it, not when the file is collected: every
-    pytest-xdist worker collects this file, and the SDKs' imports cost ~1.8 s of CPU; the tests
-    run on one worker (below), the only one that imports them."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_") or attr == "pytestmark":  # pytest's look at a module's names
-            raise AttributeError(attr)
-        module: ModuleType = importlib.import_module(self.name)  # the `test` extra's SDKs
-        return getattr(module, attr)
-
-
+# the `test` extra's SDKs (~1.8 s of CPU): imported on the one worker that runs these tests
 anthropic: Any = Imported("anthropic")
 openai: Any = Imported("openai")
 pytestmark = pytest.mark.one_worker("sdk-fidelity")

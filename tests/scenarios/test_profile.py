@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,8 @@ from harness.scenarios.runner import run_scenario
 from harness.scenarios.targets.service import load_profile
 from harness.store import open_store
 from harness.store.mutants import open_mutant
+from tests._imported import Imported
 from tests.scenarios.conftest import Opener
-from tests.scenarios.draft_service import LoopbackServer, draft_app
 
 PROFILE = """\
 name: draft-orders
@@ -37,6 +38,8 @@ operations:
     values: {status: {new: pending}}
 """
 KEYS = {"key-alice-1": "alice", "key-bob-2": "bob"}
+# FastAPI (~0.2 s of CPU): imported by the worker that runs these tests, not by every collection
+draft: Any = Imported("tests.scenarios.draft_service")
 
 
 @pytest.fixture
@@ -52,7 +55,7 @@ def profile_files(tmp_path: Path) -> tuple[Path, Path]:
 def draft_service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
     url = f"sqlite:///{tmp_path / 'draft.db'}"
     store = open_store(url) if request.param == "reference" else open_mutant(request.param, url)
-    server = LoopbackServer(draft_app(store, KEYS))
+    server = draft.LoopbackServer(draft.draft_app(store, KEYS))
     yield server.url, request.param
     server.stop()
     store.close()
