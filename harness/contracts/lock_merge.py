@@ -23,15 +23,17 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import __version__
-from harness.contracts.judgement import Pairing
 from harness.contracts.lockfile import GENERATED_BY, LockFile, exclusive, read_lock
 from harness.contracts.records import CertificationRecord
 from harness.contracts.standing import has_harness_error
 from harness.domain.errors import ConfigError
 from harness.domain.shard import ShardStamp, digest, missing
+
+if TYPE_CHECKING:  # an annotation: merging locks does not import the judging (and its wire)
+    from harness.contracts.judgement import Pairing
 
 #: a shard's lock, in its report folder (``certify --shard K/N``)
 SHARD_LOCK = "shard.lock.json"

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.domain.verdicts import STATUS_LABEL
 from harness.domain.words import counted
 from harness.scenarios.history import Op, Pair, pairs, shown_text
-from harness.scenarios.runner import RunResult
+
+if TYPE_CHECKING:  # an annotation: rendering text does not import the runner
+    from harness.scenarios.runner import RunResult
 
 LABELS = STATUS_LABEL
 
