@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
-import redis
 
 from harness.explore.proxy import HeldStep, Link, Proxy, Upstream
+from tests._imported import Imported
+
+# the redis client library: only these tests use it, so only the worker running them imports it
+redis: Any = Imported("redis")
 
 
 class Holder:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
 import httpx
 import pytest
-import respx
 
 from harness.domain.errors import ConfigError, InputError
 from harness.providers import (
@@ -18,7 +18,11 @@ from harness.providers import (
     fake_routes,
 )
 from harness.providers.anthropic_messages import ANTHROPIC_VERSION
+from tests._imported import Imported
 from tests.providers.conftest import TICKET_SCHEMA, make_config
+
+# respx: only these tests mock the transport, so only the worker running them imports it
+respx: Any = Imported("respx")
 
 OPENAI_URL = "https://api.openai.test/v1"
 ANTHROPIC_URL = "https://api.anthropic.test"
