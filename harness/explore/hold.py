@@ -70,8 +70,9 @@ class Worker:
         while True:
             with cv:
                 self.status = IDLE
-                self.controller.notify_all()
-                cv.wait_for(lambda: bool(self.queue) or self.stopping)
+                if not self.queue:  # settled: news for the controller (else it moves on)
+                    self.controller.notify_all()
+                    cv.wait_for(lambda: bool(self.queue) or self.stopping)
                 if not self.queue:
                     return
                 job = self.queue.popleft()
