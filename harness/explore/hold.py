@@ -225,7 +225,7 @@ class HeldPg:
         self._wrote = False
         self._depth = 0  # transaction() blocks open
         self._loose = False  # a statement ran outside them: an implicit transaction may be open
-        self._autocommit = bool(real.autocommit)  # a statement outside them is its own
+        self._autocommit = bool(getattr(real, "autocommit", False))  # a statement is its own
         self.commit_steps = commit_steps
 
     @property
