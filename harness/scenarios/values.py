@@ -47,6 +47,7 @@ class Aliases:
 
 _DIGESTS: dict[str, str] = {}  # a value's repr → its digest (a run repeats a few results)
 _DIGESTS_KEPT = 4096
+_DIGEST_KEY_MAX = 4096  # characters of repr: the memory kept stays bounded (16 MiB)
 
 
 def result_digest(result: Any) -> str:
@@ -54,6 +55,8 @@ def result_digest(result: Any) -> str:
     same repr is the same JSON value: keys, types and floats are all spelled out); RFC 8785
     in pure Python is the dearest part of writing a history line. Raises as it does."""
     key = repr(result)
+    if len(key) > _DIGEST_KEY_MAX:  # a large result (a hostile service's) is not kept
+        return payload_digest(result)
     found = _DIGESTS.get(key)
     if found is None:
         found = payload_digest(result)
