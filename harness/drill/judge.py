@@ -310,17 +310,36 @@ def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, 
             if c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
     lost = late + [c for c in answered if c not in late and c.prompt
                    and c.prompt == winner.prompt]
-    which = (f"the late answer of {late[0].ident} reached the service after the winner" if late
-             else f"the answer of {lost[0].ident} reached the service before the winner "
-             f"{winner.ident}'s, and the result was never seen to be it" if lost else "")
-    if lost and setup.section.observe and setup.section.observe.races and ev.races is None:
+    # an answer that waited for a look and went later in its call than the backstop's three
+    # quarters of timeouts.provider_s may have met the service's own timeout (its clock starts
+    # before the fake sees the call): the service may never have read it, so no race was owed
+    cut = setup.section.timeouts.provider_s * 0.75
+    sure = [c for c in lost if c.waited is None or (c.ended_at or 0) - c.at < cut]
+    sure_late = [c for c in late if c in sure]
+    which = (f"the late answer of {sure_late[0].ident} reached the service after the winner"
+             if sure_late
+             else f"the answer of {sure[0].ident} reached the service before the winner "
+             f"{winner.ident}'s, and the result was never seen to be it" if sure else "")
+    races = setup.section.observe is not None and setup.section.observe.races is not None
+    if lost and races and ev.races is None:
+        which = which or f"the answer of {lost[0].ident} reached the service"
         return winner, Finding(ONE_WINNER, "unknown", f"{which}, and the service did not "
                                "answer the list of races", "check drill.observe.races (path, "
                                "items) against the service's API")
-    if lost and setup.section.observe and setup.section.observe.races and not ev.races:
+    if sure and races and not ev.races:
         return winner, Finding(ONE_WINNER, "broken", f"{which}, and no race was recorded"
-                               + ("" if late else " (it was overwritten too soon for a look "
+                               + ("" if sure_late else " (it was overwritten too soon for a look "
                                   "to see, or dropped without a record)"))
+    if lost and races and not ev.races:
+        c = lost[0]
+        return winner, Finding(ONE_WINNER, "unknown", f"the answer of {c.ident} waited for a "
+                               f"look at the job and went {(c.ended_at or 0) - c.at:.3f} s "
+                               "after the call arrived, near the service's own timeout "
+                               f"(timeouts.provider_s {setup.section.timeouts.provider_s:g} s):"
+                               " the service may have given up on it unread, so its lost claim"
+                               " is not known, and no race was recorded",
+                               "the looks at the job were slow: drill with a lower "
+                               "--concurrency or on a less loaded machine", SLOW_LOOKS)
     held = [c for c in ev.calls if c.role == "primary" and c.held and c is not winner]
     if held and not late and not any(c.outcome == "answered" for c in held):
         # no evidence: the late answer the drill is about never reached the service

@@ -70,8 +70,9 @@ class Worker:
         while True:
             with cv:
                 self.status = IDLE
-                self.controller.notify_all()
-                cv.wait_for(lambda: bool(self.queue) or self.stopping)
+                if not self.queue:  # settled: news for the controller (else it moves on)
+                    self.controller.notify_all()
+                    cv.wait_for(lambda: bool(self.queue) or self.stopping)
                 if not self.queue:
                     return
                 job = self.queue.popleft()
@@ -224,13 +225,15 @@ class HeldPg:
         self._wrote = False
         self._depth = 0  # transaction() blocks open
         self._loose = False  # a statement ran outside them: an implicit transaction may be open
+        self._autocommit = bool(getattr(real, "autocommit", False))  # a statement is its own
         self.commit_steps = commit_steps
 
     @property
     def may_hold_locks(self) -> bool:
         """Could this session hold a lock another statement waits on? Set before its BEGIN
         and cleared only once COMMIT or ROLLBACK returned; a statement outside
-        :meth:`transaction` (never the store's own) makes it stay set."""
+        :meth:`transaction` on a session that is not in autocommit (never the store's own)
+        makes it stay set; in autocommit such a statement holds its locks only while it runs."""
         return self._depth > 0 or self._loose
 
     def execute(self, sql: Any, params: Any = None, **options: Any) -> Any:
@@ -238,7 +241,7 @@ class HeldPg:
         text = str(sql)
         worker.wait_turn(f"{worker.client}: {statement_name(text, self._names)}")
         self._wrote = self._wrote or _writes(text)
-        self._loose = self._loose or self._depth == 0
+        self._loose = self._loose or (self._depth == 0 and not self._autocommit)
         return self._real.execute(sql, params, **options)
 
     @contextmanager

@@ -230,7 +230,7 @@ class ScheduleLoop(ABC):
         self.runs += 1
         clock = ManualClock(EPOCH)
         self.now = 0.0
-        history = History(now=lambda: (self.now, rfc3339(clock.now())))
+        history = History(now=partial(self._stamp, clock, [None, ""]))
         executor = self._executor(plan, tag, clock, history)
         for op in plan.setup:
             executor.inline(op)
@@ -257,6 +257,14 @@ class ScheduleLoop(ABC):
         return ScheduleRun(plan, history.ops, schedule, checks, verdict_of(checks), counts["steps"],
                        counts["timers"], counts["waits"], self.now,
                        time.perf_counter() - started, self._meta(counts))
+
+    def _stamp(self, clock: ManualClock, last: list[Any]) -> tuple[float, str]:
+        """A new history op's (virtual seconds, wall-clock text); the text is formatted once
+        per clock reading (``last``: the previous reading and its text)."""
+        when = clock.now()
+        if when != last[0]:
+            last[:] = when, rfc3339(when)
+        return self.now, last[1]
 
     def _race(self, plan: Plan, choices: Chooser, clock: ManualClock,
               by_client: dict[str, Worker], executor: Executor,

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.domain import payload_digest
 from harness.explore.plan import EVENT_KINDS, OWN, OpSpec, Plan
 from harness.scenarios.history import History, Op, OpType
 from harness.scenarios.targets.base import Reply, TargetSession
@@ -23,6 +22,7 @@ from harness.scenarios.values import (
     job_value,
     list_value,
     reply_extras,
+    result_digest,
 )
 
 
@@ -159,7 +159,7 @@ class Executor:
         if "attempt" in raw:
             value["attempt"] = self.aliases.of(raw["attempt"], "attempt")
         if op.f == "succeeded":
-            value["result_sha256"] = payload_digest(op.result or {})
+            value["result_sha256"] = result_digest(op.result or {})
         elif op.f == "failed":
             value["error"] = (op.error or {}).get("code", "provider_error")
         elif op.f == "cancelled":

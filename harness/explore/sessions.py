@@ -116,7 +116,10 @@ class PgSessions(Sessions):
 
     def open(self, worker: Worker) -> None:
         if worker.conn is None:
-            real = self._connect(row_factory=self.dict_row, autocommit=False)
+            # Autocommit, as the store's pool: a single statement is one round trip (not
+            # BEGIN … COMMIT), and its COMMIT runs in its step either way. With commit_steps a
+            # write's COMMIT is a step of its own: every statement keeps its transaction.
+            real = self._connect(row_factory=self.dict_row, autocommit=not self.commit_steps)
             worker.pid = real.info.backend_pid
             worker.conn = HeldPg(real, worker, self.names, commit_steps=self.commit_steps)
 

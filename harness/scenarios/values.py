@@ -45,11 +45,32 @@ class Aliases:
         return self.name(str(raw), f"?{kind}")
 
 
+_DIGESTS: dict[str, str] = {}  # a value's repr → its digest (a run repeats a few results)
+_DIGESTS_KEPT = 4096
+_DIGEST_KEY_MAX = 4096  # characters of repr: the memory kept stays bounded (16 MiB)
+
+
+def result_digest(result: Any) -> str:
+    """:func:`~harness.domain.payload_digest` of ``result``, remembered by its ``repr`` (the
+    same repr is the same JSON value: keys, types and floats are all spelled out); RFC 8785
+    in pure Python is the dearest part of writing a history line. Raises as it does."""
+    key = repr(result)
+    if len(key) > _DIGEST_KEY_MAX:  # a large result (a hostile service's) is not kept
+        return payload_digest(result)
+    found = _DIGESTS.get(key)
+    if found is None:
+        found = payload_digest(result)
+        if len(_DIGESTS) >= _DIGESTS_KEPT:
+            _DIGESTS.clear()
+        _DIGESTS[key] = found
+    return found
+
+
 def _digest(result: Any) -> str | None:
     if result is None:
         return None
     try:
-        return payload_digest(result)
+        return result_digest(result)
     except InvalidIntent:
         return "unhashable"
 

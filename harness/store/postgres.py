@@ -110,7 +110,8 @@ class PostgresStore(SqlStore):
             with self.pool.connection() as conn:
                 if conn.autocommit:
                     yield PgTx(conn, self.queries)
-                else:  # a session someone else configured (explore's): keep it transactional
+                else:  # a session someone else configured (explore's --commit-steps): keep
+                    # it transactional, so that its COMMIT can be a step of its own
                     with conn.transaction():
                         yield PgTx(conn, self.queries)
         except self.pg.psycopg.Error as exc:
@@ -164,8 +165,8 @@ class PostgresStore(SqlStore):
         by statement as in :class:`SqlStore`.
 
         On the pool's sessions (autocommit) the statement is one round trip; on explore's gated
-        sessions it is one step of its own transaction, so explore searches the claim that
-        production runs.
+        sessions (autocommit too, unless ``--commit-steps``) it is one step, so explore searches
+        the claim that production runs.
         """
         if type(self)._claim is SqlStore._claim:
             digest = payload_digest(result)

@@ -386,3 +386,34 @@ def test_judge_an_earlier_answer_that_was_never_the_result_is_a_lost_claim(
     step = Call("claude", "fallback", 2, 1.59, 1.71, "answered", "conformant", prompt="p2")
     ev = _ev("control", [first, step], looks, races=0)
     assert _findings(ev, setup)["one_winner_per_job"] == "held"
+
+
+def test_judge_a_lost_answer_that_waited_into_the_services_timeout_is_no_evidence(
+        tmp_path: Path) -> None:
+    """A re-run's call after the winner's answer waits for a look before its answer goes. Gone
+    well before the service's own timeout (provider_s 0.5 s), a lost claim with no race recorded
+    is broken; gone as late as the backstop's three quarters of it or later, the service may have
+    given up on the call unread (its clock started before the fake saw the call): unknown, the
+    slow looks' cause; its race recorded, it holds either way."""
+    winner = Call("claude", "fallback", 1, 0.55, 0.56, "answered", "conformant", prompt="p1")
+    looks = [_done(signature("claude", 1, TAG), 0.6), _done(signature("claude", 1, TAG), 1.2)]
+    setup = _setup(tmp_path, hedge=True)
+    seen = {}
+    for went in (0.1, 0.3, 0.374, 0.375, 0.45, 0.6):
+        rerun = Call("claude", "fallback", 2, 0.7, 0.7 + went, "answered", "conformant",
+                     prompt="p1", waited="drill")
+        for races in (0, 1):
+            finding = judge_intent(_ev("control", [winner, rerun], looks, races=races),
+                                   DRILLS["control"], setup).of("one_winner_per_job")
+            assert finding is not None
+            seen[went, races] = finding.verdict
+            if races == 0 and finding.verdict == "unknown":
+                assert finding.load == SLOW_LOOKS and "claude#2" in finding.message
+                assert "--concurrency" in finding.fix
+    assert seen == {(0.1, 0): "broken", (0.3, 0): "broken", (0.374, 0): "broken",
+                    (0.375, 0): "unknown", (0.45, 0): "unknown", (0.6, 0): "unknown",
+                    **{(w, 1): "held" for w in (0.1, 0.3, 0.374, 0.375, 0.45, 0.6)}}
+    # an answer that did not wait (the first answer of a call nobody held) stays sure
+    early = Call("claude", "fallback", 2, 0.7, 1.3, "answered", "conformant", prompt="p1")
+    assert _findings(_ev("control", [winner, early], looks, races=0), setup)[
+        "one_winner_per_job"] == "broken"
