@@ -21,6 +21,7 @@ from harness.contracts.events import Evidence
 from harness.contracts.stats import RateVerdict
 from harness.domain.clock import rfc3339
 from harness.domain.published import from_word
+from harness.domain.redaction import longest_secret
 from harness.domain.verdicts import DECISION_WORD, ELIGIBILITIES, Eligibility, Promise
 from harness.providers.secrets import redact
 
@@ -32,6 +33,9 @@ FAKE_PROVENANCE = "fake provider (answers from the golden file)"
 EXCERPT_CHARS = 160
 REASON_CHARS = 300
 MAX_EVIDENCE = 12  # per check, so the committed lock file stays readable
+# the least margin kept after an excerpt's window when only a prefix is redacted: longer than a
+# key-looking token cut before its 8th character ("bearer" and any spaces, "sk-" + 7)
+HEAD_MARGIN = 64
 
 _SECRET_PATTERNS = (
     re.compile(r"sk-[A-Za-z0-9_\-]{8,}"),
@@ -65,8 +69,23 @@ class Redactor:
         if text is None:
             return ""
         # One line, no terminal escapes, no lone surrogates: an excerpt is printed and rendered.
-        flat = clean(self(text)[: limit * 4], one_line=True)
+        flat = clean(self.redacted_head(text, limit * 4), one_line=True)
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+    def redacted_head(self, text: str, size: int) -> str:
+        """The first ``size`` characters of ``text`` redacted, without redacting all of a long
+        text (a megabyte answer shown as 160 characters): a prefix is redacted, and kept when
+        its redaction is longer than ``size`` by more than any secret can be long. A secret
+        the prefix cut in two is then left partly unredacted only after those ``size``
+        characters (a secret's rest, or a key-looking token's first characters, is shorter
+        than that margin); else the whole text is redacted."""
+        margin = max(HEAD_MARGIN, longest_secret(), *(len(s) for s in self.secrets))
+        cut = 4 * (size + margin)
+        if len(text) > cut:
+            head = self(text[:cut])
+            if len(head) >= size + margin:
+                return head[:size]
+        return self(text)[:size]
 
 
 #: the reason of a sampled check none of whose samples reached a model (see certifier)

@@ -84,6 +84,14 @@ def _forms(values: frozenset[str]) -> frozenset[str]:
 _forms_of: dict[frozenset[str], frozenset[str]] = {}
 
 
+def longest_secret() -> int:
+    """The length of the longest registered secret as it may stand in text (JSON-escaped
+    forms included); 0 when none is registered."""
+    with _lock:
+        values = frozenset(_known)
+    return max((len(form) for form in _forms(values)), default=0) if values else 0
+
+
 def redact(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` with every registered secret (and each of ``extra``) replaced by ``[REDACTED]``
     where it stands as a whole token (not inside a longer word: ``postgres`` is not scrubbed
