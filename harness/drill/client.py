@@ -76,6 +76,8 @@ class ServiceClient:
     budget: float  # how long a watcher waits for its place among the looks
     _looking: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(LOOKS_AT_ONCE))
+    #: each job's URL, made once (the client parses a path at every request otherwise)
+    _urls: dict[str, httpx.URL] = field(default_factory=dict)
 
     def submit(self, tag: str, key: str, stream: bool = False) -> Submission:
         """Submit one intent (``{tag}``, ``{key}`` filled in); a chat call is read whole."""
@@ -125,10 +127,13 @@ class ServiceClient:
         observe = self.profile.section.observe
         if observe is None:  # the loader requires it wherever a job is watched
             raise ValueError("a job is watched only with drill.observe")
+        url = self._urls.get(job)
+        if url is None:  # the client's own joining of its base and the path, once per job
+            url = self._urls[job] = self.clients.looks.build_request(
+                observe.method, fill_path(observe.path, {"job_id": job})).url
         at = self.now()
         try:
-            response = self._look(observe.method, fill_path(observe.path, {"job_id": job}),
-                                  self.profile.headers(self.env, "observe"))
+            response = self._look(observe.method, url, self.profile.headers(self.env, "observe"))
         except httpx.HTTPError as exc:
             return Observation(at, "error", None, None, None, self.now(),
                                error=redact(f"no answer ({type(exc).__name__}: {exc})"))
@@ -144,7 +149,7 @@ class ServiceClient:
         return Observation(at, classify(observe.statuses, raw), None if raw is None else str(raw),
                            text, response.status_code, self.now())
 
-    def _look(self, method: str, path: str, headers: dict[str, str]) -> httpx.Response:
+    def _look(self, method: str, url: httpx.URL, headers: dict[str, str]) -> httpx.Response:
         """A look's request; a connection attempt not accepted within :data:`CONNECT_TRIES`'s
         time is tried again at once (a look never sent is safe to send again)."""
         looks = self.clients.looks
@@ -152,7 +157,7 @@ class ServiceClient:
             timeout = looks.timeout if connect is None else httpx.Timeout(
                 looks.timeout.read, connect=connect)
             try:
-                return looks.request(method, path, headers=headers, timeout=timeout)
+                return looks.request(method, url, headers=headers, timeout=timeout)
             except httpx.ConnectTimeout:
                 if connect is None or self.stop.is_set():
                     raise

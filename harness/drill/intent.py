@@ -245,7 +245,7 @@ class IntentRun:
         deadline = (ev.submissions[0].ended_at or ev.started_at) + e.budget
         done_at: float | None = None
         settling_since: float | None = None
-        quick = QUICK_LOOKS
+        quick, calm = QUICK_LOOKS, False
         while not e.stop.is_set():
             look = self._look(ev, job)
             now = e.now()
@@ -261,10 +261,18 @@ class IntentRun:
             if settling_since is not None and self._quiet(ev, now, done_at or now):
                 self._look(ev, job)  # the job, read a last time
                 break
-            idle = e.idle_s if settling_since is None else max(e.idle_s, e.settle_s / 10)
-            if done_at is None and self._giving_up(ev, now):
-                idle = poll
-            quick = QUICK_LOOKS if e.pause(ev.tag, poll if quick > 0 else idle) else quick - 1
+            # calm once a result was seen (the judge's completion) and the drill holds nothing
+            calm = calm or (look.status == "succeeded" and not (holds.primary or holds.fallback))
+            if calm:  # a look at once when woken, then at the calm pace (or for an answer)
+                wait = (poll if e.waiting_for_look(ev.tag) else
+                        self._calm_wait(ev, now, done_at or now, settling_since is not None))
+            elif quick > 0:
+                wait = poll
+            elif settling_since is not None:
+                wait = max(e.idle_s, e.settle_s / 10)
+            else:
+                wait = poll if done_at is None and self._giving_up(ev, now) else e.idle_s
+            quick = QUICK_LOOKS if e.pause(ev.tag, wait) else quick - 1
         self.slot.give_back()
         e.lists(ev, job)
 
@@ -298,7 +306,7 @@ class IntentRun:
         if not open_calls:
             self.slot.give_back()
             return now
-        patience = e.section.timeouts.provider_s * 2 + 0.3
+        patience = self._patience()
         if now - done_at > patience:
             self._release(ev, f"{counted(open_calls, 'call')} still open {patience:.2f} s "
                           "after the job completed: the service never let go of them")
@@ -313,15 +321,37 @@ class IntentRun:
             return True
         if e.open_calls(ev.tag):
             return False
-        last = max([done_at, *(c.at for c in e.calls(ev.tag)),
-                    *(c.ended_at for c in e.calls(ev.tag) if c.ended_at is not None)])
-        return now >= last + max(e.settle_s, 2 * e.poll_s)
+        return now >= self._quiet_at(ev, done_at)
+
+    def _quiet_at(self, ev: IntentEvidence, done_at: float) -> float:
+        """When the quiet period ends, if no call of the tag starts or ends before."""
+        e = self.engine
+        calls = e.calls(ev.tag)
+        last = max([done_at, *(c.at for c in calls),
+                    *(c.ended_at for c in calls if c.ended_at is not None)])
+        return last + max(e.settle_s, 2 * e.poll_s)
+
+    def _calm_wait(self, ev: IntentEvidence, now: float, done_at: float,
+                   settling: bool) -> float:
+        """The pause of a calm watcher: the job is complete and the drill holds no answer of
+        the intent back, so nothing the drill scripts waits on a look but an answer after an
+        answer (looked at every ``poll_s``), and every arrival and end of a call wakes the
+        watcher (:meth:`Engine.pause`). In between: about three looks per ``settle_s`` (a
+        result that changes after completion is seen by them or by the last look), and never
+        past the moment the intent settles or its open calls are released."""
+        e = self.engine
+        pace = max(e.idle_s, e.settle_s / 3)
+        due = self._quiet_at(ev, done_at) if settling else done_at + self._patience()
+        return pace if due <= now else min(pace, due - now)  # past due: calls still open
+
+    def _patience(self) -> float:
+        """How long a call may stay open after the job completed (or a chat call answered)."""
+        return self.engine.section.timeouts.provider_s * 2 + 0.3
 
     def _settle_calls(self, ev: IntentEvidence) -> None:
         """A chat call (or a submit that made no job): the tag's calls end, then it settles."""
         e = self.engine
-        patience = e.section.timeouts.provider_s * 2 + 0.3
-        if not e.wait_settled(ev.tag, patience):
+        if not e.wait_settled(ev.tag, self._patience()):
             self._release(ev, "a provider call was still open after the answer")
         self.slot.give_back()
         answered = ev.submissions[-1].ended_at if ev.submissions else None
