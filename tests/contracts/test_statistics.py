@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -112,9 +113,14 @@ def test_the_adaptive_rule_keeps_its_error_bound_under_optional_stopping() -> No
 # -- through certify and gate ---------------------------------------------------------------------
 
 
-def flaky_anthropic(monkeypatch: pytest.MonkeyPatch, every: int) -> dict[str, int]:
-    """Fake anthropic-messages providers add a hallucinated key to every ``every``-th answer."""
+def flaky_anthropic(monkeypatch: pytest.MonkeyPatch, every: int, *,
+                    per_input: bool = False) -> dict[str, int]:
+    """Fake anthropic-messages providers add a hallucinated key to every ``every``-th answer
+    (``per_input``: to every ``every``-th answer of each input, counted from a place fixed by
+    the input's text, so which inputs draw a broken answer does not depend on the order the
+    concurrent samples reach the fake)."""
     counts = {"calls": 0, "broken": 0}
+    each: dict[str, int] = {}
     real = exchange.fake_transport
 
     def patched(kind: str, behaviour: str, answer: Any = None, **kw: Any) -> Any:
@@ -124,7 +130,10 @@ def flaky_anthropic(monkeypatch: pytest.MonkeyPatch, every: int) -> dict[str, in
         def flaky(system: str | None, user: str, schema: Mapping[str, Any]) -> dict:
             counts["calls"] += 1
             out = answer(system, user, schema)
-            if counts["calls"] % every == 0:
+            if per_input:
+                start = int(hashlib.sha256(user.encode()).hexdigest(), 16) % every
+                each[user] = each.get(user, start) + 1
+            if (each[user] if per_input else counts["calls"]) % every == 0:
                 counts["broken"] += 1
                 return {**out, "note": "an extra key, once in a while"}
             return out
@@ -256,8 +265,10 @@ def test_drift_does_not_call_sampling_noise_a_change(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The same provider (1 answer in 10 broken) certified with 3, then 20 samples per input:
-    its per-input tallies differ (3/3 → 18/20) by chance alone. Nothing got worse (QA Q25)."""
-    flaky_anthropic(monkeypatch, 10)
+    its per-input tallies differ (3/3 → 18/20) by chance alone. Nothing got worse (QA Q25).
+    Each input draws its own tenth answers (a count shared by the concurrent samples once gave
+    one input 0 of 3 and then 18 of 20: a real change, by the threads' order)."""
+    flaky_anthropic(monkeypatch, 10, per_input=True)
     _chain(project)
     assert project.cli("certify", "--no-progress") == 3
     capsys.readouterr()
