@@ -61,7 +61,8 @@ ONE_WORKER_FIXTURES = {"gateway": "litellm", "portkey": "portkey"}
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test on a PostgreSQL fixture is marked ``postgres`` (CI reruns those on PG 15);
-    an xdist worker writes down which tests use a slow-to-start gateway (GatewayGroups)."""
+    an xdist worker writes down which tests use a slow-to-start gateway (GatewayGroups); the
+    ``slow`` tests run first."""
     groups: dict[str, str] = {}
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
@@ -73,6 +74,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             group = marked.args[0]
         if group:
             groups[item.nodeid] = group
+    # the slow tests first (a stable sort: each keeps its place among its kind), so that -n
+    # hands them out while there is other work to run beside them, never last on one worker
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:  # every worker collects the same tests: the last write wins
         path = _groups_file(workerinput["testrunuid"])

@@ -59,6 +59,7 @@ def _every_file(folder: Path) -> Iterator[tuple[Path, str]]:
             yield path, path.read_text("utf-8", errors="replace")
 
 
+@pytest.mark.slow
 def test_check_target_on_the_gap_example_exits_1_naming_each_flaw_in_junit(
         services: dict[str, ProcessService], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

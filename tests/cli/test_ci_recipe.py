@@ -24,6 +24,9 @@ import yaml
 
 from harness.reports.schema import validate_results
 
+# over a few seconds each (drills, CI recipes): marked slow, so -n hands them out first
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "examples" / "ci" / "failover-check.yml"
 XSD = ROOT / "tests" / "reports" / "junit.xsd"

@@ -30,6 +30,7 @@ def _scenarios_run(url: str, report: Path, *extra: str) -> list[str]:
             str(PROFILE), "--report-dir", str(report), "--verbose", *extra]
 
 
+@pytest.mark.slow
 def test_the_report_names_each_failure_with_its_rate_and_how_to_reproduce_it(
         start_service: Start, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gap = start_service("gap", "--flaws", GAP_FLAWS, "--store-ms", "60", process=True)

@@ -26,6 +26,9 @@ from harness.cli import COMMANDS, build_parser, main
 from harness.commands._workflows import github_workflow, gitlab_ci
 from tests.contracts.test_certify_shards import four_pairings
 
+# over a few seconds each (drills, CI recipes): marked slow, so -n hands them out first
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARDS = 4
 STEP_TIMEOUT_S = 600  # bounds a hang only

@@ -16,6 +16,9 @@ from harness.cli import main
 from tests._servers import free_port
 from tests.drill.conftest import provider_env
 
+# over a few seconds each (drills, CI recipes): marked slow, so -n hands them out first
+pytestmark = pytest.mark.slow
+
 PROFILE = """\
 name: correct-drill-example
 capabilities: [jobs]

@@ -14,6 +14,9 @@ from harness.cli import main
 from tests._servers import free_port
 from tests.drill.conftest import EXAMPLES, Service, provider_env
 
+# over a few seconds each (drills, CI recipes): marked slow, so -n hands them out first
+pytestmark = pytest.mark.slow
+
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 

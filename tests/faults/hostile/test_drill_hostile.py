@@ -10,11 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
 from harness.drill.engine import DrillResults, run_drills
 from harness.drill.findings import IntentVerdict
 from harness.target.drill_profile import load_drill
 from tests.faults.hostile.probe import Answer, Probe, Request, call_provider, endless, sized
+
+# over a few seconds each (drills, CI recipes): marked slow, so -n hands them out first
+pytestmark = pytest.mark.slow
 
 
 def drill(profile: Path, env: dict[str, str], url: str, drills: tuple[str, ...] = ("control",),
