@@ -85,6 +85,40 @@ class Attempt:
     read_version: int
 
 
+class _OneWriter(sqlite3.Connection):
+    """A connection whose writes take the store's lock: one writer of this process at a time,
+    the others blocked on the lock until it is free. SQLite's own busy handler sleeps and tries
+    again instead, and on a loaded machine a worker's status write once waited about 7 s while
+    others kept taking the lock (its job's fallback started 8 s late). A transaction holds the
+    lock from BEGIN to COMMIT or ROLLBACK; reads never wait for it."""
+
+    writes: threading.RLock
+    within: threading.local
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        word = sql.lstrip()[:8].upper()
+        if word.startswith("BEGIN"):
+            self.writes.acquire()
+            try:
+                cursor = super().execute(sql, parameters)
+            except BaseException:
+                self.writes.release()
+                raise
+            self.within.open = True
+            return cursor
+        if word.startswith(("COMMIT", "ROLLBACK")):
+            try:
+                return super().execute(sql, parameters)
+            finally:
+                if getattr(self.within, "open", False):
+                    self.within.open = False
+                    self.writes.release()
+        if word.startswith(("INSERT", "UPDATE", "DELETE")):
+            with self.writes:
+                return super().execute(sql, parameters)
+        return super().execute(sql, parameters)
+
+
 class Store:
     """Jobs, attempts and races in one SQLite file (WAL; a connection per thread).
     ``defect`` (one of :data:`DEFECTS`) is the one API rule this store breaks, if any."""
@@ -92,13 +126,16 @@ class Store:
     def __init__(self, path: str, defect: str = "none", check_gap: float = 0.25) -> None:
         self.path, self.defect, self.check_gap = path, defect, check_gap
         self._local = threading.local()
+        self._writes = threading.RLock()
         unique = "" if defect == "check-then-insert" else UNIQUE
         self._db().executescript(SCHEMA.format(unique=unique))
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            db = sqlite3.connect(self.path, timeout=10, isolation_level=None,
+                                 factory=_OneWriter)
+            db.writes, db.within = self._writes, threading.local()
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             self._local.db = db
