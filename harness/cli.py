@@ -242,8 +242,15 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
         if not (_signalled and isinstance(unraisable.exc_value, KeyboardInterrupt)):
             previous_hook(unraisable)
             return
-        signal.signal(_signalled[0], on_signal)
-        _thread.interrupt_main(signal.Signals(_signalled[0]))
+        signum = signal.Signals(_signalled[0])
+        try:
+            signal.signal(signum, on_signal)
+            _thread.interrupt_main(signum)
+        except KeyboardInterrupt:
+            # the handler ran at once, still inside this hook, where its exception would be
+            # printed and dropped too: deliver it again from another thread, after the hook
+            signal.signal(signum, on_signal)
+            threading.Thread(target=_thread.interrupt_main, args=(signum,), daemon=True).start()
 
     previous = {each: signal.signal(each, on_signal) for each in (signal.SIGINT, signal.SIGTERM)}
     previous_hook, sys.unraisablehook = sys.unraisablehook, on_unraisable
