@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import os
 import shutil
 import socket
@@ -40,9 +41,36 @@ class ServerError(RuntimeError):
     """A test server could not be started: what went wrong and the fix."""
 
 
+# Ports a test hands to a server it starts later: below the kernel's ephemeral range (which every
+# outgoing connection draws from, so a port picked there can be taken before the server binds
+# it), a block of its own for each xdist worker, each port handed out once per block's turn.
+PORT_BLOCK = 1000
+PORTS_FROM = 20_000
+_next_port = itertools.count()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
+    """A TCP port on 127.0.0.1 that nothing listens on right now, and that no other test
+    process of this run and no outgoing connection will be given meanwhile."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    blocks = max(1, (_ephemeral_low() - PORTS_FROM) // PORT_BLOCK)
+    base = PORTS_FROM + (int(worker) if worker.isdigit() else 0) % blocks * PORT_BLOCK
+    for _ in range(PORT_BLOCK):
+        port = base + next(_next_port) % PORT_BLOCK
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # something else listens there: the next one
+            return port
+    with socket.socket() as probe:  # the whole block taken: any free port
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
 

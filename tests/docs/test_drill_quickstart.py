@@ -15,13 +15,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sysconfig
 from pathlib import Path
 
 import pytest
 
+from tests._servers import free_port
 from tests.cli.test_base_install import base_venv
 from tests.drill.conftest import LOAD_CAUSES, LOAD_MISSES
 
@@ -35,12 +35,6 @@ def quickstart() -> str:
     found = re.search(r"```sh\n(.*?)```", text, re.S)
     assert found, "docs/drill.md: no sh block under " + SECTION
     return found.group(1)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_the_readme_shows_the_same_lines() -> None:

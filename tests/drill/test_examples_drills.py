@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests._servers import free_port
 from tests.drill.conftest import EXAMPLES, ROOT, provider_env
 
 # each run: a service start and 11 drills x 10 intents (10-30 s); the example drills run one at
@@ -41,12 +41,6 @@ SETTLE_S = 1.0  # the quiet period in these tests (a loaded 2-core machine keeps
 CLI_TIMEOUT_S = 600
 TIMEOUT_DRILLS = ("hang", "late", "double-click", "double-click-staggered", "re-click")
 Rates = dict[str, dict[str, dict[str, int]]]  # drill -> promise -> {held, broken, unknown, …}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def profile_copy(tmp_path: Path, profile: str, settle: float | None) -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import sys
 from pathlib import Path
 
@@ -15,14 +14,9 @@ import pytest
 
 from harness.cli import main
 from harness.scenarios.targets.base import redact as public_target
+from tests._servers import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def through(example: str, storage: str, tmp_path: Path, *extra: str,

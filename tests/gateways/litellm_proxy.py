@@ -6,11 +6,12 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tests._servers import free_port
 
 MASTER_KEY = "sk-failover-harness-test-master"  # a test value, not a secret
 OFFLINE_ENV = {
@@ -20,12 +21,6 @@ OFFLINE_ENV = {
     "DISABLE_ADMIN_UI": "True",
     "LITELLM_LOG": "ERROR",
 }
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LoopbackProcess:

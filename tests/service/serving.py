@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,18 +12,13 @@ from pathlib import Path
 
 import httpx
 
+from tests._servers import free_port
+
 READY_TIMEOUT_S = 60.0
 # Test tokens: long and distinctive, so that finding one in a log cannot be a coincidence.
 ALICE_TOKEN = "tok-alice-Zq7vR2mK9xLp4Wd8"
 BOB_TOKEN = "tok-bob-Hn3sT6yB1cFg5Ue0"
 TOKENS = {ALICE_TOKEN: "alice", BOB_TOKEN: "bob"}
-
-
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ServeProcess:
