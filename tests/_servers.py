@@ -16,6 +16,7 @@ one on ``PATH``. Readiness is read from the server's own output or ``pg_ctl -w``
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import itertools
 import os
@@ -49,6 +50,7 @@ PORTS_FROM = 20_000
 _next_port = itertools.count()
 
 
+@functools.cache
 def _ephemeral_low() -> int:
     try:
         return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])

@@ -93,7 +93,7 @@ class _OneWriter(sqlite3.Connection):
     lock from BEGIN to COMMIT or ROLLBACK; reads never wait for it."""
 
     writes: threading.RLock
-    within: threading.local
+    within = False  # a transaction of this connection (its thread's) holds the lock
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         word = sql.lstrip()[:8].upper()
@@ -104,14 +104,14 @@ class _OneWriter(sqlite3.Connection):
             except BaseException:
                 self.writes.release()
                 raise
-            self.within.open = True
+            self.within = True
             return cursor
         if word.startswith(("COMMIT", "ROLLBACK")):
             try:
                 return super().execute(sql, parameters)
             finally:
-                if getattr(self.within, "open", False):
-                    self.within.open = False
+                if self.within:
+                    self.within = False
                     self.writes.release()
         if word.startswith(("INSERT", "UPDATE", "DELETE")):
             with self.writes:
@@ -135,7 +135,7 @@ class Store:
         if db is None:
             db = sqlite3.connect(self.path, timeout=10, isolation_level=None,
                                  factory=_OneWriter)
-            db.writes, db.within = self._writes, threading.local()
+            db.writes = self._writes
             db.row_factory = sqlite3.Row
             db.execute("PRAGMA journal_mode=WAL")
             self._local.db = db

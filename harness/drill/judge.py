@@ -30,11 +30,11 @@ from urllib.parse import urlsplit
 
 from harness.domain.words import counted
 from harness.drill import causes
-from harness.drill.causes import LATE_UNREACHED, NO_TIMEOUT, SLOW_LOOKS, UNSTARTED
+from harness.drill.causes import NO_TIMEOUT, SLOW_LOOKS, UNSTARTED
 from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
-from harness.drill.findings import ONE_JOB, ONE_WINNER, Finding, IntentVerdict
-from harness.providers.recording import SIGNATURE
+from harness.drill.findings import ONE_JOB, Finding, IntentVerdict
+from harness.drill.winner import judge_winner, short, signed
 from harness.target.drill_section import DrillSection
 
 #: (certified?, why) for a provider; None: no contract to judge against
@@ -60,7 +60,7 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
                                     UNSTARTED if causes.unstarted(ev) else ""))
         return out
     chat = setup.section.submit.kind == "chat"
-    winner, winner_finding = _winner(ev, setup, chat)
+    winner, winner_finding = judge_winner(ev, setup.section, chat)
     out.winner = winner.ident if winner else None
     out.answered_by = answered_by(ev, setup, winner)
     out.findings += [
@@ -269,117 +269,6 @@ def _after_completion(ev: IntentEvidence, setup: Setup, chat: bool) -> Finding:
                    f"{ev.ended_at - ev.started_at:.3f} s")
 
 
-def _signed(text: str | None) -> list[tuple[str, int]]:
-    return [(m.group(1), int(m.group(2))) for m in SIGNATURE.finditer(text or "")]
-
-
-def _winner(ev: IntentEvidence, setup: Setup, chat: bool) -> tuple[Call | None, Finding]:
-    field_name = ("submit.result_field" if chat else "observe.result_field")
-    if chat:  # each click of a chat call has its own answer: the first one is the intent's
-        results = [(s.ended_at or s.at, s.result) for s in ev.submissions[:1]
-                   if s.status == 200 and s.stream_complete is not False]
-    else:
-        results = [(o.at, o.result) for o in ev.observations if o.status == "succeeded"]
-    if not results:
-        return None, Finding(ONE_WINNER, "not_applicable", "no complete result was observed")
-    first_at, first = results[0]
-    changed = next(((t, r) for t, r in results[1:] if r != first), None)
-    calls = {c.ident: c for c in ev.calls}
-    signed = _signed(first)
-    if not signed:
-        return None, Finding(ONE_WINNER, "unknown", f"the result {_short(first)!r} does not "
-                             "say whose answer it is", f"keep the provider's answer text in "
-                             f"{field_name} (the drill's fakes sign every answer)")
-    winner = calls.get(f"{signed[0][0]}#{signed[0][1]}")
-    if winner is None or len({s for s in signed}) > 1:
-        return None, Finding(ONE_WINNER, "broken", f"the result {_short(first)!r} is not one "
-                             "call of this intent (another intent's answer, or two answers)")
-    if changed is not None:
-        return winner, Finding(ONE_WINNER, "broken", f"the result changed "
-                               f"{changed[0] - first_at:.3f} s after it was complete: from "
-                               f"{winner.ident}'s answer to {_short(changed[1])!r}")
-    if not chat and ev.observations and ev.observations[-1].status != "succeeded":
-        last = ev.observations[-1]
-        return winner, Finding(ONE_WINNER, "broken", f"complete with {winner.ident}'s answer, "
-                               f"then reported {last.raw_status!r}")
-    # an answer that reached the service after the winner, or before it to the same question (a
-    # retry's, a re-run's: another step of the job asks something else), and is not the result
-    # lost a claim: the service records it among its races (where the profile shows them)
-    answered = [c for c in ev.calls if c.outcome == "answered" and c is not winner]
-    late = [c for c in answered
-            if c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]
-    lost = late + [c for c in answered if c not in late and c.prompt
-                   and c.prompt == winner.prompt]
-    # an answer that waited for a look and went later in its call than the backstop's three
-    # quarters of timeouts.provider_s may have met the service's own timeout (its clock starts
-    # before the fake sees the call): the service may never have read it, so no race was owed
-    cut = setup.section.timeouts.provider_s * 0.75
-    sure = [c for c in lost if c.waited is None or (c.ended_at or 0) - c.at < cut]
-    sure_late = [c for c in late if c in sure]
-    which = (f"the late answer of {sure_late[0].ident} reached the service after the winner"
-             if sure_late
-             else f"the answer of {sure[0].ident} reached the service before the winner "
-             f"{winner.ident}'s, and the result was never seen to be it" if sure else "")
-    races = setup.section.observe is not None and setup.section.observe.races is not None
-    if lost and races and ev.races is None:
-        which = which or f"the answer of {lost[0].ident} reached the service"
-        return winner, Finding(ONE_WINNER, "unknown", f"{which}, and the service did not "
-                               "answer the list of races", "check drill.observe.races (path, "
-                               "items) against the service's API")
-    if sure and races and not ev.races:
-        return winner, Finding(ONE_WINNER, "broken", f"{which}, and no race was recorded"
-                               + ("" if sure_late else " (it was overwritten too soon for a look "
-                                  "to see, or dropped without a record)"))
-    if lost and races and not ev.races:
-        c = lost[0]
-        return winner, Finding(ONE_WINNER, "unknown", f"the answer of {c.ident} waited for a "
-                               f"look at the job and went {(c.ended_at or 0) - c.at:.3f} s "
-                               "after the call arrived, near the service's own timeout "
-                               f"(timeouts.provider_s {setup.section.timeouts.provider_s:g} s):"
-                               " the service may have given up on it unread, so its lost claim"
-                               " is not known, and no race was recorded",
-                               "the looks at the job were slow: drill with a lower "
-                               "--concurrency or on a less loaded machine", SLOW_LOOKS)
-    held = [c for c in ev.calls if c.role == "primary" and c.held and c is not winner]
-    if held and not late and not any(c.outcome == "answered" for c in held):
-        # no evidence: the late answer the drill is about never reached the service
-        return winner, Finding(ONE_WINNER, "unknown", f"the late answer of {held[0].ident} "
-                               f"never reached the service (the call ended {held[0].outcome} "
-                               "before the drill let the answer go, after the fallback won), "
-                               "so a late answer after the winner was not tried",
-                               "let the service wait on its primary longer than its fallback "
-                               "takes to answer, or drill with a lower --concurrency",
-                               LATE_UNREACHED)
-    unseen = _unlooked(ev)
-    if unseen is not None:
-        return winner, unseen
-    note = f"; late answer of {late[0].ident} discarded" if late else ""
-    return winner, Finding(ONE_WINNER, "held", f"{winner.ident}'s answer, unchanged over "
-                           f"{counted(len(results), 'observation')}{note}")
-
-
-def _unlooked(ev: IntentEvidence) -> Finding | None:
-    """An answer after an earlier answer of the intent (a re-run's, a redelivery's, a second
-    attempt's) waits for a look at the job before it goes, so that a result shown before it is
-    seen; when the fakes' backstop let it go first, a first result it replaced may have been
-    missed."""
-    call = next((c for c in ev.calls if c.waited == "backstop" and c.outcome == "answered"),
-                None)
-    if call is None:
-        return None
-    return Finding(ONE_WINNER, "unknown", f"{call.ident}'s answer came after an earlier answer "
-                   "of the intent, and the fakes let it go at their backstop (three quarters of "
-                   "timeouts.provider_s after the call arrived) before a look at the job saw "
-                   "what the earlier one did: a result shown before it may have been missed",
-                   "the looks at the job were slow: drill with a lower --concurrency or on a "
-                   "less loaded machine", SLOW_LOOKS)
-
-
-def _short(text: str | None, limit: int = 80) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _billed(ev: IntentEvidence, setup: Setup) -> Finding:
     bound = setup.section.policy.max_billed_calls
     billed = [c for c in ev.calls if c.billed]
@@ -405,13 +294,13 @@ def _cut(ev: IntentEvidence, drill: Drill, chat: bool, winner: Call | None) -> F
         done = [s for s in ev.submissions if s.status == 200 and s.stream_complete is not False]
         if done and winner is None:
             return Finding("cut_not_success", "broken", f"the client got HTTP 200 with "
-                           f"{_short(done[0].result)!r}: the cut answer, passed off as whole")
+                           f"{short(done[0].result)!r}: the cut answer, passed off as whole")
         return Finding("cut_not_success", "held", "the cut answer did not reach the client "
                        "as a success")
     ok = [o for o in ev.observations if o.status == "succeeded"]
-    if ok and winner is None and not _signed(ok[0].result):
+    if ok and winner is None and not signed(ok[0].result):
         return Finding("cut_not_success", "broken", f"the job succeeded with "
-                       f"{_short(ok[0].result)!r}: the cut stream's first bytes")
+                       f"{short(ok[0].result)!r}: the cut stream's first bytes")
     return Finding("cut_not_success", "held", "the cut stream did not complete the job")
 
 
