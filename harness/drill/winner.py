@@ -11,6 +11,9 @@ from harness.drill.findings import ONE_WINNER, Finding
 from harness.providers.recording import SIGNATURE
 from harness.target.drill_section import DrillSection
 
+_SLOW_FIX = ("the looks at the job were slow: drill with a lower --concurrency or on a less "
+             "loaded machine")
+
 
 def signed(text: str | None) -> list[tuple[str, int]]:
     """The (fake, call number) signatures in an answer's text."""
@@ -64,7 +67,7 @@ def judge_winner(ev: IntentEvidence, section: DrillSection, chat: bool
                                "let the service wait on its primary longer than its fallback "
                                "takes to answer, or drill with a lower --concurrency",
                                LATE_UNREACHED)
-    unseen = _unlooked(ev)
+    unseen = _unlooked(ev, section, winner)
     if unseen is not None:
         return winner, unseen
     note = f"; late answer of {late[0].ident} discarded" if late else ""
@@ -72,21 +75,34 @@ def judge_winner(ev: IntentEvidence, section: DrillSection, chat: bool
                            f"{counted(len(results), 'observation')}{note}")
 
 
-def _unlooked(ev: IntentEvidence) -> Finding | None:
+def _unlooked(ev: IntentEvidence, section: DrillSection, winner: Call) -> Finding | None:
     """An answer after an earlier answer of the intent (a re-run's, a redelivery's, a second
     attempt's) waits for a look at the job before it goes, so that a result shown before it is
     seen; when the fakes' backstop let it go first, a first result it replaced may have been
-    missed."""
+    missed. When the service left such a call after the winner's answer as late as the
+    backstop's three quarters of ``timeouts.provider_s`` or later, the wait outlasted the
+    backstop (a loaded machine) and met the service's own timeout: the answer never reached it,
+    so what it would have done with a second answer is not known."""
     call = next((c for c in ev.calls if c.waited == "backstop" and c.outcome == "answered"),
                 None)
-    if call is None:
+    if call is not None:
+        return Finding(ONE_WINNER, "unknown", f"{call.ident}'s answer came after an earlier "
+                       "answer of the intent, and the fakes let it go at their backstop (three "
+                       "quarters of timeouts.provider_s after the call arrived) before a look at "
+                       "the job saw what the earlier one did: a result shown before it may have "
+                       "been missed", _SLOW_FIX, SLOW_LOOKS)
+    cut = section.timeouts.provider_s * 0.75
+    left = next((c for c in ev.calls if c.waited == "left" and c is not winner
+                 and c.at >= (winner.ended_at or 0) and (c.ended_at or 0) - c.at >= cut), None)
+    if left is None:
         return None
-    return Finding(ONE_WINNER, "unknown", f"{call.ident}'s answer came after an earlier answer "
-                   "of the intent, and the fakes let it go at their backstop (three quarters of "
-                   "timeouts.provider_s after the call arrived) before a look at the job saw "
-                   "what the earlier one did: a result shown before it may have been missed",
-                   "the looks at the job were slow: drill with a lower --concurrency or on a "
-                   "less loaded machine", SLOW_LOOKS)
+    return Finding(ONE_WINNER, "unknown", f"{left.ident} came after the winner "
+                   f"{winner.ident}'s answer and its answer waited for a look at the job; the "
+                   f"service left the call {(left.ended_at or 0) - left.at:.3f} s after it "
+                   "arrived, past the fakes' backstop (three quarters of timeouts.provider_s), "
+                   "so the answer never reached it and whether it would have replaced the "
+                   "result is not known", _SLOW_FIX, SLOW_LOOKS)
+
 
 
 def short(text: str | None, limit: int = 80) -> str:
@@ -133,5 +149,4 @@ def _lost_claim(ev: IntentEvidence, section: DrillSection, winner: Call,
                    "the service's own timeout (timeouts.provider_s "
                    f"{section.timeouts.provider_s:g} s): the service may have given up on it "
                    "unread, so its lost claim is not known, and no race was recorded",
-                   "the looks at the job were slow: drill with a lower --concurrency or on a "
-                   "less loaded machine", SLOW_LOOKS)
+                   _SLOW_FIX, SLOW_LOOKS)

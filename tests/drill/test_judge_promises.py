@@ -417,3 +417,32 @@ def test_judge_a_lost_answer_that_waited_into_the_services_timeout_is_no_evidenc
     early = Call("claude", "fallback", 2, 0.7, 1.3, "answered", "conformant", prompt="p1")
     assert _findings(_ev("control", [winner, early], looks, races=0), setup)[
         "one_winner_per_job"] == "broken"
+
+
+def test_judge_a_rerun_the_service_left_while_its_answer_waited_is_no_evidence(
+        tmp_path: Path) -> None:
+    """A redelivered run's call after the winner's answer waits for a look; on a loaded machine
+    the look and the backstop (three quarters of provider_s 0.5 s) came too late and the service
+    left the call at its own timeout: its answer never reached the service, so the unchanged
+    result is no evidence that a second answer would not replace it — unknown, the slow looks'
+    cause, never held. Left well before the backstop, the service gave the call up on its own:
+    held on what was seen."""
+    winner = Call("gpt", "primary", 1, 0.01, 0.02, "answered", "conformant", prompt="p1")
+    looks = [_done(signature("gpt", 1, TAG), 0.1), _done(signature("gpt", 1, TAG), 6.0)]
+    seen = {}
+    for went in (0.1, 0.374, 0.375, 0.5):
+        rerun = Call("gpt", "primary", 2, 1.1, 1.1 + went, "abandoned", "conformant",
+                     prompt="p1", waited="left")
+        finding = judge_intent(_ev("control", [winner, rerun], looks), DRILLS["control"],
+                               _setup(tmp_path)).of("one_winner_per_job")
+        assert finding is not None
+        seen[went] = finding.verdict
+        if finding.verdict == "unknown":
+            assert finding.load == SLOW_LOOKS and "gpt#2" in finding.message
+            assert "--concurrency" in finding.fix
+    assert seen == {0.1: "held", 0.374: "held", 0.375: "unknown", 0.5: "unknown"}
+    # a call that arrived before the winner answered and was left is no re-run of a result
+    early = Call("claude", "fallback", 2, 0.005, 0.6, "abandoned", "conformant", prompt="p2",
+                 waited="left")
+    assert _findings(_ev("control", [winner, early], looks), _setup(tmp_path))[
+        "one_winner_per_job"] == "held"
