@@ -1,52 +1,72 @@
-"""Compiled bytecode for the test run, kept outside the checkout, when the environment forbids
-writing it (``PYTHONDONTWRITEBYTECODE``, as some CI images and containers set).
+"""The checkout's bytecode, made once by the controller before the xdist workers start.
 
-Without a bytecode cache every Python the suite starts compiles what it imports again: each
-xdist worker rewrites the assertions of every test module it collects (about 3 CPU-s of its
-4.5 s collection), and each of the few hundred CLI and service processes compiles the harness
-modules it imports. With it, each source file is compiled once per change. The cache lives in
-``$XDG_CACHE_HOME/failover-harness/pycache`` (else ``~/.cache/…``), Python's own
-``PYTHONPYCACHEPREFIX`` layout, so the checkout stays as clean as the variable meant it to be.
-``HARNESS_TEST_PYCACHE=0`` turns this off; a ``PYTHONPYCACHEPREFIX`` already set is kept.
+Every worker collects the same test modules at the same moment, and pytest rewrites the
+assertions of each (and of every ``harness`` module: the package ships a pytest plugin, and pytest
+rewrites a plugin's whole package): 2-3 CPU-s of each worker's collection, six times over. Every
+CLI or service process the suite starts compiles the harness modules it imports. Where the
+environment sets ``PYTHONDONTWRITEBYTECODE`` (some CI images and containers do) none of that is
+ever cached, so it is paid in every process of every run.
+
+So the controller writes both once, into the checkout's ``__pycache__`` folders (caches, which a
+run may leave; nothing else is written): ordinary bytecode for ``harness/``, ``tests/`` and
+``examples/`` (``compileall``, a no-op for what is up to date), and pytest's rewritten bytecode
+for the test modules, conftests and ``harness/``. The workers and the processes then only read
+it; Python reads bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says. pytest's rewriting has no
+public API: if its private functions change, the rewritten half is skipped (the workers rewrite,
+as before) and the suite runs as it would without this module.
 """
 
 from __future__ import annotations
 
 import compileall
-import os
-import sys
 from pathlib import Path
+from typing import Any
 
-ENV = "HARNESS_TEST_PYCACHE"
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPILED = ("harness", "tests", "examples")  # what the suite's own processes import
+REWRITTEN = ("harness", "tests")  # what pytest rewrites in a worker
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "failover-harness" / "pycache"
-
-
-def use_cache() -> None:
-    """Write and read bytecode in :func:`cache_dir` in this process and the ones it starts,
-    if the environment forbids writing it beside the sources (else nothing changes)."""
-    if os.environ.get(ENV) == "0" or not sys.dont_write_bytecode or sys.pycache_prefix:
-        return
-    prefix = cache_dir()
-    try:
-        prefix.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return  # a read-only home: compile as before
-    sys.pycache_prefix = str(prefix)
-    sys.dont_write_bytecode = False
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-
-
-def compile_sources() -> None:
-    """Compile the checkout's Python once, before the workers and services start, so that none
-    of them compiles it again (a no-op for what is already up to date; only with the cache)."""
-    if sys.pycache_prefix != str(cache_dir()):
-        return
+def compile_checkout(config: pytest.Config, root: Path = ROOT) -> int:
+    """Compile and rewrite ``root``'s Python where its bytecode is missing or stale; the number
+    of modules rewritten."""
     for folder in COMPILED:
-        compileall.compile_dir(ROOT / folder, quiet=2, workers=1)
+        if (root / folder).is_dir():
+            compileall.compile_dir(root / folder, quiet=2, workers=1)
+    return _rewrite(config, root)
+
+
+def _rewrite(config: pytest.Config, root: Path) -> int:
+    try:  # pytest's private API (pytest 8-9): without it the workers rewrite for themselves
+        from _pytest.assertion import rewrite
+
+        state = config.stash[rewrite.assertstate_key]
+        tail, cache_dir, read, make = (rewrite.PYC_TAIL, rewrite.get_cache_dir,
+                                       rewrite._read_pyc, rewrite._rewrite_test)
+        write, makedirs = rewrite._write_pyc, rewrite.try_makedirs
+    except (ImportError, AttributeError, KeyError):
+        return 0
+    done = 0
+    for source in _rewritten_sources(root):
+        pyc = cache_dir(source) / (source.name[:-3] + tail)
+        if read(source, pyc) is not None:
+            continue
+        try:
+            source_hash, code = make(source, config)
+        except SyntaxError:
+            continue  # the worker reports it where the module is collected
+        if makedirs(pyc.parent) and write(state, code, source_hash, pyc):
+            done += 1
+    return done
+
+
+def _rewritten_sources(root: Path) -> list[Path]:
+    found: list[Any] = []
+    for folder in REWRITTEN:
+        for path in sorted((root / folder).rglob("*.py")):
+            if folder == "harness" or path.name == "conftest.py" \
+                    or path.name.startswith("test_"):
+                found.append(path)
+    return found

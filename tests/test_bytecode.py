@@ -1,43 +1,49 @@
-"""tests/_bytecode.py: where the environment forbids writing bytecode beside the sources, the
-suite's processes keep it in a cache of their own outside the checkout, and pass that on."""
+"""tests/_bytecode.py: the controller writes a checkout's bytecode once (ordinary and pytest's
+rewritten), so that the workers and the processes only read it; a second pass writes nothing."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
+import importlib.util
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHOW = ("import json, os, sys, tests; print(json.dumps([sys.pycache_prefix, "
-        "sys.dont_write_bytecode, os.environ.get('PYTHONPYCACHEPREFIX'), "
-        "os.environ.get('PYTHONDONTWRITEBYTECODE')]))")
+import pytest
+
+from tests import _bytecode
 
 
-def _show(tmp_path: Path, **env: str) -> list[object]:
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
-    done = subprocess.run([sys.executable, "-c", SHOW], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60,
-                          env={**base, "XDG_CACHE_HOME": str(tmp_path), **env})
-    assert done.returncode == 0, done.stderr
-    return list(json.loads(done.stdout))
+def _checkout(root: Path) -> None:
+    (root / "harness").mkdir(parents=True)
+    (root / "harness" / "__init__.py").write_text("", "utf-8")
+    (root / "harness" / "thing.py").write_text("def f():\n    assert 1 + 1 == 2\n", "utf-8")
+    (root / "tests").mkdir()
+    (root / "tests" / "conftest.py").write_text("", "utf-8")
+    (root / "tests" / "helper.py").write_text("X = 1\n", "utf-8")  # not a test: not rewritten
+    (root / "tests" / "test_thing.py").write_text("def test_f():\n    assert 2\n", "utf-8")
+    (root / "tests" / "test_broken.py").write_text("def (:\n", "utf-8")  # the worker says so
 
 
-def test_no_bytecode_beside_the_sources_means_a_cache_outside_the_checkout(
-        tmp_path: Path) -> None:
-    prefix = str(tmp_path / "failover-harness" / "pycache")
-    assert _show(tmp_path, PYTHONDONTWRITEBYTECODE="1") == [prefix, False, prefix, None]
-    assert (tmp_path / "failover-harness" / "pycache").is_dir()
+def _pycs(root: Path) -> dict[str, float]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*.pyc")}
 
 
-def test_the_cache_is_left_alone_when_bytecode_may_be_written_or_it_is_turned_off(
-        tmp_path: Path) -> None:
-    assert _show(tmp_path) == [None, False, None, None]
-    assert _show(tmp_path, PYTHONDONTWRITEBYTECODE="1", HARNESS_TEST_PYCACHE="0") == [
-        None, True, None, "1"]
-    own = str(tmp_path / "own")
-    assert _show(tmp_path, PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=own) == [
-        own, True, own, "1"]
-    assert not (tmp_path / "failover-harness").exists()
+def test_the_checkout_is_compiled_and_rewritten_once(tmp_path: Path,
+                                                      request: pytest.FixtureRequest) -> None:
+    if sys.pycache_prefix:
+        pytest.skip("PYTHONPYCACHEPREFIX is set: bytecode lives elsewhere")
+    _checkout(tmp_path)
+    assert _bytecode.compile_checkout(request.config, tmp_path) == 4  # 2 harness, 2 tests
+    written = _pycs(tmp_path)
+    tag = sys.implementation.cache_tag
+    for module in ("harness/thing.py", "tests/helper.py", "tests/test_thing.py"):
+        assert Path(importlib.util.cache_from_source(str(tmp_path / module))).relative_to(
+            tmp_path).as_posix() in written, module
+    rewritten = {p for p in written if "-pytest-" in p}
+    assert rewritten == {f"harness/__pycache__/__init__.{tag}-pytest-{pytest.__version__}.pyc",
+                         f"harness/__pycache__/thing.{tag}-pytest-{pytest.__version__}.pyc",
+                         f"tests/__pycache__/conftest.{tag}-pytest-{pytest.__version__}.pyc",
+                         f"tests/__pycache__/test_thing.{tag}-pytest-{pytest.__version__}.pyc"}
+    assert _bytecode.compile_checkout(request.config, tmp_path) == 0
+    assert _pycs(tmp_path) == written  # up to date: nothing written again
+    (tmp_path / "tests" / "test_thing.py").write_text("def test_f():\n    assert 3\n", "utf-8")
+    assert _bytecode.compile_checkout(request.config, tmp_path) == 1  # the changed one only
