@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from harness.store import SqlStore, open_store
-from tests import _forkserver, _servers
+from tests import _bytecode, _forkserver, _servers
 from tests.gateways.servers import gateway, portkey  # noqa: F401  (one of each per session)
 
 pytest_plugins = ["pytester", "tests._timeline"]
@@ -90,8 +90,10 @@ def _groups_file(testrunuid: str) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput") and config.pluginmanager.has_plugin("xdist") \
-            and config.getoption("testrunuid", None) is None:
+    if hasattr(config, "workerinput"):
+        return
+    _bytecode.compile_checkout(config)  # once, before the workers start (tests/_bytecode.py)
+    if config.pluginmanager.has_plugin("xdist") and config.getoption("testrunuid", None) is None:
         config.option.testrunuid = uuid.uuid4().hex  # the controller knows where groups are
 
 

@@ -22,6 +22,9 @@ import pytest
 
 from tests._imported import Imported
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("cli-base-install")
+
 # packaging's requirement parser: imported by the worker that runs these tests
 packaging_requirements: Any = Imported("packaging.requirements")
 packaging_utils: Any = Imported("packaging.utils")

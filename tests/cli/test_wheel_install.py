@@ -21,6 +21,9 @@ import pytest
 
 from tests.cli.test_base_install import base_venv
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("wheel-install")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -11,6 +11,9 @@ import pytest
 import harness.contracts.exchange as exchange
 from tests.contracts.conftest import Project, provider
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("cassettes")
+
 SECRET = "sk-test-cassette-0123456789abcdef"
 
 

@@ -8,6 +8,9 @@ import pytest
 
 from tests.contracts.conftest import Project, provider
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("certify-run")
+
 BROKEN = {
     # behaviour: (the failing check, the failure category it must report, text in the reason)
     "hallucinated-key": ("schema", "hallucinated_key", "hallucinated key"),

@@ -22,6 +22,9 @@ from harness.domain.errors import ConfigError
 from harness.domain.shard import Shard
 from tests.contracts.conftest import Project, provider
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("certify-shards")
+
 ROOT = Path(__file__).resolve().parents[2]
 PAIRINGS = {("primary", "ticket_triage"), ("second", "ticket_triage"),
             ("halluc", "ticket_triage"), ("ignores", "ticket_triage")}

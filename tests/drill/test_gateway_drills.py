@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 import yaml
 
 from tests.drill.conftest import ROOT
+from tests.gateways.conftest import Gateway
 from tests.gateways.litellm_proxy import MASTER_KEY, LiteLLMProxy, free_port
 from tests.gateways.portkey_gateway import PortkeyGateway
 
@@ -45,19 +45,21 @@ CHAT_PROFILE = {
 
 
 class Ports:
-    def __init__(self) -> None:
-        self.primary, self.fallback = free_port(), free_port()
+    def __init__(self, primary: int | None = None, fallback: int | None = None) -> None:
+        self.primary, self.fallback = primary or free_port(), fallback or free_port()
 
 
 def drill_gateway(tmp_path: Path, url: str, ports: Ports, name: str, headers: dict[str, str],
                   env: dict[str, str], *, drills: str = DRILLS, stream: bool = False,
-                  extra: list[str] | None = None,
-                  hedge: bool = False) -> tuple[int, dict[str, dict[str, Any]], str]:
+                  extra: list[str] | None = None, hedge: bool = False,
+                  model: str = "drill") -> tuple[int, dict[str, dict[str, Any]], str]:
     """Write the chat profile, drill the gateway (CLI subprocess), return (exit code, the
     drill_run events by drill, output). ``hedge``: the profile declares the gateway's fallback
-    after its timeout as the one hedge (``policy.hedge``, ``after_s`` the timeout)."""
+    after its timeout as the one hedge (``policy.hedge``, ``after_s`` the timeout); ``model``:
+    the one the request names (a LiteLLM model group)."""
     profile = json.loads(json.dumps(CHAT_PROFILE))
     profile["name"] = name
+    profile["drill"]["submit"]["body"]["model"] = model
     profile["drill"]["submit"]["headers"] = headers
     if stream:
         profile["drill"]["submit"]["stream"] = True
@@ -84,33 +86,19 @@ def rates(event: dict[str, Any]) -> dict[str, tuple[int, int, int]]:
 
 
 # -- LiteLLM -----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiteLLMProxy, Ports]]:
-    """A LiteLLM proxy: group ``drill`` (timeout 1 s) falling back to ``drill-fallback``, both
-    at the ports the drill will serve."""
-    root, ports = tmp_path_factory.mktemp("litellm-drill"), Ports()
-
-    def deployment(group: str, port: int) -> dict[str, Any]:
-        return {"model_name": group, "litellm_params": {
-            "model": "openai/gpt-4o-mini", "api_base": f"http://127.0.0.1:{port}/v1",
-            "api_key": "sk-drill-test-not-a-secret", "timeout": PROVIDER_TIMEOUT_S}}
-    config = root / "config.yaml"
-    config.write_text(yaml.safe_dump({
-        "model_list": [deployment("drill", ports.primary),
-                       deployment("drill-fallback", ports.fallback)],
-        "router_settings": {"fallbacks": [{"drill": ["drill-fallback"]}]},
-    }, sort_keys=False), encoding="utf-8")
-    proxy = LiteLLMProxy(config, root / "litellm.log")
-    proxy.start()
-    try:
-        yield proxy, ports
-    finally:
-        proxy.stop()
+@pytest.fixture
+def litellm(gateway: Gateway) -> tuple[LiteLLMProxy, Ports]:
+    """The session's LiteLLM proxy (tests/gateways/servers.py: one start per run, 5-6 s of CPU):
+    its group ``drill-primary`` (timeout 1 s, LiteLLM's default retries) falls back to
+    ``drill-fallback``, both at the ports the session reserved for the drill's fakes."""
+    ports = gateway.drill_ports
+    return gateway.proxy, Ports(ports["drill-primary"], ports["drill-fallback"])
 
 
-#: the tests on this module's LiteLLM proxy run on one xdist worker, so it starts once per run
-#: (5-6 s of CPU each start), as the session's gateways do (tests/conftest.py)
-ON_THIS_LITELLM = pytest.mark.one_worker("litellm-drill")
+#: the tests on the session's LiteLLM proxy run on its xdist worker (tests/conftest.py), also
+#: those that ask for the fixture by name
+ON_THIS_LITELLM = pytest.mark.one_worker("litellm")
+LITELLM_MODEL = "drill-primary"
 
 
 @ON_THIS_LITELLM
@@ -124,7 +112,7 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
     proxy, ports = litellm
     code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm",
                                     {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
-                                    {"LITELLM_MASTER_KEY": MASTER_KEY})
+                                    {"LITELLM_MASTER_KEY": MASTER_KEY}, model=LITELLM_MODEL)
     assert code == 1 and MASTER_KEY not in out, out
     reached(runs, out)
     for name in ("hang", "late", "reset"):
@@ -218,7 +206,7 @@ def test_litellm_retries_go_beyond_a_declared_hedge(litellm: tuple[LiteLLMProxy,
     code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm-hedged",
                                     {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
                                     {"LITELLM_MASTER_KEY": MASTER_KEY}, drills="control,hang",
-                                    hedge=True)
+                                    hedge=True, model=LITELLM_MODEL)
     assert code == 1, out
     assert rates(runs["hang"])["within_hedge"][1] == TRIALS, detail(runs["hang"])
     assert "a second new attempt after the hedge" in out, out
@@ -253,16 +241,17 @@ def test_streaming_through_a_gateway(name: str, request: pytest.FixtureRequest,
                                      tmp_path: Path) -> None:
     """``submit.stream: true``: the control passes; a cut stream never reaches the client as
     a success (LiteLLM retries, then streams the fallback's answer; Portkey answers HTTP 500)."""
+    model = "drill"
     if name == "litellm":
         proxy, ports = request.getfixturevalue("litellm")
         url, headers = proxy.url, {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"}
-        env = {"LITELLM_MASTER_KEY": MASTER_KEY}
+        env, model = {"LITELLM_MASTER_KEY": MASTER_KEY}, LITELLM_MODEL
     else:
         ports = Ports()
         url = request.getfixturevalue("portkey").url.removesuffix("/v1")
         headers, env = {"x-portkey-config": "${PORTKEY_CONFIG}"}, {
             "PORTKEY_CONFIG": portkey_config(ports)}
     _, runs, out = drill_gateway(tmp_path, url, ports, f"{name}-stream", headers, env,
-                                 drills="control,stream-cut", stream=True)
+                                 drills="control,stream-cut", stream=True, model=model)
     assert runs["control"]["verdict"] == "passed", out
     assert rates(runs["stream-cut"])["cut_not_success"] == (TRIALS, 0, 0), out

@@ -20,6 +20,9 @@ import pytest
 
 from tests.cli.test_base_install import base_venv
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("explore-base-install")
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 README_COMMAND = ["explore", "--target", "mutant:check-then-insert", "--workload",
                   "double-click", "--budget", "200"]

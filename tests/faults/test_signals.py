@@ -17,6 +17,9 @@ from harness.providers.fake import FakeProvider
 from harness.providers.fake_server import FakeServer
 from tests.contracts.conftest import Project, provider
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("signals")
+
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0
 DELAY_S = 0.5  # each answer of the fake provider takes this long: the run lasts ~20 s

@@ -178,6 +178,19 @@ class Fleet:
             cleanup()
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Under pytest-xdist, the tests of one fleet service run on one worker (tests/conftest.py's
+    ``one_worker`` groups), so that each service starts once per run, not once on every worker
+    that met one of its tests: a middleware or Node service costs about 0.8 CPU-s to start, and
+    the 9 middleware and 6 Node services were started 40 times in a whole-suite run."""
+    from tests.precision.services_registry import SPECS  # (it imports this module's Spec)
+
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name = next((v for v in params.values() if isinstance(v, str) and v in SPECS), None)
+    if name is not None and item.get_closest_marker("one_worker") is None:
+        item.add_marker(pytest.mark.one_worker(f"fleet-{name}"))
+
+
 @pytest.fixture(scope="session")
 def tokens_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("precision-tokens") / "tokens.yaml"

@@ -14,6 +14,9 @@ from harness.scenarios.runner import run_scenario
 from tests.scenarios.conftest import SCENARIOS_DIR, SEED_FOUR, Opener
 from tests.service.serving import TOKENS, ServeProcess
 
+# its module fixtures are made once: under xdist every test of it runs on one worker
+pytestmark = pytest.mark.one_worker("http-replicas")
+
 
 def _tokens_file(folder: Path) -> Path:
     path = folder / "tokens.yaml"

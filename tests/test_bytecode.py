@@ -1,0 +1,49 @@
+"""tests/_bytecode.py: the controller writes a checkout's bytecode once (ordinary and pytest's
+rewritten), so that the workers and the processes only read it; a second pass writes nothing."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import _bytecode
+
+
+def _checkout(root: Path) -> None:
+    (root / "harness").mkdir(parents=True)
+    (root / "harness" / "__init__.py").write_text("", "utf-8")
+    (root / "harness" / "thing.py").write_text("def f():\n    assert 1 + 1 == 2\n", "utf-8")
+    (root / "tests").mkdir()
+    (root / "tests" / "conftest.py").write_text("", "utf-8")
+    (root / "tests" / "helper.py").write_text("X = 1\n", "utf-8")  # not a test: not rewritten
+    (root / "tests" / "test_thing.py").write_text("def test_f():\n    assert 2\n", "utf-8")
+    (root / "tests" / "test_broken.py").write_text("def (:\n", "utf-8")  # the worker says so
+
+
+def _pycs(root: Path) -> dict[str, float]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*.pyc")}
+
+
+def test_the_checkout_is_compiled_and_rewritten_once(tmp_path: Path,
+                                                      request: pytest.FixtureRequest) -> None:
+    if sys.pycache_prefix:
+        pytest.skip("PYTHONPYCACHEPREFIX is set: bytecode lives elsewhere")
+    _checkout(tmp_path)
+    assert _bytecode.compile_checkout(request.config, tmp_path) == 4  # 2 harness, 2 tests
+    written = _pycs(tmp_path)
+    tag = sys.implementation.cache_tag
+    for module in ("harness/thing.py", "tests/helper.py", "tests/test_thing.py"):
+        assert Path(importlib.util.cache_from_source(str(tmp_path / module))).relative_to(
+            tmp_path).as_posix() in written, module
+    rewritten = {p for p in written if "-pytest-" in p}
+    assert rewritten == {f"harness/__pycache__/__init__.{tag}-pytest-{pytest.__version__}.pyc",
+                         f"harness/__pycache__/thing.{tag}-pytest-{pytest.__version__}.pyc",
+                         f"tests/__pycache__/conftest.{tag}-pytest-{pytest.__version__}.pyc",
+                         f"tests/__pycache__/test_thing.{tag}-pytest-{pytest.__version__}.pyc"}
+    assert _bytecode.compile_checkout(request.config, tmp_path) == 0
+    assert _pycs(tmp_path) == written  # up to date: nothing written again
+    (tmp_path / "tests" / "test_thing.py").write_text("def test_f():\n    assert 3\n", "utf-8")
+    assert _bytecode.compile_checkout(request.config, tmp_path) == 1  # the changed one only
