@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Protocol
 
 
@@ -50,13 +51,16 @@ class ManualClock:
             self._now = when
 
 
+@lru_cache(maxsize=1024)
 def rfc3339(when: datetime) -> str:
-    """``when`` as RFC 3339 UTC with microseconds and a ``Z``."""
+    """``when`` as RFC 3339 UTC with microseconds and a ``Z``. Remembered: a virtual clock's
+    few instants are written many times (equal datetimes are the same instant: the same text)."""
     if when.utcoffset():
         when = when.astimezone(UTC)
     return when.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+@lru_cache(maxsize=1024)
 def parse_rfc3339(text: str) -> datetime:
     """Parse what :func:`rfc3339` wrote (and any ISO 8601 with an offset)."""
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)

@@ -36,6 +36,7 @@ from harness.explore.loop import (
     Runner,
     ScheduleLoop,
     ScheduleRun,
+    client_name,
     flush_events,
     perform,
     raise_worker_error,
@@ -104,9 +105,11 @@ class Controller(ScheduleLoop):
 
     def _send(self, plan: Plan, by_client: dict[str, Worker], executor: Executor,
               schedule: list[dict[str, Any]], counts: dict[str, int]) -> None:
-        for client, ops in sorted(plan.clients.items()):
-            for op in ops:
-                self._enqueue(by_client[client], partial(perform, by_client[client], executor, op))
+        with self.cv:  # every client's operations queued at once, each worker woken once
+            for client, ops in sorted(plan.clients.items()):
+                worker = by_client[client]
+                worker.queue.extend(partial(perform, worker, executor, op) for op in ops)
+                worker.cv.notify()
         workers = list(by_client.values())
         self._settle(workers)
         self._flush(None, workers, executor)
@@ -155,17 +158,19 @@ class Controller(ScheduleLoop):
     def _enabled(self, workers: list[Worker]) -> list[Worker]:
         """Parked workers that may take a step now (only lock holders while a step waits)."""
         parked = [w for w in workers if w.status == PARKED]
-        waiting = dict(self.waiting)
-        writers = [w for w in workers if w.holds_write]
-        for w in parked:
-            holders = {x for x in writers if x is not w}
-            if w.busy and holders:
-                waiting[w] = holders
+        waiting = self.waiting
+        busy = [w for w in parked if w.busy]  # SQLite: a retry after SQLITE_BUSY
+        if busy:
+            writers = [w for w in workers if w.holds_write]
+            waiting = dict(waiting)
+            for w in busy:
+                holders = {x for x in writers if x is not w}
+                if holders:
+                    waiting[w] = holders
         if not waiting:
-            return sorted(parked, key=lambda w: w.client)
+            return sorted(parked, key=client_name)
         holders = set().union(*waiting.values())
-        return sorted((w for w in parked if w in holders and w not in waiting),
-                      key=lambda w: w.client)
+        return sorted((w for w in parked if w in holders and w not in waiting), key=client_name)
 
     def _settle(self, workers: list[Worker], *, patient: bool = False) -> None:
         """Wait until no worker moves: each is parked, idle, or waits on a database lock.

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
+from operator import attrgetter
 from typing import Any, Protocol
 
 from harness.domain.clock import EPOCH, ManualClock, rfc3339
@@ -33,6 +34,7 @@ from harness.scenarios.history import History, Op
 POLL_S = 0.001  # how soon a running PostgreSQL statement is first asked whether it waits on a lock
 PROBE_MAX_S = 0.016  # the longest pause between two such questions (each one doubles it)
 STUCK_S = 30.0  # how long a worker, a settle or a shutdown may take before the schedule is stuck
+client_name = attrgetter("client")  # a sort key: workers by their client
 
 
 class Chooser(Protocol):
@@ -118,10 +120,12 @@ def flush_events(first: Worker | None, workers: Iterable[Worker], executor: Exec
                  cv: threading.Condition) -> None:
     """Write the workers' buffered events to the history: ``first`` first, then by client."""
     order = ([first] if first else []) + sorted((w for w in workers if w is not first),
-                                                key=lambda w: w.client)
-    for worker in order:
-        with cv:
-            events, worker.events[:] = list(worker.events), []
+                                                key=client_name)
+    with cv:  # one look under the lock for all: most workers have nothing after a step
+        batches = [worker.events[:] for worker in order if worker.events]
+        for worker in order:
+            worker.events.clear()
+    for events in batches:
         for event in events:
             executor.record(event)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.explore.plan import EVENT_KINDS, OWN, OpSpec, Plan
+from harness.explore.plan import EVENT_KINDS, OWN, OpSpec, Plan, intent_of
 from harness.scenarios.history import History, Op, OpType
 from harness.scenarios.targets.base import Reply, TargetSession
 from harness.scenarios.values import (
@@ -59,6 +59,14 @@ class Executor:
     promises: dict[str, Any] = field(default_factory=dict)  # a profile's, written into faults
     lease_ms: int | None = None  # a profile's lease, written next to busy answers
     unseen: frozenset[str] = frozenset()  # create fields the target does not make observable
+    texts: dict[str, str] = field(default_factory=dict)  # intent name → JSON text, made once
+
+    def intent_text(self, name: str) -> str:
+        """The plan's intent ``name`` as JSON text: made once per schedule, not per create."""
+        text = self.texts.get(name)
+        if text is None:  # two workers may both make it: the same text
+            text = self.texts[name] = self.plan.intent_text(name)
+        return text
 
     # -- on the worker's thread ---------------------------------------------------------------
     def resolve(self, op: OpSpec) -> dict[str, str] | None:
@@ -83,7 +91,7 @@ class Executor:
         if op.f == "create":
             assert op.key is not None and op.intent is not None
             key = f"{self.tag}-{op.key}"  # fresh keys per schedule: one database serves them all
-            return session.create_job(owner, key, self.plan.intent_text(op.intent))
+            return session.create_job(owner, key, self.intent_text(op.intent))
         if op.f == "read":
             return session.get_job(owner, raw["job"])
         if op.f == "attempts":
@@ -149,8 +157,9 @@ class Executor:
         value: dict[str, Any] = {"owner": op.owner}
         if op.f == "create":
             assert op.intent is not None
-            value.update(key=op.key, fingerprint=self.plan.fingerprint(op.intent),
-                         max_open_attempts=self.plan.max_open_attempts(op.intent))
+            intent = intent_of(self.intent_text(op.intent))
+            value.update(key=op.key, fingerprint=intent.fingerprint,
+                         max_open_attempts=intent.policy.max_open_attempts)
             return value
         if "job" in raw:
             value["job"] = self.aliases.of(raw["job"], "job")

@@ -35,7 +35,7 @@ OWN = "@own"
 
 
 @cache
-def _intent(text: str) -> Intent:
+def intent_of(text: str) -> Intent:
     """An intent by its JSON text (plans repeat a few intents thousands of times)."""
     return Intent.from_json(json.loads(text))
 
@@ -147,12 +147,6 @@ class Plan:
 
     def intent_text(self, name: str) -> str:
         return json.dumps(self.intents[name], sort_keys=True, separators=(",", ":"))
-
-    def fingerprint(self, name: str) -> str:
-        return _intent(self.intent_text(name)).fingerprint
-
-    def max_open_attempts(self, name: str) -> int:
-        return _intent(self.intent_text(name)).policy.max_open_attempts
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -32,7 +32,7 @@ from harness.scenarios.checkers.base import (
     Violation,
     promise_text,
 )
-from harness.scenarios.history import Op
+from harness.scenarios.history import Op, pairs
 
 
 def run_checkers(
@@ -46,7 +46,8 @@ def run_checkers(
     """Run the named checkers on ``history``, in the order given. ``terms`` names the target's
     answers in promises and messages; with ``require_evidence``, a checker (other than those in
     ``optional``) whose evidence the history lacks is unknown."""
-    return [CHECKERS[name](history, terms, require_evidence and name not in optional)
+    items = pairs(history)  # once for every checker
+    return [CHECKERS[name](history, terms, require_evidence and name not in optional, items)
             for name in names]
 
 

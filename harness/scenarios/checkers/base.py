@@ -131,12 +131,15 @@ Body = Callable[[list[Pair], Findings], None]
 
 
 class Checker(Protocol):
-    """``checker(history, terms=None, require_evidence=False) -> CheckResult``."""
+    """``checker(history, terms=None, require_evidence=False, items=None) -> CheckResult``;
+    ``items``: ``pairs(history)`` when the caller has them already (several checkers, one
+    history)."""
 
     __name__: str
 
     def __call__(self, history: Sequence[Op], terms: Mapping[str, str] | None = None,
-                 require_evidence: bool = False) -> CheckResult: ...
+                 require_evidence: bool = False,
+                 items: list[Pair] | None = None) -> CheckResult: ...
 
 
 CHECKERS: dict[str, Checker] = {}
@@ -160,13 +163,16 @@ def checker(promise: str, needs: EvidenceNeed | None = None) -> Callable[[Body],
         name = body.__name__
 
         def check(history: Sequence[Op], terms: Mapping[str, str] | None = None,
-                  require_evidence: bool = False) -> CheckResult:
+                  require_evidence: bool = False,
+                  items: list[Pair] | None = None) -> CheckResult:
             words = {**DEFAULT_TERMS, **(terms or {})}
             found = Findings(terms=words)
-            items = pairs(history)
+            if items is None:
+                items = pairs(history)
             body(items, found)
-            _not_evidence_if_unauthenticated(items, found)
-            _not_evidence_if_unreadable(items, found)
+            if found.violations:  # they only turn violations into unknowns
+                _not_evidence_if_unauthenticated(items, found)
+                _not_evidence_if_unreadable(items, found)
             seen = needs.count(items) if needs is not None else None
             if require_evidence and needs is not None and not seen and not found.violations:
                 found.unknown(f"saw no {needs.what}: there was nothing to judge",
