@@ -303,6 +303,8 @@ def _run(args: argparse.Namespace) -> int:
             discard_unused()  # bad input writes nothing: no empty report folder left behind
         return exc.exit_code
     except ImportError as exc:  # an optional part that is not installed: name the extra
+        if _signalled:  # the signal's exception, raised inside an import, wrapped by it
+            return _interrupted_by_signal(args)
         missing = missing_extra(exc)
         if missing is None:
             return _internal_error(exc)
@@ -318,12 +320,20 @@ def _run(args: argparse.Namespace) -> int:
     except asyncio.CancelledError:  # asyncio.run's tasks, cancelled by a signal
         if not _signalled:
             raise
-        _say_stale_latest(args)
-        return _interrupted(Terminated() if _signalled[-1] == signal.SIGTERM
-                            else KeyboardInterrupt())
+        return _interrupted_by_signal(args)
     except Exception as exc:  # the last line of defence: no stack trace reaches a user
+        if _signalled:  # the signal's KeyboardInterrupt, turned into another error by the code
+            return _interrupted_by_signal(args)  # it was raised in (pydantic's schema build)
         _say_stale_latest(args)
         return _internal_error(exc)
+
+
+def _interrupted_by_signal(args: argparse.Namespace) -> int:
+    """The run was interrupted by the signal in :data:`_signalled`, whatever exception its
+    delivery ended in: 130 or 143, never an internal error."""
+    _say_stale_latest(args)
+    return _interrupted(Terminated() if _signalled[-1] == signal.SIGTERM
+                        else KeyboardInterrupt())
 
 
 def _say_stale_latest(args: argparse.Namespace) -> None:
