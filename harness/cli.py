@@ -142,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(argv)
         except KeyboardInterrupt as exc:  # while the command was being chosen and imported
             code = _interrupted(exc)
+        except Exception:  # the signal's exception, wrapped by what it was raised in (an import
+            if not _signalled:  # that builds a pydantic model); anything else is a bug
+                raise
+            code = _interrupted(_signal_exception())
         finally:
             forget_unfinished()  # what this command left is not the next command's to rename
     if _signalled and argv is None:  # interrupted, and everything is closed and written:
@@ -332,8 +336,12 @@ def _interrupted_by_signal(args: argparse.Namespace) -> int:
     """The run was interrupted by the signal in :data:`_signalled`, whatever exception its
     delivery ended in: 130 or 143, never an internal error."""
     _say_stale_latest(args)
-    return _interrupted(Terminated() if _signalled[-1] == signal.SIGTERM
-                        else KeyboardInterrupt())
+    return _interrupted(_signal_exception())
+
+
+def _signal_exception() -> KeyboardInterrupt:
+    """The exception of the signal in :data:`_signalled`."""
+    return Terminated() if _signalled[-1] == signal.SIGTERM else KeyboardInterrupt()
 
 
 def _say_stale_latest(args: argparse.Namespace) -> None:
