@@ -3,14 +3,15 @@ than the provider timeout, so it redelivers a job whose worker is still running.
 
 The API puts each new job's id on a Redis list; ``--workers`` threads take ids with ``BLMOVE``
 into a processing list and lease them for ``--visibility`` seconds (a sorted set of deadlines);
-a reaper puts every id whose lease expired back on the queue, the at-least-once delivery of
-Celery's or RQ's Redis brokers. A worker calls the primary with plain httpx (``--timeout``), on a
-timeout or a failure the fallback, and claims the result with a compare-and-swap, so one winner
-holds and a late claim is recorded as a race. But ``--visibility`` (default 0.6 x timeout) is
-shorter than ``--timeout``: while the first worker still waits for a silent provider, the job is
-delivered again and a second worker calls the primary again. The bug people report: "a queue
-redelivers a job whose worker is still running". Broken promises: no attempt beyond the declared
-hedge (none), billed calls per intent (declared at most 2).
+a reaper puts every id whose lease expired back on the queue (and so does an ack that comes
+after the lease ran out), the at-least-once delivery of Celery's or RQ's Redis brokers. A worker
+calls the primary with plain httpx (``--timeout``), on a timeout or a failure the fallback, and
+claims the result with a compare-and-swap, so one winner holds and a late claim is recorded as a
+race. But ``--visibility`` (default 0.6 x timeout) is shorter than ``--timeout``: while the
+first worker still waits for a silent provider, the job is delivered again and a second worker
+calls the primary again. The bug people report: "a queue redelivers a job whose worker is still
+running". Broken promises: no attempt beyond the declared hedge (none), billed calls per intent
+(declared at most 2).
 
 Run (a real Redis): ``OPENAI_BASE_URL=http://127.0.0.1:9001/v1
 ANTHROPIC_BASE_URL=http://127.0.0.1:9002 python examples/drill/redis_queue_service.py
@@ -61,21 +62,31 @@ class RedisQueue:
         return job_id
 
     def ack(self, job_id: str) -> None:
-        self.redis.zrem(self.leases, job_id)
-        self.redis.lrem(self.processing, 1, job_id)
+        """Done with ``job_id``; if its lease ran out first, it is due again (as with SQS, the
+        lease decides, not when the reaper last looked: a busy reaper may not have seen it)."""
+        lease = self.redis.zscore(self.leases, job_id)  # None: the reaper took it already
+        if self.redis.zrem(self.leases, job_id) and lease is not None and lease <= time.time():
+            self._expired(job_id)
+        else:
+            self.redis.lrem(self.processing, 1, job_id)
 
     def reap_forever(self) -> None:
         """Redeliver every job whose lease expired (its worker may still be running)."""
         while True:
             for job_id in map(str, self.redis.zrangebyscore(self.leases, 0, time.time())):
-                if self.redis.zrem(self.leases, job_id):
-                    self.redis.lrem(self.processing, 1, job_id)
-                    delivered = int(self.redis.hget(self.deliveries, job_id) or 0)
-                    if self.max_deliveries and delivered >= self.max_deliveries:
-                        self.redis.lpush(self.dead, job_id)
-                    else:
-                        self.put(job_id)
+                if self.redis.zrem(self.leases, job_id):  # (the ack's or the reaper's, once)
+                    self._expired(job_id)
             time.sleep(self.visibility / 10)  # the reaper's tick
+
+    def _expired(self, job_id: str) -> None:
+        """A delivery whose lease ran out: the job goes back on the queue, or after
+        ``max_deliveries`` deliveries to the dead-letter list."""
+        self.redis.lrem(self.processing, 1, job_id)
+        delivered = int(self.redis.hget(self.deliveries, job_id) or 0)
+        if self.max_deliveries and delivered >= self.max_deliveries:
+            self.redis.lpush(self.dead, job_id)
+        else:
+            self.put(job_id)
 
 
 class QueueWorker:
