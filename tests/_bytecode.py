@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import compileall
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -63,7 +62,7 @@ def _rewrite(config: pytest.Config, root: Path) -> int:
 
 
 def _rewritten_sources(root: Path) -> list[Path]:
-    found: list[Any] = []
+    found: list[Path] = []
     for folder in REWRITTEN:
         for path in sorted((root / folder).rglob("*.py")):
             if folder == "harness" or path.name == "conftest.py" \

@@ -9,6 +9,7 @@ from harness.domain.entities import (
     Job,
     Policy,
     Race,
+    intent_of,
 )
 from harness.domain.errors import (
     AttemptInFlight,
@@ -75,6 +76,7 @@ __all__ = [
     "UnsupportedTarget",
     "canonical_json",
     "fingerprint",
+    "intent_of",
     "next_state",
     "payload_digest",
     "validate_idempotency_key",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from harness.domain.clock import rfc3339
@@ -117,6 +119,14 @@ class Intent:
             params={} if params is None else params,
             policy=Policy.from_json(body.get("policy")),
         )
+
+
+@lru_cache(maxsize=256)
+def intent_of(text: str) -> Intent:
+    """The intent a JSON text asks for, parsed, checked and fingerprinted once per text: runs
+    send a few bodies thousands of times. Shared, so never changed by its users; a bad text
+    raises every time (it is not remembered)."""
+    return Intent.from_json(json.loads(text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,7 @@ class Engine:
         arrived, or one that saw the job complete for an answer that waited meanwhile
         (:meth:`looked`), at most the same three quarters of the provider timeout."""
         self._woken[tag] = threading.Event()
-        cap = self.section.timeouts.provider_s * 0.75
+        cap = self.section.timeouts.backstop
         look = cap if self.section.submit.kind == "create_job" else None
         for item in self.served:
             if item.upstream.role == "primary":

@@ -91,7 +91,7 @@ def _unlooked(ev: IntentEvidence, section: DrillSection, winner: Call) -> Findin
                        "quarters of timeouts.provider_s after the call arrived) before a look at "
                        "the job saw what the earlier one did: a result shown before it may have "
                        "been missed", _SLOW_FIX, SLOW_LOOKS)
-    cut = section.timeouts.provider_s * 0.75
+    cut = section.timeouts.backstop
     left = next((c for c in ev.calls if c.waited == "left" and c is not winner
                  and c.at >= (winner.ended_at or 0) and (c.ended_at or 0) - c.at >= cut), None)
     if left is None:
@@ -102,7 +102,6 @@ def _unlooked(ev: IntentEvidence, section: DrillSection, winner: Call) -> Findin
                    "arrived, past the fakes' backstop (three quarters of timeouts.provider_s), "
                    "so the answer never reached it and whether it would have replaced the "
                    "result is not known", _SLOW_FIX, SLOW_LOOKS)
-
 
 
 def short(text: str | None, limit: int = 80) -> str:
@@ -125,7 +124,7 @@ def _lost_claim(ev: IntentEvidence, section: DrillSection, winner: Call,
                    and c.prompt == winner.prompt]
     if not lost or section.observe is None or section.observe.races is None:
         return None
-    cut = section.timeouts.provider_s * 0.75
+    cut = section.timeouts.backstop
     sure = [c for c in lost if c.waited is None or (c.ended_at or 0) - c.at < cut]
     sure_late = [c for c in late if c in sure]
     which = (f"the late answer of {sure_late[0].ident} reached the service after the winner"

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.explore.plan import EVENT_KINDS, OWN, OpSpec, Plan, intent_of
+from harness.domain import intent_of
+from harness.explore.plan import EVENT_KINDS, OWN, OpSpec, Plan
 from harness.scenarios.history import History, Op, OpType
 from harness.scenarios.targets.base import Reply, TargetSession
 from harness.scenarios.values import (

@@ -21,7 +21,6 @@ import json
 import random
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields, replace
-from functools import cache
 from typing import Any, Protocol
 
 from harness.domain import Intent
@@ -32,12 +31,6 @@ OP_KINDS = ("create", "read", "attempts", "races", "start",
             "dispatched", "timed_out", "succeeded", "failed", "cancelled", "fault")
 EVENT_KINDS = ("dispatched", "timed_out", "succeeded", "failed", "cancelled")
 OWN = "@own"
-
-
-@cache
-def intent_of(text: str) -> Intent:
-    """An intent by its JSON text (plans repeat a few intents thousands of times)."""
-    return Intent.from_json(json.loads(text))
 
 
 class Draw(Protocol):

@@ -168,6 +168,12 @@ class Timeouts(_Strict):
     def settle(self) -> float:
         return self.settle_s if self.settle_s is not None else max(5.0, 3 * self.provider_s)
 
+    @property
+    def backstop(self) -> float:
+        """How long the drill's fakes hold an answer at most once its call arrived: three
+        quarters of ``provider_s``, within the service's own timeout for the call."""
+        return self.provider_s * 0.75
+
 
 class Hedge(_Strict):
     allowed: bool = False

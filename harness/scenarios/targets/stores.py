@@ -7,16 +7,20 @@ like any HTTP target.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from harness.domain import EventType, HarnessError, Intent, StoreError, UnsupportedTarget
+from harness.domain import (
+    EventType,
+    HarnessError,
+    StoreError,
+    UnsupportedTarget,
+    intent_of,
+)
 from harness.domain.clock import ManualClock
 from harness.domain.errors import ConfigError
 from harness.scenarios.targets.base import Reply, SequentialIds, Target, TargetSession, redact
@@ -41,14 +45,6 @@ def _answer(call: Callable[[], tuple[int, Any]]) -> Reply:
     return Reply(status, body)
 
 
-@lru_cache(maxsize=256)
-def _intent(body_text: str) -> Intent:
-    """The intent a create's body asks for: runs send a few bodies thousands of times, so each
-    is parsed, checked and fingerprinted once (an intent is immutable; a bad body raises every
-    time, as it is not remembered)."""
-    return Intent.from_json(json.loads(body_text))
-
-
 class StoreSession(TargetSession):
     """API-shaped answers from a :class:`SqlStore` (reference or mutant)."""
 
@@ -68,7 +64,7 @@ class StoreSession(TargetSession):
 
     def create_job(self, owner: str, key: str, body_text: str) -> Reply:
         def call() -> tuple[int, Any]:
-            result = self.store.create_job(owner, key, _intent(body_text))
+            result = self.store.create_job(owner, key, intent_of(body_text))
             return (201 if result.created else 200), result.job.to_json()
 
         reply = _answer(call)
