@@ -346,7 +346,8 @@ def connect() -> _Client:
 
 
 def stop() -> None:
-    """End this process's fork server, if it started (its children with it), and reap it."""
+    """End this process's fork server, if it started: its children killed and reaped, and it
+    reaped too when it is this process's own (the zygote reaps those it forked)."""
     with _starting:
         while _client:
             _client.pop().close()

@@ -7,7 +7,8 @@ zygote (``python -m tests._zygote FD NAME…``): it listens on a socket in a pri
 it imports the SDKs; for each request (a worker's end of a socket pair and a log file, sent
 with ``SCM_RIGHTS``) it forks a child that closes the zygote's descriptors and becomes that
 worker's fork server (``serve``): the worker's own, with its own children, as before. The zygote
-starts no thread, runs nothing of a test, and reaps the fork servers that exit.
+starts no thread, runs nothing of a test, and reaps the fork servers that exit. It runs in a
+session of its own: a Ctrl-C reaches the workers, whose end ends their fork servers.
 
 The zygote ends when its stdin closes: the controller closes it (``stop``), or died. It then
 reaps, for at most ``DRAIN_S``, the fork servers that end (each ends when its worker closes its

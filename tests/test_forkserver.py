@@ -6,6 +6,7 @@ zygote that is not there or does not answer leaves the worker a fork server of i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -182,23 +183,21 @@ def test_close_returns_once_the_fork_server_and_its_services_are_gone(
 def test_a_worker_without_a_live_zygote_starts_its_own_fork_server(
         zygote_is: str, script: Path, tmp_path: Path, light_preload: None,
         monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
-    path, before = str(tmp_path / "no-zygote"), None
-    if zygote_is == "killed":
-        zygote: _zygote.Zygote = request.getfixturevalue("zygote")
-        path, before = zygote.path, _forkserver._Client(zygote.path)
-        zygote.process.kill()
-        zygote.process.wait(timeout=60)
-    monkeypatch.setenv(_forkserver.ZYGOTE_ENV, path)
-    client = _forkserver.connect()
-    try:
+    with contextlib.ExitStack() as clients:
+        path, before = str(tmp_path / "no-zygote"), None
+        if zygote_is == "killed":
+            zygote: _zygote.Zygote = request.getfixturevalue("zygote")
+            path, before = zygote.path, _forkserver._Client(zygote.path)
+            clients.callback(before.close)
+            zygote.process.kill()
+            zygote.process.wait(timeout=60)
+        monkeypatch.setenv(_forkserver.ZYGOTE_ENV, path)
+        client = _forkserver.connect()
+        clients.callback(client.close)
         assert client.process is not None and client.server_pid == client.process.pid
         assert _ends(client, script, tmp_path, 0)["ppid"] == client.process.pid
         if before is not None:  # the fork server it forked lives on: its worker's, not its own
             assert _ends(before, script, tmp_path, 5)["ppid"] == before.server_pid
-    finally:
-        client.close()
-        if before is not None:
-            before.close()
 
 
 def test_a_zygote_that_ends_without_forking_leaves_the_worker_its_own(
