@@ -22,6 +22,7 @@ import pytest
 from bench import drill_recall
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import SIGNATURE, RecordingFake
+from tests._servers import tls
 from tests.drill.conftest import provider_env
 
 pytestmark = pytest.mark.slow  # a service starts in 1-5 s (the SDKs' imports) on a loaded machine
@@ -83,7 +84,7 @@ def answered_by(job: dict[str, Any]) -> str | None:
 
 def post(url: str, key: str, text: str, owner: str = "alice") -> httpx.Response:
     return httpx.post(f"{url}/jobs", headers={"Idempotency-Key": key, "X-Owner": owner},
-                      json={"text": text}, timeout=10)
+                      json={"text": text}, timeout=10, verify=tls())
 
 
 def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
@@ -100,7 +101,7 @@ def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
     assert len({a.json()["id"] for a in answers}) == 1
     run = Run(answers[0].json())
     pause = threading.Event()  # never set: its wait() is the poll interval
-    with httpx.Client(timeout=10, headers=OWNER) as client:
+    with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
         while True:
             job = client.get(f"{url}/jobs/{run.job['id']}").json()
             state = (job["status"], answered_by(job))
@@ -228,7 +229,7 @@ def double_click(url: str, key: str, clicks: int = 2) -> list[httpx.Response]:
     click), each on a connection of its own opened before the barrier."""
     barrier = threading.Barrier(clicks, timeout=10)
     answers: list[httpx.Response] = []
-    clients = [httpx.Client(timeout=10) for _ in range(clicks)]
+    clients = [httpx.Client(timeout=10, verify=tls()) for _ in range(clicks)]
     for client in clients:  # connect first, so the barrier releases the requests themselves
         client.get(f"{url}/healthz")
 
@@ -317,7 +318,7 @@ def test_failed_is_shown_until_the_fallback_answers(start_service: Any, fakes: d
         fakes["primary"].app.set_behaviour("hang")
         job = post(url, "k-held", "Summarise ticket k-held.").json()
         assert held.arrived.wait(10)  # the primary timed out, the fallback was asked
-        with httpx.Client(timeout=10, headers=OWNER) as client:
+        with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
             status = client.get(f"{url}/jobs/{job['id']}").json()["status"]
             assert status == shown
             held.release.set()
@@ -342,10 +343,10 @@ def test_the_api(start_service: Any, fakes: dict[str, Any], script: str) -> None
     assert set(first.json()) == {"id", "status", "result", "provider"}
     assert post(url, "k1", "b", owner="bob").status_code == 201  # keys are per owner
     job = f"{url}/jobs/{first.json()['id']}"
-    assert httpx.get(job, headers={"X-Owner": "bob"}).status_code == 404
-    assert httpx.get(job).status_code == 401
-    assert httpx.get(job, headers=OWNER).json()["id"] == first.json()["id"]
-    assert httpx.get(f"{job}/attempts", headers=OWNER).status_code == 200
+    assert httpx.get(job, headers={"X-Owner": "bob"}, verify=tls()).status_code == 404
+    assert httpx.get(job, verify=tls()).status_code == 401
+    assert httpx.get(job, headers=OWNER, verify=tls()).json()["id"] == first.json()["id"]
+    assert httpx.get(f"{job}/attempts", headers=OWNER, verify=tls()).status_code == 200
     key = {"Idempotency-Key": "k2"}
     for body, headers, status, error in (
             ({"text": "c"}, {**key}, 401, "owner_missing"),
@@ -354,7 +355,7 @@ def test_the_api(start_service: Any, fakes: dict[str, Any], script: str) -> None
             ({"prompt": "c"}, {**key, **OWNER}, 422, "invalid_body"),
             (["c"], {**key, **OWNER}, 422, "invalid_body"),
             ({"text": 3}, {**key, **OWNER}, 422, "invalid_body")):
-        answer = httpx.post(f"{url}/jobs", json=body, headers=headers)
+        answer = httpx.post(f"{url}/jobs", json=body, headers=headers, verify=tls())
         assert (answer.status_code, answer.json()["error"]) == (status, error), body
 
 
@@ -375,7 +376,8 @@ def test_the_api_twins_break_their_rule(start_service: Any, fakes: dict[str, Any
     else:
         assert other.status_code == 409
     bobs = post(url, "k1", "a", owner="bob")  # another owner, the same key and body
-    peek = httpx.get(f"{url}/jobs/{first.json()['id']}", headers={"X-Owner": "bob"})
+    peek = httpx.get(f"{url}/jobs/{first.json()['id']}", headers={"X-Owner": "bob"},
+                     verify=tls())
     if defect == "owner-blind":  # keys are global, and bob sees alice's job
         assert bobs.status_code == 200 and bobs.json()["id"] == first.json()["id"]
         assert peek.status_code == 200
