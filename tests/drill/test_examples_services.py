@@ -11,7 +11,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -168,12 +168,51 @@ def test_sdk_retries_start_while_the_timed_out_call_is_unresolved(
     assert submit(url, fakes, "conformant", watch_s=0).billed == 1
 
 
+def held_run(url: str, fakes: dict[str, Any], primary: str) -> Run:
+    """One job whose order the held answers decide, not the machine's load: the primary's calls
+    behave as ``primary`` (``hang``, or an answer held), the fallback's answer is held until the
+    job was seen ``failed``; then the primary's answer is let go (a hung call closed) once the
+    fallback's result was seen, and the job watched until every call ended."""
+    tag = f"drill-{uuid.uuid4().hex[:12]}"
+    first, second = fakes["primary"].app, fakes["fallback"].app
+    first.script_tag(tag, primary, hold=primary != "hang")
+    second.script_tag(tag, "conformant", hold=True)
+    run = Run(post(url, tag, f"Summarise ticket {tag}.").json())
+    with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
+        watch(client, url, run, lambda: run.seen[-1] == ("failed", None))
+        second.let_go(tag)
+        watch(client, url, run, lambda: run.providers()[-1:] == ["fallback"])
+        first.release(tag)  # a held answer goes; a hung call is closed
+        watch(client, url, run, lambda: first.open_calls(tag) == 0
+              and (primary == "hang" or run.providers()[-1:] == ["primary"]))
+        watch(client, url, run, lambda: True)  # once more: what the service did after
+    run.primary, run.fallback = first.received_tag(tag), second.received_tag(tag)
+    return run
+
+
+def watch(client: httpx.Client, url: str, run: Run, done: Callable[[], bool]) -> None:
+    """Look at the job until ``done()`` holds after a look (within 15 s)."""
+    began, pause = time.monotonic(), threading.Event()  # never set: wait() is the interval
+    while True:
+        job = client.get(f"{url}/jobs/{run.job['id']}").json()
+        state = (job["status"], answered_by(job))
+        if not run.seen or run.seen[-1] != state:
+            run.seen.append(state)
+        if done():
+            return
+        assert time.monotonic() - began < 15, f"job still changing: {run.seen}"
+        pause.wait(0.02)  # observing a black box: polling is all it offers
+
+
 def test_timeout_marks_failed_and_late_answer_overwrites(start_service: Any,
                                                          fakes: dict[str, Any]) -> None:
-    url = start(start_service, fakes, "timeout_fails_service.py")
-    hang = submit(url, fakes, "hang")
-    assert ("failed", None) in hang.seen and hang.providers() == ["fallback"]
-    late = submit(url, fakes, LATE)
+    # the service abandons a primary call only after 30 s: the held answers decide the order
+    url = start(start_service, fakes, "timeout_fails_service.py", "--abandon-after", "30")
+    hang = held_run(url, fakes, "hang")
+    assert ("failed", None) in hang.seen, hang.seen  # the timeout taken for a failure
+    assert hang.providers() == ["fallback"] and hang.billed == 2
+    late = held_run(url, fakes, "conformant")
+    assert ("failed", None) in late.seen
     assert late.providers() == ["fallback", "primary"], late.seen  # overwritten
     assert late.billed == 2
 
