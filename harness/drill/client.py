@@ -55,8 +55,12 @@ def clients_of(target: str, deadline_s: float, concurrency: int | None) -> Itera
     connections = max(10, (concurrency or 64) * 3)
 
     def client() -> httpx.Client:
+        # every connection may stay kept alive: httpcore's pool closes a surplus kept-alive
+        # connection even when it was just handed to a waiting request (encode/httpcore#1110),
+        # and the request then reads a closed socket (EBADF) or hangs to its deadline
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         transport = BoundedTransport(deadline_s=deadline_s, verify=tls_for(target),
-                                     limits=httpx.Limits(max_connections=connections))
+                                     limits=limits)
         return httpx.Client(base_url=target.rstrip("/"), timeout=deadline_s,
                             transport=transport)
 

@@ -47,10 +47,11 @@ def judge_winner(ev: IntentEvidence, section: DrillSection, chat: bool
         return winner, Finding(ONE_WINNER, "broken", f"the result changed "
                                f"{changed[0] - first_at:.3f} s after it was complete: from "
                                f"{winner.ident}'s answer to {short(changed[1])!r}")
-    if not chat and ev.observations and ev.observations[-1].status != "succeeded":
-        last = ev.observations[-1]
+    # a look the drill could not read (no answer, not JSON) is not what the service reported
+    read = [o for o in ev.observations if o.status != "error"]
+    if not chat and read and read[-1].status != "succeeded":
         return winner, Finding(ONE_WINNER, "broken", f"complete with {winner.ident}'s answer, "
-                               f"then reported {last.raw_status!r}")
+                               f"then reported {read[-1].raw_status!r}")
     answered = [c for c in ev.calls if c.outcome == "answered" and c is not winner]
     late = [c for c in answered
             if c.ended_at is not None and c.ended_at > (winner.ended_at or 0)]

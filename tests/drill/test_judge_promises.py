@@ -446,3 +446,19 @@ def test_judge_a_rerun_the_service_left_while_its_answer_waited_is_no_evidence(
                  waited="left")
     assert _findings(_ev("control", [winner, early], looks), _setup(tmp_path))[
         "one_winner_per_job"] == "held"
+
+
+def test_judge_a_look_it_could_not_read_after_the_result_is_not_a_change(tmp_path: Path) -> None:
+    """Seen once under load: the drill's last look at a complete job got no answer (its socket
+    closed under it) and the judge took it for the service reporting the job not complete: a
+    false 'broken'. A look the drill could not read says nothing of the job; a status the
+    service did report after the result still breaks the promise."""
+    first = Call("gpt", "primary", 1, 0.05, 0.1, "answered", "conformant")
+    done = _done(signature("gpt", 1, TAG), 0.5)
+    unread = Observation(0.7, "error", None, None, None, 0.8,
+                         error="no answer (ReadError: [Errno 9] Bad file descriptor)")
+    ev = _ev("control", [first], [done, unread])
+    assert _findings(ev, _setup(tmp_path))["one_winner_per_job"] == "held"
+    reported = Observation(0.7, "running", "running", None)
+    ev = _ev("control", [first], [done, reported])
+    assert _findings(ev, _setup(tmp_path))["one_winner_per_job"] == "broken"
