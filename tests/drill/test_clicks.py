@@ -139,8 +139,11 @@ def test_a_double_click_sends_both_submits_at_once_and_a_re_click_after_the_time
         else:  # the re-click: after the timeout, while the primary's call is unresolved
             assert statuses == [200, 201], ev.submissions
             first = next(c for c in ev.calls if c.role == "primary")
+            hedge = next(c for c in ev.calls if c.role == "fallback")
             again = max(s.at for s in ev.submissions)
-            assert again >= first.at + TIMEOUT_S
+            # once the service turned to the fallback after its timeout (the drill waits for
+            # that call: the primary's arrival time, stamped by a loaded fake, may be late)
+            assert again >= hedge.at >= min(s.at for s in ev.submissions) + TIMEOUT_S
             assert first.unresolved_at(again), (first, again)
         assert verdict.of("one_job_per_intent").verdict == "held"  # type: ignore[union-attr]
     assert outcome.verdict == "pass", [f for v in outcome.results.verdicts[drills[0]]
