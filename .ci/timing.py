@@ -73,8 +73,10 @@ def workers(timeline: str) -> None:
 def cpu(entries: list[dict[str, object]]) -> None:
     """CPU seconds of the run (tests/_timeline.py): in all, by the test processes (each xdist
     worker: its own, its reaped subprocesses', its embedded PostgreSQL's exited backends);
-    of that, in the tests themselves, before the first test, and outside any test (session
-    servers, the fork server's services); then the ten test files that cost the most."""
+    under xdist the controller's line, whose reaped children are the workers and the zygote
+    with the fork servers' services; of that, in the tests themselves, before the first test,
+    the controller, and outside any test (session servers, the services of the fork servers);
+    then the ten test files that cost the most."""
     def seconds(entry: dict[str, object], key: str) -> float:
         value = entry.get(key, 0)
         return float(value) if isinstance(value, int | float) else 0.0
@@ -85,12 +87,18 @@ def cpu(entries: list[dict[str, object]]) -> None:
         return
     workers = {e.get("worker") for e in tests}  # not the xdist controller's
     ends = [e for e in entries if e.get("summary") and e.get("worker") in workers]
+    controller = [e for e in entries if e.get("summary") and e.get("worker") not in workers]
     in_tests = sum(seconds(e, key) for e in tests for key in keys)
     before = sum(seconds(e, "cpu_before_tests") for e in ends)
     total = sum(seconds(e, key) for e in ends for key in keys)
+    own = 0.0
+    if controller:  # under xdist: its children are the workers and the zygote (the services)
+        own = seconds(controller[0], "cpu")
+        total = own + seconds(controller[0], "children") + sum(seconds(e, "pg") for e in ends)
     if len(ends) == len(workers):
         print(f"CPU: {total:.0f} s = in the tests {in_tests:.0f} + before the first test "
-              f"{before:.0f} + outside any test {total - in_tests - before:.0f}")
+              f"{before:.0f} + the xdist controller {own:.0f} + outside any test "
+              f"{total - in_tests - before - own:.0f}")
     else:  # a worker that ended early wrote no summary line
         print(f"CPU: in the tests {in_tests:.0f} s (no summary of every worker)")
     files: dict[str, float] = defaultdict(float)

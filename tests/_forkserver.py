@@ -3,21 +3,29 @@ imports each time: a fork server.
 
 An example service (examples/drill/*_service.py) imports the official ``openai`` and
 ``anthropic`` SDKs: 1.5-2 s of CPU before it listens, and the suite starts about fifty of
-them. Each test process (each xdist worker) starts, on first use, one *fork server*: a Python
-that imports those SDKs once and then waits. ``popen([sys.executable, script, *args], …)`` asks
+them. Each test process (each xdist worker) gets, on first use, one *fork server*: a Python
+that has imported those SDKs and waits. ``popen([sys.executable, script, *args], …)`` asks
 it to fork; the child becomes the service: its own process and pid, its own session
 (``setsid``), the environment, working folder and arguments asked for, stdout and stderr on the
 pipe it was handed, and the script run as ``__main__`` (``runpy``), importing everything else
 itself, exactly as ``python script …`` would. Only the import of the SDKs is shared, done
 before any request, in a process that never runs a service itself and starts no thread.
 
+Under pytest-xdist the SDKs are imported once per run, not once per worker: the controller
+starts a *zygote* (tests/_zygote.py) whose socket ``HARNESS_TEST_ZYGOTE`` names, and a worker
+asks it to fork the worker's fork server, which inherits the imports. Without that variable,
+or when the zygote does not answer (it died, or never started), the test process starts a fork
+server of its own (``python -m tests._forkserver FD``), which imports the SDKs itself.
+
 Settings Python reads only when it starts (``PYTHONWARNINGS``, ``PYTHONHASHSEED``, ``-X``
-options) are the fork server's, the test process's own; the services do not depend on them.
+options) are the fork server's: those of the process that started it (the zygote's are the
+xdist controller's); the services do not depend on them.
 What the caller gets behaves as the ``subprocess.Popen`` it replaces: ``pid``, ``stdout``,
 ``poll``, ``wait``, ``terminate``, ``kill`` and ``returncode`` (the fork server reaps its
 children and reports each exit status). When the test process ends, the fork server sees its
-socket close and kills any child still running. ``HARNESS_TEST_FORKSERVER=0`` (or a platform
-without ``fork`` and ``SCM_RIGHTS``) starts every service with ``subprocess.Popen`` instead.
+socket close, kills any child still running, reaps them and exits; ``stop()`` returns once it
+has. ``HARNESS_TEST_FORKSERVER=0`` (or a platform without ``fork`` and ``SCM_RIGHTS``) starts
+every service with ``subprocess.Popen`` instead.
 """
 
 from __future__ import annotations
@@ -40,25 +48,40 @@ from pathlib import Path
 from typing import IO, Any
 
 ENV = "HARNESS_TEST_FORKSERVER"
+ZYGOTE_ENV = "HARNESS_TEST_ZYGOTE"  # the run's zygote's socket (tests/_zygote.py)
 PRELOAD = ("httpx", "openai", "anthropic", "redis")  # what the example services import
 MESSAGE_MAX = 1 << 20
 START_TIMEOUT_S = 60.0  # the fork server's own start (the SDKs' imports) on a loaded machine
+CLOSE_TIMEOUT_S = 30.0  # the fork server's end: kill, reap and exit, on a loaded machine
 
 
-# -- the fork server (its own process: python -m tests._forkserver FD) --------------------------
+# -- the fork server (python -m tests._forkserver FD, or forked by the zygote) ------------------
 
-def _serve(sock: socket.socket) -> None:
-    """Fork a child per request until the socket closes; report each child's exit status."""
+def preload(names: list[str] | tuple[str, ...]) -> None:
+    for name in names:
+        with contextlib.suppress(ImportError):  # a child without it fails as `python` would
+            importlib.import_module(name)
+
+
+def wakeup() -> tuple[int, int]:
+    """A pipe that becomes readable when a child exits (SIGCHLD): its read and write ends."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    return wake_r, wake_w
+
+
+def serve(sock: socket.socket) -> None:
+    """Fork a child per request until the socket closes; report each child's exit status.
+    When it returns, every child has been killed and reaped."""
+    wake_r, wake_w = wakeup()
     children: set[int] = set()
     while True:
         ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
-        _reap(children, sock)
+        reap(children, sock)
         if sock.fileno() not in ready:
             continue
         message, fds, _, _ = socket.recv_fds(sock, MESSAGE_MAX, 1)
@@ -81,7 +104,8 @@ def _serve(sock: socket.socket) -> None:
             os.waitpid(pid, 0)
 
 
-def _reap(children: set[int], sock: socket.socket) -> None:
+def reap(children: set[int], sock: socket.socket | None) -> None:
+    """Reap the children that exited, reporting each exit status on ``sock`` (if any)."""
     while children:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -90,6 +114,8 @@ def _reap(children: set[int], sock: socket.socket) -> None:
         if pid == 0:
             return
         children.discard(pid)
+        if sock is None:
+            continue
         with contextlib.suppress(OSError):
             sock.send(json.dumps({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
                       .encode())
@@ -129,13 +155,11 @@ def _child(request: dict[str, Any], out: int) -> None:
         os._exit(code)
 
 
-def main(fd: int) -> None:
-    for name in PRELOAD:
-        with contextlib.suppress(ImportError):  # a child without it fails as `python` would
-            importlib.import_module(name)
+def main(fd: int, names: list[str]) -> None:
+    preload(names)
     sock = socket.socket(fileno=fd)
-    sock.send(b'{"ready": true}')
-    _serve(sock)
+    sock.send(json.dumps({"ready": os.getpid()}).encode())
+    serve(sock)
 
 
 # -- the test process's side -------------------------------------------------------------------
@@ -171,18 +195,31 @@ class Forked:
 
 
 class _Client:
-    """The connection to this process's fork server, and the exit codes it reported."""
+    """The connection to this process's fork server, and the exit codes it reported. With
+    ``zygote`` (its socket's path) the fork server is the zygote's child, forked with the
+    SDKs imported; else this process's own (``python -m tests._forkserver FD``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, zygote: str | None = None) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd, log = tempfile.mkstemp(prefix="harness-forkserver-", suffix=".log")
         self.log = Path(log)  # its own errors: not in a test's captured output
-        self.process = subprocess.Popen(
-            [sys.executable, "-u", "-m", "tests._forkserver", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=fd, stderr=fd,
-            cwd=Path(__file__).resolve().parents[1])
-        os.close(fd)
-        theirs.close()
+        self.process: subprocess.Popen[bytes] | None = None
+        try:
+            if zygote is None:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-u", "-m", "tests._forkserver", str(theirs.fileno()),
+                     *PRELOAD], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                    stdout=fd, stderr=fd, cwd=Path(__file__).resolve().parents[1])
+            else:
+                _ask(zygote, theirs, fd)
+        except BaseException:
+            ours.close()
+            self.log.unlink(missing_ok=True)
+            raise
+        finally:
+            os.close(fd)
+            theirs.close()
+        self.server_pid = self.process.pid if self.process is not None else None
         self.sock, self.lock, self.changed = ours, threading.Lock(), threading.Condition()
         self.started: list[int] = []
         self.exits: dict[int, int] = {}
@@ -202,7 +239,7 @@ class _Client:
             except OSError:
                 message = b""
             with self.changed:
-                if not message:
+                if not message:  # the fork server exited (or this side closed)
                     self.closed = True
                     self.changed.notify_all()
                     self.ready.set()
@@ -212,6 +249,8 @@ class _Client:
                     self.exits[event["exited"]] = event["code"]
                 elif "started" in event:
                     self.started.append(event["started"])
+                elif "ready" in event:
+                    self.server_pid = event["ready"]
                 self.ready.set()
                 self.changed.notify_all()
 
@@ -245,34 +284,70 @@ class _Client:
             return self.exits.get(pid)
 
     def close(self) -> None:
+        """End the fork server. When this returns it has killed and reaped its children: its
+        end of the socket is closed, which it holds until it exits (its own is reaped too)."""
         with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
+            self.sock.shutdown(socket.SHUT_WR)  # it reads the end of its requests
+        if not self._ended(CLOSE_TIMEOUT_S) and self.server_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.server_pid, signal.SIGKILL)
+            self._ended(CLOSE_TIMEOUT_S)
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # the reader's recv returns, if it still waits
         self.sock.close()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        if self.process is not None:
+            self.process.wait(timeout=CLOSE_TIMEOUT_S)
         self.log.unlink(missing_ok=True)
+
+    def _ended(self, timeout: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.closed, timeout)
+
+
+def _ask(zygote: str, server: socket.socket, log: int) -> None:
+    """Ask the run's zygote to fork a fork server on ``server`` with its output on ``log``
+    (tests/_zygote.py); OSError when nothing listens there."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as request:
+        request.settimeout(START_TIMEOUT_S)
+        request.connect(zygote)
+        socket.send_fds(request, [b"fork"], [server.fileno(), log])
 
 
 _client: list[_Client] = []
 _starting = threading.Lock()
 
 
+def enabled() -> bool:
+    """Whether services are forked (``HARNESS_TEST_FORKSERVER`` not 0, ``fork`` and
+    ``SCM_RIGHTS`` available)."""
+    return os.environ.get(ENV) != "0" and hasattr(os, "fork") and hasattr(socket, "send_fds")
+
+
 def _server() -> _Client | None:
-    if os.environ.get(ENV) == "0" or not hasattr(os, "fork") \
-            or not hasattr(socket, "send_fds"):
+    if not enabled():
         return None
     with _starting:
         if not _client:
-            _client.append(_Client())
+            _client.append(connect())
             atexit.register(stop)
         return _client[0]
 
 
+def connect() -> _Client:
+    """A fork server forked by the run's zygote (``HARNESS_TEST_ZYGOTE``), else, when there is
+    none or it does not answer, one of this process's own."""
+    zygote = os.environ.get(ZYGOTE_ENV)
+    if zygote:
+        try:
+            return _Client(zygote)
+        except (OSError, RuntimeError):  # it died or never started: no worse than without it
+            pass
+    return _Client()
+
+
 def stop() -> None:
-    """End this process's fork server, if it started (its children with it), and reap it."""
+    """End this process's fork server, if it started: its children killed and reaped, and it
+    reaped too when it is this process's own (the zygote reaps those it forked)."""
     with _starting:
         while _client:
             _client.pop().close()
@@ -292,4 +367,4 @@ def popen(argv: list[str], env: dict[str, str], *, cwd: str | Path | None = None
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[2:])

@@ -22,6 +22,7 @@ import itertools
 import os
 import shutil
 import socket
+import ssl
 import stat
 import subprocess
 import tempfile
@@ -48,6 +49,15 @@ class ServerError(RuntimeError):
 PORT_BLOCK = 1000
 PORTS_FROM = 20_000
 _next_port = itertools.count()
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """One SSL context for the tests' HTTP clients (``verify=tls()``): httpx builds a verifying
+    context for every client it makes, ``httpx.post`` included, loading a CA bundle (about 20 ms
+    of CPU) even for the plain-http loopback services, where it is never used; the example
+    services and the precision suite's racing threads made about 2,000 in a run (40 CPU-s)."""
+    return ssl.create_default_context()
 
 
 @functools.cache

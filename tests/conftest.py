@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from harness.store import SqlStore, open_store
-from tests import _bytecode, _forkserver, _servers
+from tests import _bytecode, _forkserver, _servers, _zygote
 from tests.gateways.servers import gateway, portkey  # noqa: F401  (one of each per session)
 
 pytest_plugins = ["pytester", "tests._timeline"]
@@ -95,6 +95,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _bytecode.compile_checkout(config)  # once, before the workers start (tests/_bytecode.py)
     if config.pluginmanager.has_plugin("xdist") and config.getoption("testrunuid", None) is None:
         config.option.testrunuid = uuid.uuid4().hex  # the controller knows where groups are
+    if config.getoption("numprocesses", None) and config.getoption("dist", "no") != "no" \
+            and _forkserver.enabled():
+        _zygote.start()  # before the workers start: they inherit its socket (tests/_zygote.py)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -156,6 +159,7 @@ def session_server(kind: str) -> str:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    _zygote.stop()
     _SERVERS.close()
 
 
@@ -212,6 +216,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _forkserver.stop()  # before the timeline's summary (trylast): its CPU is the services'
+    _zygote.stop()  # the controller's, once the workers ended: its CPU is their fork servers'
     before = session.config.stash.get(_BEFORE, None)
     after = _ignored_in_checkout() if before is not None else None
     if before is None or after is None or not after - before:

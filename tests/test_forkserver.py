@@ -1,25 +1,34 @@
 """tests/_forkserver.py: a service forked from the fork server is a process of its own that
 runs the script as ``python script args…`` would: its own pid and session, the environment,
-folder and arguments asked for, its output on the pipe, its exit status, and signals."""
+folder and arguments asked for, its output on the pipe, its exit status, and signals.
+tests/_zygote.py: a worker's fork server is forked by the run's zygote, with its imports; a
+zygote that is not there or does not answer leaves the worker a fork server of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests import _forkserver
+from tests import _forkserver, _zygote
+
+PRELOAD = ("wave",)  # a module nothing here imports: a service sees it only if preloaded
 
 SCRIPT = """\
 import json, os, signal, sys
 import helper  # beside the script: sys.path[0] is the script's folder
 print(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("PROBE"),
                   "other": os.environ.get("NOT_PASSED"), "pid": os.getpid(),
-                  "sid": os.getsid(0), "name": __name__, "helper": helper.VALUE}), flush=True)
+                  "sid": os.getsid(0), "name": __name__, "helper": helper.VALUE,
+                  "ppid": os.getppid(), "preloaded": "wave" in sys.modules}), flush=True)
 print("to stderr", file=sys.stderr, flush=True)
 if sys.argv[1] == "wait":
     print("waiting", flush=True)
@@ -39,6 +48,7 @@ def script(tmp_path: Path) -> Path:
 def test_a_forked_service_runs_its_script_as_python_would(script: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NOT_PASSED", "1")
+    monkeypatch.delenv(_forkserver.ENV, raising=False)  # forked even in a run that set it off
     work = tmp_path / "work"
     work.mkdir()
     process = _forkserver.popen([sys.executable, str(script), "3"], {"PROBE": "yes"}, cwd=work,
@@ -91,3 +101,134 @@ def test_with_the_fork_server_off_it_is_a_plain_popen(script: Path,
     assert process.wait(timeout=60) == 0
     assert process.stdout is not None
     process.stdout.close()
+
+
+# -- the zygote --------------------------------------------------------------------------------
+
+def _parent(pid: int) -> int | None:
+    """The parent pid of a running process (/proc), None once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def zygote() -> Iterator[_zygote.Zygote]:
+    started = _zygote.Zygote(PRELOAD)
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def light_preload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork server of the test process's own imports only ``PRELOAD``: a quick start."""
+    monkeypatch.setattr(_forkserver, "PRELOAD", PRELOAD)
+
+
+def _ends(client: _forkserver._Client, script: Path, cwd: Path, code: int) -> dict[str, object]:
+    """Run ``script code`` through ``client``: what it printed first, after its exit."""
+    process = client.start([str(script), str(code)], dict(os.environ), str(cwd), True)
+    assert process.wait(timeout=60) == code
+    assert process.stdout is not None
+    with process.stdout:
+        seen: dict[str, object] = json.loads(process.stdout.readline())
+    return seen
+
+
+def test_the_zygote_forks_each_worker_s_fork_server_with_its_imports(
+        zygote: _zygote.Zygote, script: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(_forkserver.ZYGOTE_ENV, zygote.path)
+    first, second = _forkserver.connect(), _forkserver.connect()
+    try:
+        assert first.process is None and first.server_pid is not None
+        assert second.server_pid not in (None, first.server_pid)
+        assert _parent(first.server_pid) == _parent(second.server_pid) == zygote.process.pid
+        seen = _ends(first, script, tmp_path, 4)
+        assert seen["ppid"] == first.server_pid and seen["argv"] == [str(script), "4"]
+        assert seen["preloaded"] is True  # imported by the zygote only: inherited
+    finally:
+        first.close()
+        second.close()
+    assert zygote.stop() is None  # it ended when asked, and said nothing
+
+
+@pytest.mark.parametrize("via", ["zygote", "own"])
+def test_close_returns_once_the_fork_server_and_its_services_are_gone(
+        via: str, zygote: _zygote.Zygote, script: Path, light_preload: None) -> None:
+    client = _forkserver._Client(zygote.path if via == "zygote" else None)
+    server = client.server_pid
+    assert server is not None and (client.process is None) == (via == "zygote")
+    service = client.start([str(script), "wait"], dict(os.environ), os.getcwd(), True)
+    assert service.stdout is not None
+    assert "waiting\n" in iter(service.stdout.readline, "")
+    client.close()
+    assert service.stdout.read() == ""  # no process holds its pipe any more
+    service.stdout.close()
+    assert not _running(service.pid)  # killed and reaped
+    assert zygote.stop() is None  # it reaps the fork servers that ended: this one had
+    assert not _running(server)
+
+
+@pytest.mark.parametrize("zygote_is", ["absent", "killed"])
+def test_a_worker_without_a_live_zygote_starts_its_own_fork_server(
+        zygote_is: str, script: Path, tmp_path: Path, light_preload: None,
+        monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    with contextlib.ExitStack() as clients:
+        path, before = str(tmp_path / "no-zygote"), None
+        if zygote_is == "killed":
+            zygote: _zygote.Zygote = request.getfixturevalue("zygote")
+            path, before = zygote.path, _forkserver._Client(zygote.path)
+            clients.callback(before.close)
+            zygote.process.kill()
+            zygote.process.wait(timeout=60)
+        monkeypatch.setenv(_forkserver.ZYGOTE_ENV, path)
+        client = _forkserver.connect()
+        clients.callback(client.close)
+        assert client.process is not None and client.server_pid == client.process.pid
+        assert _ends(client, script, tmp_path, 0)["ppid"] == client.process.pid
+        if before is not None:  # the fork server it forked lives on: its worker's, not its own
+            assert _ends(before, script, tmp_path, 5)["ppid"] == before.server_pid
+
+
+def test_a_zygote_that_ends_without_forking_leaves_the_worker_its_own(
+        tmp_path: Path, light_preload: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "socket")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as listener, \
+            ThreadPoolExecutor(1) as pool:
+        listener.bind(path)
+        listener.listen(1)
+        listener.settimeout(60)
+        monkeypatch.setenv(_forkserver.ZYGOTE_ENV, path)
+        connecting = pool.submit(_forkserver.connect)
+        conn, _ = listener.accept()
+        with conn:
+            message, fds, _, _ = socket.recv_fds(conn, 64, 2)
+        assert message == b"fork" and len(fds) == 2
+        for fd in fds:  # it asked, the zygote took the request and ended
+            os.close(fd)
+        client = connecting.result(timeout=120)
+    try:
+        assert client.process is not None
+    finally:
+        client.close()
+
+
+def test_under_xdist_a_worker_s_fork_server_is_the_run_s_zygote_s_child() -> None:
+    if "PYTEST_XDIST_WORKER" not in os.environ or not _forkserver.enabled():
+        pytest.skip("only an xdist worker with the fork server on has the run's zygote")
+    assert os.environ.get(_forkserver.ZYGOTE_ENV), "the controller started no zygote"
+    server = _forkserver._server()
+    assert server is not None and server.process is None and server.server_pid is not None
+    parent = _parent(server.server_pid)
+    assert parent is not None and parent != os.getpid()
+    assert b"tests._zygote" in Path(f"/proc/{parent}/cmdline").read_bytes()

@@ -9,6 +9,7 @@ a read timeout, a reset after the request was sent, a 504 or a stream that broke
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,11 @@ try:  # the official SDKs: the [examples] extra
     import openai
 except ImportError as exc:
     missing_extra("examples", exc)
+
+
+#: one TLS context for the plain httpx clients of a service's worker threads: httpx otherwise
+#: loads the CA bundle again for every client it makes (tens of milliseconds of CPU each)
+TLS = ssl.create_default_context()
 
 
 class Failed(Exception):

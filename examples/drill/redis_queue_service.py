@@ -92,7 +92,7 @@ class RedisQueue:
 class QueueWorker:
     def __init__(self, store: jobkit.Store, work: RedisQueue, timeout: float) -> None:
         self.store, self.work = store, work
-        self.http = httpx.Client(timeout=timeout)
+        self.http = httpx.Client(timeout=timeout, verify=llm.TLS)
 
     def forever(self) -> None:
         while True:

@@ -38,7 +38,7 @@ class AcksLateWorker:
     def __init__(self, store: jobkit.Store, work: RedisQueue, timeout: float,
                  followup: float) -> None:
         self.store, self.work, self.followup = store, work, followup
-        self.http = httpx.Client(timeout=timeout)
+        self.http = httpx.Client(timeout=timeout, verify=llm.TLS)
 
     def forever(self) -> None:
         while True:

@@ -24,7 +24,7 @@ import httpx
 from harness.drill.evidence import Observation, Submission
 from harness.drill.watch import classify, fill, listed, read_chat, unreadable
 from harness.providers.secrets import redact
-from harness.target.bounded import BoundedTransport, json_body
+from harness.target.bounded import BoundedTransport, json_body, tls_for
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import Listing
 from harness.target.ids import fill_path
@@ -55,7 +55,7 @@ def clients_of(target: str, deadline_s: float, concurrency: int | None) -> Itera
     connections = max(10, (concurrency or 64) * 3)
 
     def client() -> httpx.Client:
-        transport = BoundedTransport(deadline_s=deadline_s,
+        transport = BoundedTransport(deadline_s=deadline_s, verify=tls_for(target),
                                      limits=httpx.Limits(max_connections=connections))
         return httpx.Client(base_url=target.rstrip("/"), timeout=deadline_s,
                             transport=transport)

@@ -20,6 +20,7 @@ import httpx
 from harness.domain.errors import ConfigError
 from harness.explore.proxy import Upstream
 from harness.scenarios.targets.base import redact
+from harness.target.bounded import tls_for
 
 HEALTH_TIMEOUT_S = 30.0
 HEALTH_POLL_S = 0.05  # how often a starting service is asked for its health (it says nothing)
@@ -137,7 +138,7 @@ def wait_healthy(url: str, path: str, service: ServiceProcess | None,
                 f"{service.tail()}", field="--service-cmd",
                 fix=f"run `{service.shown}` by hand and fix what it says")
         try:
-            answer = httpx.get(url + path, timeout=PROBE_TIMEOUT_S)
+            answer = httpx.get(url + path, timeout=PROBE_TIMEOUT_S, verify=tls_for(url))
             if answer.status_code < 500:
                 return
             last = f"{answer.status_code}"

@@ -21,6 +21,7 @@ from harness.contracts.fakes import golden_answer
 from harness.contracts.loader import load_contracts
 from harness.providers.fake import FakeProvider
 from harness.providers.fake_server import FakeServer
+from tests._servers import tls
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_ENV = "QA_GATEWAY_KEY"
@@ -37,7 +38,8 @@ def prefixing_gateway(upstream: str) -> ThreadingHTTPServer:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in ("host", "content-length", "connection")}
-            reply = httpx.post(upstream + self.path, content=body, headers=headers, timeout=30)
+            reply = httpx.post(upstream + self.path, content=body, headers=headers, timeout=30,
+                               verify=tls())
             self.send_response(reply.status_code)
             for name, value in reply.headers.items():
                 if name.lower() not in ("content-length", "transfer-encoding", "connection",

@@ -18,6 +18,7 @@ import pytest
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import RecordingFake
 from tests import _forkserver
+from tests._servers import tls
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "drill"
@@ -72,7 +73,7 @@ class Service:
                                    f"{self.log.read_text()[-3000:]}") from None
             if line.startswith("listening on "):
                 url = line.split()[-1]
-                httpx.get(f"{url}/healthz", timeout=5).raise_for_status()
+                httpx.get(f"{url}/healthz", timeout=5, verify=tls()).raise_for_status()
                 return url
             if not line:
                 self.process.wait(timeout=10)

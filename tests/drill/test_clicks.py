@@ -21,7 +21,7 @@ import pytest
 from harness.drill.entry import DrillSettings, drill
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import DrillSection
-from tests._servers import free_port
+from tests._servers import free_port, tls
 from tests.drill.conftest import LOAD_CAUSES, LOAD_MISSES, ROOT
 
 #: the example drills run one at a time on one worker: each brings its own load (36
@@ -86,11 +86,12 @@ class Jobs:
     def work(self, key: str, text: str) -> None:
         messages = [{"role": "user", "content": text}]
         # the primary hangs: at the timeout, the fallback (the declared hedge)
-        with httpx.Client(timeout=TIMEOUT_S) as http, contextlib.suppress(httpx.HTTPError):
+        with httpx.Client(timeout=TIMEOUT_S, verify=tls()) as http, \
+                contextlib.suppress(httpx.HTTPError):
             http.post(f"{self.primary}/v1/chat/completions", json={
                 "model": "m", "messages": messages}, headers={"Authorization": "Bearer k"})
         answer = httpx.post(f"{self.fallback}/v1/messages", json={
-            "model": "m", "max_tokens": 8, "messages": messages}, timeout=5,
+            "model": "m", "max_tokens": 8, "messages": messages}, timeout=5, verify=tls(),
             headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}).json()
         with self.lock:
             self.jobs[key].update(status="succeeded", result={"text": answer["content"][0]["text"]})
@@ -157,7 +158,8 @@ class Flawed(Jobs):
 
     def work(self, key: str, text: str) -> None:
         messages = [{"role": "user", "content": text}]
-        with httpx.Client(timeout=TIMEOUT_S) as http, contextlib.suppress(httpx.HTTPError):
+        with httpx.Client(timeout=TIMEOUT_S, verify=tls()) as http, \
+                contextlib.suppress(httpx.HTTPError):
             http.post(f"{self.primary}/v1/chat/completions", json={
                 "model": "m", "messages": messages}, headers={"Authorization": "Bearer k"})
         if self.flaw == "brief-failed":
@@ -167,7 +169,7 @@ class Flawed(Jobs):
             if run:
                 threading.Event().wait(1.0)  # the queue's redelivery delay (its own)
             answer = httpx.post(f"{self.fallback}/v1/messages", json={
-                "model": "m", "max_tokens": 8, "messages": messages}, timeout=5,
+                "model": "m", "max_tokens": 8, "messages": messages}, timeout=5, verify=tls(),
                 headers={"x-api-key": "k", "anthropic-version": "2023-06-01"}).json()
             with self.lock:
                 self.jobs[key].update(status="succeeded",

@@ -11,7 +11,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 from bench import drill_recall
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import SIGNATURE, RecordingFake
+from tests._servers import tls
 from tests.drill.conftest import provider_env
 
 pytestmark = pytest.mark.slow  # a service starts in 1-5 s (the SDKs' imports) on a loaded machine
@@ -83,7 +84,7 @@ def answered_by(job: dict[str, Any]) -> str | None:
 
 def post(url: str, key: str, text: str, owner: str = "alice") -> httpx.Response:
     return httpx.post(f"{url}/jobs", headers={"Idempotency-Key": key, "X-Owner": owner},
-                      json={"text": text}, timeout=10)
+                      json={"text": text}, timeout=10, verify=tls())
 
 
 def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
@@ -100,7 +101,7 @@ def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
     assert len({a.json()["id"] for a in answers}) == 1
     run = Run(answers[0].json())
     pause = threading.Event()  # never set: its wait() is the poll interval
-    with httpx.Client(timeout=10, headers=OWNER) as client:
+    with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
         while True:
             job = client.get(f"{url}/jobs/{run.job['id']}").json()
             state = (job["status"], answered_by(job))
@@ -167,12 +168,51 @@ def test_sdk_retries_start_while_the_timed_out_call_is_unresolved(
     assert submit(url, fakes, "conformant", watch_s=0).billed == 1
 
 
+def held_run(url: str, fakes: dict[str, Any], primary: str) -> Run:
+    """One job whose order the held answers decide, not the machine's load: the primary's calls
+    behave as ``primary`` (``hang``, or an answer held), the fallback's answer is held until the
+    job was seen ``failed``; then the primary's answer is let go (a hung call closed) once the
+    fallback's result was seen, and the job watched until every call ended."""
+    tag = f"drill-{uuid.uuid4().hex[:12]}"
+    first, second = fakes["primary"].app, fakes["fallback"].app
+    first.script_tag(tag, primary, hold=primary != "hang")
+    second.script_tag(tag, "conformant", hold=True)
+    run = Run(post(url, tag, f"Summarise ticket {tag}.").json())
+    with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
+        watch(client, url, run, lambda: run.seen[-1] == ("failed", None))
+        second.let_go(tag)
+        watch(client, url, run, lambda: run.providers()[-1:] == ["fallback"])
+        first.release(tag)  # a held answer goes; a hung call is closed
+        watch(client, url, run, lambda: first.open_calls(tag) == 0
+              and (primary == "hang" or run.providers()[-1:] == ["primary"]))
+        watch(client, url, run, lambda: True)  # once more: what the service did after
+    run.primary, run.fallback = first.received_tag(tag), second.received_tag(tag)
+    return run
+
+
+def watch(client: httpx.Client, url: str, run: Run, done: Callable[[], bool]) -> None:
+    """Look at the job until ``done()`` holds after a look (within 15 s)."""
+    began, pause = time.monotonic(), threading.Event()  # never set: wait() is the interval
+    while True:
+        job = client.get(f"{url}/jobs/{run.job['id']}").json()
+        state = (job["status"], answered_by(job))
+        if not run.seen or run.seen[-1] != state:
+            run.seen.append(state)
+        if done():
+            return
+        assert time.monotonic() - began < 15, f"job still changing: {run.seen}"
+        pause.wait(0.02)  # observing a black box: polling is all it offers
+
+
 def test_timeout_marks_failed_and_late_answer_overwrites(start_service: Any,
                                                          fakes: dict[str, Any]) -> None:
-    url = start(start_service, fakes, "timeout_fails_service.py")
-    hang = submit(url, fakes, "hang")
-    assert ("failed", None) in hang.seen and hang.providers() == ["fallback"]
-    late = submit(url, fakes, LATE)
+    # the service abandons a primary call only after 30 s: the held answers decide the order
+    url = start(start_service, fakes, "timeout_fails_service.py", "--abandon-after", "30")
+    hang = held_run(url, fakes, "hang")
+    assert ("failed", None) in hang.seen, hang.seen  # the timeout taken for a failure
+    assert hang.providers() == ["fallback"] and hang.billed == 2
+    late = held_run(url, fakes, "conformant")
+    assert ("failed", None) in late.seen
     assert late.providers() == ["fallback", "primary"], late.seen  # overwritten
     assert late.billed == 2
 
@@ -228,7 +268,7 @@ def double_click(url: str, key: str, clicks: int = 2) -> list[httpx.Response]:
     click), each on a connection of its own opened before the barrier."""
     barrier = threading.Barrier(clicks, timeout=10)
     answers: list[httpx.Response] = []
-    clients = [httpx.Client(timeout=10) for _ in range(clicks)]
+    clients = [httpx.Client(timeout=10, verify=tls()) for _ in range(clicks)]
     for client in clients:  # connect first, so the barrier releases the requests themselves
         client.get(f"{url}/healthz")
 
@@ -317,7 +357,7 @@ def test_failed_is_shown_until_the_fallback_answers(start_service: Any, fakes: d
         fakes["primary"].app.set_behaviour("hang")
         job = post(url, "k-held", "Summarise ticket k-held.").json()
         assert held.arrived.wait(10)  # the primary timed out, the fallback was asked
-        with httpx.Client(timeout=10, headers=OWNER) as client:
+        with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
             status = client.get(f"{url}/jobs/{job['id']}").json()["status"]
             assert status == shown
             held.release.set()
@@ -342,10 +382,10 @@ def test_the_api(start_service: Any, fakes: dict[str, Any], script: str) -> None
     assert set(first.json()) == {"id", "status", "result", "provider"}
     assert post(url, "k1", "b", owner="bob").status_code == 201  # keys are per owner
     job = f"{url}/jobs/{first.json()['id']}"
-    assert httpx.get(job, headers={"X-Owner": "bob"}).status_code == 404
-    assert httpx.get(job).status_code == 401
-    assert httpx.get(job, headers=OWNER).json()["id"] == first.json()["id"]
-    assert httpx.get(f"{job}/attempts", headers=OWNER).status_code == 200
+    assert httpx.get(job, headers={"X-Owner": "bob"}, verify=tls()).status_code == 404
+    assert httpx.get(job, verify=tls()).status_code == 401
+    assert httpx.get(job, headers=OWNER, verify=tls()).json()["id"] == first.json()["id"]
+    assert httpx.get(f"{job}/attempts", headers=OWNER, verify=tls()).status_code == 200
     key = {"Idempotency-Key": "k2"}
     for body, headers, status, error in (
             ({"text": "c"}, {**key}, 401, "owner_missing"),
@@ -354,7 +394,7 @@ def test_the_api(start_service: Any, fakes: dict[str, Any], script: str) -> None
             ({"prompt": "c"}, {**key, **OWNER}, 422, "invalid_body"),
             (["c"], {**key, **OWNER}, 422, "invalid_body"),
             ({"text": 3}, {**key, **OWNER}, 422, "invalid_body")):
-        answer = httpx.post(f"{url}/jobs", json=body, headers=headers)
+        answer = httpx.post(f"{url}/jobs", json=body, headers=headers, verify=tls())
         assert (answer.status_code, answer.json()["error"]) == (status, error), body
 
 
@@ -375,7 +415,8 @@ def test_the_api_twins_break_their_rule(start_service: Any, fakes: dict[str, Any
     else:
         assert other.status_code == 409
     bobs = post(url, "k1", "a", owner="bob")  # another owner, the same key and body
-    peek = httpx.get(f"{url}/jobs/{first.json()['id']}", headers={"X-Owner": "bob"})
+    peek = httpx.get(f"{url}/jobs/{first.json()['id']}", headers={"X-Owner": "bob"},
+                     verify=tls())
     if defect == "owner-blind":  # keys are global, and bob sees alice's job
         assert bobs.status_code == 200 and bobs.json()["id"] == first.json()["id"]
         assert peek.status_code == 200

@@ -24,6 +24,7 @@ import pytest
 
 from harness.scenarios import TrialSet, load_scenario, open_target, run_trials
 from harness.scenarios.model import Scenario
+from tests._servers import tls
 from tests.conftest import session_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +93,7 @@ class Process:
     def wait_ready(self, path: str) -> None:
         """Poll until the service answers ``path`` (any status: refusers refuse it too)."""
         deadline = time.monotonic() + READY_TIMEOUT_S
-        with httpx.Client(timeout=2.0) as client:
+        with httpx.Client(timeout=2.0, verify=tls()) as client:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"{self.url} exited: {self.log_path.read_text()[-2000:]}")

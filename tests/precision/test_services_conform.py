@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests._servers import tls
 from tests.precision.conftest import TOKENS, Fleet
 from tests.precision.services_registry import CONFORMANT
 
@@ -31,8 +32,7 @@ def base(request: pytest.FixtureRequest, fleet: Fleet) -> str:
 
 @pytest.fixture
 def alice(base: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ALICE}"},
-                      timeout=30) as client:
+    with fresh(base) as client:
         yield client
 
 
@@ -57,7 +57,8 @@ def at_once(count: int, send: Callable[[int], httpx.Response]) -> list[httpx.Res
 
 
 def fresh(base: str, token: str = ALICE) -> httpx.Client:
-    return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30,
+                        verify=tls())
 
 
 def create(client: httpx.Client, key: str, **intent: Any) -> httpx.Response:
@@ -160,7 +161,7 @@ def test_owners_keys_and_refusals(base: str, alice: httpx.Client) -> None:
             assert (answer.status_code, answer.json()["code"]) == (404, "not_found")
         start = bob.post(f"/v1/jobs/{alices}/attempts", json={"provider": "x"})
         assert start.status_code == 404
-    with httpx.Client(base_url=base) as anonymous:
+    with httpx.Client(base_url=base, verify=tls()) as anonymous:
         assert anonymous.post("/v1/jobs", json={}).status_code == 401
         assert anonymous.get(f"/v1/jobs/{alices}",
                              headers={"Authorization": "Bearer nope"}).status_code == 401

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from harness.target.bounded import BoundedTransport
+from harness.target.bounded import BoundedTransport, tls_for
 from harness.target.limits import Limits
 
 #: failures meaning "the peer had closed this connection" when they come before any answer
@@ -114,6 +114,5 @@ def resending_transport(base_url: str, *, max_connections: int = 200,
     ``bounds.body_bytes`` (:mod:`harness.target.bounded`)."""
     limits = httpx.Limits(max_connections=max_connections,
                           max_keepalive_connections=max_connections)
-    verify = not base_url.startswith("http://")
-    return ResendingTransport(key_headers=key_headers, limits=limits, verify=verify,
+    return ResendingTransport(key_headers=key_headers, limits=limits, verify=tls_for(base_url),
                               bounds=bounds, deadline_s=deadline_s)
