@@ -107,7 +107,7 @@ class PgSessions(Sessions):
 
     def _connect(self, **options: Any) -> Any:
         try:
-            conn = self.psycopg.connect(self.store.dsn, **options)
+            conn = self.store.session_class().connect(self.store.dsn, **options)
         except self.psycopg.Error as exc:
             raise StoreError(f"explore cannot open a session: {_safe(exc, self.store.dsn)}") \
                 from None
@@ -119,7 +119,8 @@ class PgSessions(Sessions):
             # Autocommit, as the store's pool: a single statement is one round trip (not
             # BEGIN … COMMIT), and its COMMIT runs in its step either way. With commit_steps a
             # write's COMMIT is a step of its own: every statement keeps its transaction.
-            real = self._connect(row_factory=self.dict_row, autocommit=not self.commit_steps)
+            real = self._connect(row_factory=self.dict_row, autocommit=not self.commit_steps,
+                                 **self.store.preparing())
             worker.pid = real.info.backend_pid
             worker.conn = HeldPg(real, worker, self.names, commit_steps=self.commit_steps)
 

@@ -64,7 +64,8 @@ def explore_store(text: str | None) -> Iterator[tuple[SqlStore, str]]:
         folder = tempfile.TemporaryDirectory(prefix="harness-explore-")
         url = f"sqlite:///{Path(folder.name) / 'explore.db'}"
     options: dict[str, Any] = (
-        {"pool_size": 2} if url.startswith("postgres") else {"busy_timeout_ms": 0})
+        {"pool_size": 2, "keep_prepared": True} if url.startswith("postgres")
+        else {"busy_timeout_ms": 0})
     try:
         try:
             store = (open_mutant(target.mutant, url, **options) if target.mutant

@@ -18,7 +18,7 @@ def open_store(url: str, **options: Any) -> SqlStore:
     """Open the reference store at ``url``: ``sqlite:///path`` or ``postgresql://…``.
 
     ``options`` go to the store: ``clock``, ``ids``, and ``busy_timeout_ms`` (SQLite) or
-    ``pool_size`` (PostgreSQL).
+    ``pool_size`` and ``keep_prepared`` (PostgreSQL).
     """
     if url.startswith("sqlite:"):
         return SqliteStore(sqlite_path_from_url(url), **options)

@@ -52,11 +52,13 @@ def driver() -> SimpleNamespace:
         from psycopg.rows import dict_row  # optional extra: postgres
         from psycopg.types.json import Json, Jsonb  # optional extra: postgres
         from psycopg_pool import ConnectionPool  # optional extra: postgres
+
+        from harness.store.pg_prepared import PreparingConnection  # optional extra: postgres
     except ImportError:  # pragma: no cover - exercised only without the extra
         raise MissingExtra("postgres", module="psycopg",
                            purpose="a postgresql:// store") from None
     return SimpleNamespace(psycopg=psycopg, dict_row=dict_row, Json=Json, Jsonb=Jsonb,
-                           ConnectionPool=ConnectionPool)
+                           ConnectionPool=ConnectionPool, PreparingConnection=PreparingConnection)
 
 
 def to_pyformat(sql: str) -> str:
@@ -77,24 +79,38 @@ class PostgresStore(SqlStore):
         clock: Any = None,
         ids: IdFactory = random_ids,
         pool_size: int = 16,
+        keep_prepared: bool = False,
     ) -> None:
+        """``keep_prepared``: sessions prepare each statement at its first use and keep it
+        across ROLLBACK (:mod:`harness.store.pg_prepared`; explore's store, whose operations
+        are refused, and roll back, in most schedules)."""
         pg = self.pg = driver()
         super().__init__(clock=clock, ids=ids)
         queries = {**self.queries, "claim": _claim_sql()}
         self.queries = {k: to_pyformat(v) for k, v in queries.items()}
         self.dsn = dsn
+        self.keep_prepared = keep_prepared
         register_dsn(dsn)  # the pool's own log lines may quote it: the log filter removes it
         try:
             self.pool = pg.ConnectionPool(
                 dsn, min_size=1, max_size=pool_size, open=True, timeout=30,
                 # autocommit: single statements are one round trip; transaction() opens
                 # BEGIN … COMMIT explicitly where several statements must be atomic.
-                kwargs={"row_factory": pg.dict_row, "autocommit": True},
+                kwargs={"row_factory": pg.dict_row, "autocommit": True, **self.preparing()},
+                connection_class=self.session_class(),
             )
             self.pool.wait(timeout=10)
         except Exception as exc:
             raise StoreError(f"cannot connect to PostgreSQL: {_safe(exc, dsn)}") from None
         self._migrate()
+
+    def session_class(self) -> Any:
+        """The psycopg connection class of this store's sessions."""
+        return self.pg.PreparingConnection if self.keep_prepared else self.pg.psycopg.Connection
+
+    def preparing(self) -> dict[str, Any]:
+        """The connection options that say when a session prepares a statement."""
+        return {"prepare_threshold": 0} if self.keep_prepared else {}
 
     @contextmanager
     def transaction(self, *, write: bool = True) -> Iterator[Tx]:
@@ -142,14 +158,18 @@ class PostgresStore(SqlStore):
     def _migrate(self) -> None:
         with self.transaction() as tx:
             conn = tx.conn  # type: ignore[attr-defined]
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            current = conn.execute("SELECT max(version) AS v FROM schema_version").fetchone()["v"]
+            # prepare=False: run once per store, never worth preparing
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,), prepare=False)
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+                         prepare=False)
+            current = conn.execute("SELECT max(version) AS v FROM schema_version",
+                                   prepare=False).fetchone()["v"]
             for version, statements in migrations("postgres"):
                 if version > (current or 0):
                     for statement in statements:
-                        conn.execute(statement)
-                    conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+                        conn.execute(statement, prepare=False)
+                    conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,),
+                                 prepare=False)
 
     def schema_version(self) -> int:
         with self.transaction(write=False) as tx:
