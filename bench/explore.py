@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import socket
 import statistics
 import subprocess
@@ -268,11 +269,12 @@ def through_runs(example: str, script: str, flag: str, storage: str, folder: str
             build = http_builder(set(controller.target.capabilities) | {"in_flight"})
             warm_up(controller, proxy, build, "double-click")
             if correct:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), _cpu_s()
                 found = search(controller, SearchSettings(workload="all", budget=schedules,
                                                     seed=99, choices="pct"), build=build)
-                figures["twin"] = (found.progress.schedules / (time.perf_counter() - start),
-                                   found.outcome is None)
+                done = found.progress.schedules
+                figures["twin"] = (done / (time.perf_counter() - start), found.outcome is None,
+                                   (_cpu_s() - cpu) * 1000 / max(done, 1))
                 continue
             for choices in ("pct", "seeded"):
                 counts, seconds = [], []
@@ -286,6 +288,13 @@ def through_runs(example: str, script: str, flag: str, storage: str, folder: str
                                   else None)
                 figures[choices] = (counts, seconds)
     return figures
+
+
+def _cpu_s() -> float:
+    """This process's CPU seconds so far (user + system, every thread: the controller, its
+    workers, the proxy's links) — the figure that holds on a loaded machine."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 _CLIENT = """
@@ -351,12 +360,13 @@ def through_bench(*, smoke: bool, seeds: int, trials: int, schedules: int,
             figures = through_runs(example, script, flag, storage, folder, seeds, schedules)
             pct_counts, pct_s = figures["pct"]  # type: ignore[misc]
             swarm_counts, _ = figures["seeded"]  # type: ignore[misc]
-            rate, twin_clean = figures["twin"]  # type: ignore[misc]
+            rate, twin_clean, twin_cpu = figures["twin"]  # type: ignore[misc]
             print(f"  {example:<17} free running {caught}/{runs} trials ({caught / runs:.1%}); "
                   f"through the proxy: PCT {_median(pct_counts)} schedules, "
                   f"{statistics.median(pct_s) * 1000:.0f} ms (seeded: "
                   f"{_median(swarm_counts)}); twin {rate:.0f} schedules/s, "
-                  f"{'clean' if twin_clean else 'VIOLATED'} in {schedules}")
+                  f"{'clean' if twin_clean else 'VIOLATED'} in {schedules}, explore's process "
+                  f"{twin_cpu:.1f} ms CPU per schedule")
             found = [c for c in pct_counts if c is not None]
             if not smoke and (len(found) < len(pct_counts) or statistics.median(found) > 100):
                 misses.append(f"{example}: PCT median {_median(pct_counts)} schedules > 100")
