@@ -121,6 +121,17 @@ def reap(children: set[int], sock: socket.socket | None) -> None:
                       .encode())
 
 
+def take_output(out: int) -> None:
+    """In a forked child: stdin from /dev/null (not the parent's), stdout and stderr on ``out``
+    (closed here)."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+
+
 def _child(request: dict[str, Any], out: int) -> None:
     """Become ``python script args…``: never returns."""
     code: int = 0
@@ -128,12 +139,7 @@ def _child(request: dict[str, Any], out: int) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         if request["new_session"]:
             os.setsid()
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        os.close(out)
-        os.close(devnull)
+        take_output(out)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])

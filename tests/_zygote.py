@@ -101,12 +101,7 @@ def _become_server(fds: list[int], inherited: list[int]) -> NoReturn:
         for fd in inherited:
             os.close(fd)
         server, log = fds
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)  # not the controller's pipe: its end is the zygote's alone to see
-        os.close(devnull)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
+        _forkserver.take_output(log)  # stdin not the controller's pipe: the zygote's alone
         sock = socket.socket(fileno=server)
         sock.send(json.dumps({"ready": os.getpid()}).encode())
         _forkserver.serve(sock)

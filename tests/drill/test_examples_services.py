@@ -101,21 +101,16 @@ def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
     assert [a.status_code for a in answers] == [201] + [200] * (clicks - 1), answers
     assert len({a.json()["id"] for a in answers}) == 1
     run = Run(answers[0].json(), posted=posted)
-    pause = threading.Event()  # never set: its wait() is the poll interval
+
+    def done() -> bool:
+        called = sum(r.tag == tag for r in fakes["primary"].app.received())
+        return run.seen[-1][0] in ("succeeded", "failed") and called >= primary_calls \
+            and len(run.results()) >= results \
+            and all(f.app.wait_settled(0) for f in fakes.values()) \
+            and time.monotonic() - began > watch_s
+
     with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
-        while True:
-            job = client.get(f"{url}/jobs/{run.job['id']}").json()
-            state = (job["status"], answered_by(job))
-            if not run.seen or run.seen[-1] != state:
-                run.seen.append(state)
-            settled = all(f.app.wait_settled(0) for f in fakes.values())
-            called = sum(r.tag == tag for r in fakes["primary"].app.received())
-            done = job["status"] in ("succeeded", "failed") and called >= primary_calls \
-                and len(run.results()) >= results
-            if done and settled and time.monotonic() - began > watch_s:
-                break
-            assert time.monotonic() - began < 15, f"job still changing: {run.seen}"
-            pause.wait(0.02)  # observing a black box: polling is all it offers
+        watch(client, url, run, done)
         run.races = client.get(f"{url}/jobs/{run.job['id']}/races").json()
     run.primary = [r for r in fakes["primary"].app.received() if r.tag == tag]
     run.fallback = [r for r in fakes["fallback"].app.received() if r.tag == tag]
@@ -182,7 +177,7 @@ def held_run(url: str, fakes: dict[str, Any], primary: str, *, failed: bool = Tr
     behave as ``primary`` (``hang``, or an answer held); with ``failed``, the fallback's answer
     is held until the job was seen ``failed``; once the fallback's result was seen, the primary's
     answer is let go (a hung call closed), and the job watched until that call ended and
-    ``after(run)`` holds (the service's races listed in ``run.races`` at each look)."""
+    ``after(run)`` holds (the service's races read into ``run.races`` at each of those looks)."""
     tag = f"drill-{uuid.uuid4().hex[:12]}"
     first, second = fakes["primary"].app, fakes["fallback"].app
     first.script_tag(tag, primary, hold=primary != "hang")
@@ -194,21 +189,24 @@ def held_run(url: str, fakes: dict[str, Any], primary: str, *, failed: bool = Tr
             second.let_go(tag)
         watch(client, url, run, lambda: run.providers()[-1:] == ["fallback"])
         first.release(tag)  # a held answer goes; a hung call is closed
-        watch(client, url, run, lambda: first.open_calls(tag) == 0 and after(run))
-        watch(client, url, run, lambda: True)  # once more: what the service did after
+        watch(client, url, run, lambda: first.open_calls(tag) == 0 and after(run), races=True)
+        watch(client, url, run, lambda: True, races=True)  # once more: what the service did
     run.primary, run.fallback = first.received_tag(tag), second.received_tag(tag)
     return run
 
 
-def watch(client: httpx.Client, url: str, run: Run, done: Callable[[], bool]) -> None:
-    """Look at the job until ``done()`` holds after a look (within 15 s)."""
+def watch(client: httpx.Client, url: str, run: Run, done: Callable[[], bool], *,
+          races: bool = False) -> None:
+    """Look at the job until ``done()`` holds after a look (within 15 s); with ``races``, the
+    service's races are read into ``run.races`` at each look too."""
     began, pause = time.monotonic(), threading.Event()  # never set: wait() is the interval
     while True:
         job = client.get(f"{url}/jobs/{run.job['id']}").json()
         state = (job["status"], answered_by(job))
         if not run.seen or run.seen[-1] != state:
             run.seen.append(state)
-        run.races = client.get(f"{url}/jobs/{run.job['id']}/races").json()
+        if races:
+            run.races = client.get(f"{url}/jobs/{run.job['id']}/races").json()
         if done():
             return
         assert time.monotonic() - began < 15, f"job still changing: {run.seen}"
