@@ -111,13 +111,15 @@ def drill_run(head: DrillHead, intents: list[IntentRecord], *,
 
 def _rate(promise: str, intents: list[IntentRecord]) -> PromiseRate:
     counts = {"held": 0, "broken": 0, "unknown": 0, "not_applicable": 0}
-    example = ""
+    examples: dict[str, str] = {}  # the first intent's message of each verdict
     for r in intents:
         f = next((f for f in r.findings if f[0] == promise), None)
         kind = f[1] if f is not None else "not_applicable"
         counts[kind] += 1
-        if f is not None and not example and kind in ("broken", "unknown"):
-            example = f[2]
+        if f is not None:
+            examples.setdefault(kind, f[2])
+    # the example says what the line says: a broken intent's evidence when any broke
+    example = examples.get("broken") or examples.get("unknown", "")
     judged = counts["held"] + counts["broken"] + counts["unknown"]
     if counts["broken"]:
         text = f"broken in {of(counts['broken'], judged, 'intent')}"

@@ -105,6 +105,18 @@ def _unlooked(ev: IntentEvidence, section: DrillSection, winner: Call) -> Findin
                    "result is not known", _SLOW_FIX, SLOW_LOOKS)
 
 
+def _near_timeout(c: Call, cut: float) -> bool:
+    """Whether the drill or its fakes kept the call's answer back until near the service's own
+    timeout: it waited for a look and went at the backstop's three quarters of
+    ``timeouts.provider_s`` or later, or it was held and the backstop, not the drill, let it
+    go. The service's clock starts before the fake sees the call, and a loaded service may
+    read an answer that late after its timeout fired: that it reached the service is not
+    known."""
+    if c.waited is not None:
+        return (c.ended_at or 0) - c.at >= cut
+    return c.held and c.freed == "backstop"
+
+
 def short(text: str | None, limit: int = 80) -> str:
     text = text or ""
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -117,16 +129,15 @@ def _lost_claim(ev: IntentEvidence, section: DrillSection, winner: Call,
 
     An answer that reached the service after the winner, or before it to the same question (a
     retry's, a re-run's: another step of the job asks something else), and is not the result
-    lost a claim: the service records it among its races. One that waited for a look and went
-    later in its call than the backstop's three quarters of ``timeouts.provider_s`` may have met
-    the service's own timeout (its clock starts before the fake sees the call): the service may
-    never have read it, so no race was owed."""
+    lost a claim: the service records it among its races. One the drill or its fakes kept back
+    until near the service's own timeout (:func:`_near_timeout`) may have met that timeout: the
+    service may never have read it, so no race was owed."""
     lost = late + [c for c in answered if c not in late and c.prompt
                    and c.prompt == winner.prompt]
     if not lost or section.observe is None or section.observe.races is None:
         return None
     cut = section.timeouts.backstop
-    sure = [c for c in lost if c.waited is None or (c.ended_at or 0) - c.at < cut]
+    sure = [c for c in lost if not _near_timeout(c, cut)]
     sure_late = [c for c in late if c in sure]
     which = (f"the late answer of {sure_late[0].ident} reached the service after the winner"
              if sure_late
@@ -144,8 +155,10 @@ def _lost_claim(ev: IntentEvidence, section: DrillSection, winner: Call,
                        + ("" if sure_late else " (it was overwritten too soon for a look to "
                           "see, or dropped without a record)"))
     c = lost[0]
-    return Finding(ONE_WINNER, "unknown", f"the answer of {c.ident} waited for a look at the "
-                   f"job and went {(c.ended_at or 0) - c.at:.3f} s after the call arrived, near "
+    wait = ("was held until the fakes' backstop" if c.waited is None
+            else "waited for a look at the job")
+    return Finding(ONE_WINNER, "unknown", f"the answer of {c.ident} {wait} and went "
+                   f"{(c.ended_at or 0) - c.at:.3f} s after the call arrived, near "
                    "the service's own timeout (timeouts.provider_s "
                    f"{section.timeouts.provider_s:g} s): the service may have given up on it "
                    "unread, so its lost claim is not known, and no race was recorded",

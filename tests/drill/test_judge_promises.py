@@ -12,6 +12,7 @@ from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
 from harness.drill.findings import IntentVerdict
 from harness.drill.judge import Setup, judge_intent, mark_overload
+from harness.drill.summary import DrillHead, IntentRecord, drill_run
 from harness.providers.recording import signature
 from harness.target.drill_profile import load_drill
 
@@ -419,6 +420,34 @@ def test_judge_a_lost_answer_that_waited_into_the_services_timeout_is_no_evidenc
         "one_winner_per_job"] == "broken"
 
 
+def test_judge_a_lost_answer_the_backstop_let_go_is_no_evidence(tmp_path: Path) -> None:
+    """Seen in a whole-suite run on a starved machine (the Redis queue twin, hang drill): the
+    fallback's held answer went at the fakes' backstop (three quarters of provider_s 0.5 s after
+    its call arrived), not when the drill let it go; the service's own timeout fired before it
+    read the answer, a later call won, and the judge said the lost claim was dropped without a
+    record: a false broken. Such an answer may never have been read: unknown, the slow looks'
+    cause. The same answer let go by the drill, in time, is a lost claim the service owed a
+    race for: broken without one, held with one."""
+    setup = _setup(tmp_path, hedge=True)
+    winner_answer = signature("claude", 2, TAG)
+    looks = [_done(winner_answer, 1.4), _done(winner_answer, 2.0)]
+    winner = Call("claude", "fallback", 2, 1.2, 1.3, "answered", "conformant", prompt="p1")
+    seen = {}
+    for freed, ended in (("backstop", 0.91), ("drill", 0.7)):
+        first = Call("claude", "fallback", 1, 0.53, ended, "answered", "conformant",
+                     held=True, freed=freed, freed_at=ended - 0.005, prompt="p1")
+        for races in (0, 1):
+            finding = judge_intent(_ev("hang", [HANG, first, winner], looks, races=races),
+                                   DRILLS["hang"], setup).of("one_winner_per_job")
+            assert finding is not None
+            seen[freed, races] = finding.verdict
+            if finding.verdict == "unknown":
+                assert finding.load == SLOW_LOOKS and "claude#1" in finding.message
+                assert "backstop" in finding.message and "--concurrency" in finding.fix
+    assert seen == {("backstop", 0): "unknown", ("backstop", 1): "held",
+                    ("drill", 0): "broken", ("drill", 1): "held"}
+
+
 def test_judge_a_rerun_the_service_left_while_its_answer_waited_is_no_evidence(
         tmp_path: Path) -> None:
     """A redelivered run's call after the winner's answer waits for a look; on a loaded machine
@@ -462,3 +491,23 @@ def test_judge_a_look_it_could_not_read_after_the_result_is_not_a_change(tmp_pat
     reported = Observation(0.7, "running", "running", None)
     ev = _ev("control", [first], [done, reported])
     assert _findings(ev, _setup(tmp_path))["one_winner_per_job"] == "broken"
+
+
+def test_a_promise_broken_in_some_intents_shows_a_broken_intents_evidence() -> None:
+    """A drill's line says "broken in 1 of 3 intents: <evidence>": the evidence is the broken
+    intent's, not that of an earlier intent the judge found unknown (seen: "broken in 2 of 10
+    intents" followed by an unknown intent's "may have given up on it unread")."""
+    def record(trial: int, verdict: str, message: str) -> IntentRecord:
+        finding = ("one_winner_per_job", verdict, message, "")
+        return IntentRecord(trial, "fail" if verdict == "broken" else "unknown", (finding,),
+                            None)
+
+    head = DrillHead("hang", "http://127.0.0.1:1", "p.yaml", "failover-harness drill")
+    rate = next(p for p in drill_run(head, [record(1, "unknown", "not known: slow looks"),
+                                            record(2, "broken", "overwritten: no race"),
+                                            record(3, "unknown", "not known again")]).promises
+                if p.promise == "one_winner_per_job")
+    assert (rate.text, rate.example) == ("broken in 1 of 3 intents", "overwritten: no race")
+    rate = next(p for p in drill_run(head, [record(1, "unknown", "not known: slow looks")]
+                                     ).promises if p.promise == "one_winner_per_job")
+    assert (rate.text, rate.example) == ("unknown in 1 of 1 intent", "not known: slow looks")
