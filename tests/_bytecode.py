@@ -14,11 +14,17 @@ for the test modules, conftests and ``harness/``. The workers and the processes 
 it; Python reads bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says. pytest's rewriting has no
 public API: if its private functions change, the rewritten half is skipped (the workers rewrite,
 as before) and the suite runs as it would without this module.
+
+pytest rewrites the installed plugins' packages too (hypothesis, schemathesis, anyio, …: every
+distribution that registers a pytest plugin, enabled or not), and their cache is never written
+either: ``rewrite_plugins`` writes it once into their ``__pycache__`` (the venv's; a cache again),
+for the workers and for every pytest run a test starts (tests/plugin/, tests/acceptance/).
 """
 
 from __future__ import annotations
 
 import compileall
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -38,6 +44,34 @@ def compile_checkout(config: pytest.Config, root: Path = ROOT) -> int:
 
 
 def _rewrite(config: pytest.Config, root: Path) -> int:
+    return _write_rewritten(config, _rewritten_sources(root), by_mtime=False)
+
+
+def rewrite_plugins(config: pytest.Config, root: Path = ROOT,
+                    names: set[str] | None = None) -> int:
+    """Write pytest's rewritten bytecode for the installed plugins' packages (outside
+    ``root``); the number of modules rewritten.
+
+    pytest rewrites the assertions of every module of a distribution that registers a pytest
+    plugin (hypothesis, schemathesis, anyio, pytest-xdist, …), in every process that imports
+    one, whether or not that plugin is enabled, and caches the result beside the module, in
+    its ``__pycache__``. Where ``PYTHONDONTWRITEBYTECODE`` is set it never writes that cache,
+    so each xdist worker and each pytest run a test starts rewrote about 240 of them again:
+    3-5 CPU-s a process. The controller writes it once here, before the workers start;
+    where the folder is not writable (a system site-packages) nothing is written and the
+    workers rewrite, as pytest does. A cache only: the code is what pytest would run.
+    ``names``: the top-level modules to write for (default: those pytest marked)."""
+    if names is None:
+        hook = config.pluginmanager.rewrite_hook
+        names = set(getattr(hook, "_must_rewrite", ()))  # pytest's private API (pytest 8-9)
+    return _write_rewritten(config, _plugin_sources(names, root), by_mtime=True)
+
+
+def _write_rewritten(config: pytest.Config, sources: list[Path], by_mtime: bool) -> int:
+    """Rewrite each of ``sources`` whose cached rewritten bytecode is missing or stale and
+    write it where pytest reads it; the number written. ``by_mtime``: a cache newer than its
+    source is taken as up to date unread (an installed package changes only when installed
+    again; a stale one the workers find by its hash, and rewrite, as pytest does)."""
     try:  # pytest's private API (pytest 8-9): without it the workers rewrite for themselves
         from _pytest.assertion import rewrite
 
@@ -48,17 +82,46 @@ def _rewrite(config: pytest.Config, root: Path) -> int:
     except (ImportError, AttributeError, KeyError):
         return 0
     done = 0
-    for source in _rewritten_sources(root):
+    for source in sources:
         pyc = cache_dir(source) / (source.name[:-3] + tail)
-        if read(source, pyc) is not None:
+        if (by_mtime and _newer(pyc, source)) or read(source, pyc) is not None:
             continue
         try:
             source_hash, code = make(source, config)
-        except SyntaxError:
-            continue  # the worker reports it where the module is collected
-        if makedirs(pyc.parent) and write(state, code, source_hash, pyc):
-            done += 1
+        except SyntaxError:  # the worker reports it where the module is collected, if ever
+            continue
+        if not makedirs(pyc.parent) or not write(state, code, source_hash, pyc):
+            return done  # not writable: nor, most likely, is the rest
+        done += 1
     return done
+
+
+def _newer(pyc: Path, source: Path) -> bool:
+    """Whether ``pyc`` was written after ``source`` changed: worth reading (an installed
+    package's modules change only when it is installed again)."""
+    try:
+        return pyc.stat().st_mtime_ns >= source.stat().st_mtime_ns
+    except OSError:
+        return False
+
+
+def _plugin_sources(names: set[str], root: Path) -> list[Path]:
+    """The ``.py`` files of the marked top-level modules and packages, but for ``root``'s own
+    (``_rewrite`` writes those)."""
+    found: list[Path] = []
+    for name in sorted(n for n in names if "." not in n):
+        try:
+            spec = importlib.util.find_spec(name)  # finds, imports nothing
+        except (ImportError, ValueError):
+            continue
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            continue
+        origin = Path(spec.origin)
+        if any(origin.is_relative_to(root / folder) for folder in REWRITTEN):
+            continue  # _rewrite's
+        found.extend(sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py"
+                     else [origin])
+    return found
 
 
 def _rewritten_sources(root: Path) -> list[Path]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,35 @@ def test_the_checkout_is_compiled_and_rewritten_once(tmp_path: Path,
     assert _pycs(tmp_path) == written  # up to date: nothing written again
     (tmp_path / "tests" / "test_thing.py").write_text("def test_f():\n    assert 3\n", "utf-8")
     assert _bytecode.compile_checkout(request.config, tmp_path) == 1  # the changed one only
+
+
+def test_the_installed_plugins_packages_are_rewritten_once(
+        tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin's package (every module of it) and a plugin module outside the checkout get
+    pytest's rewritten bytecode, which the workers then read instead of rewriting; the
+    checkout's own (harness) is left to compile_checkout; a second pass writes nothing."""
+    if sys.pycache_prefix:
+        pytest.skip("PYTHONPYCACHEPREFIX is set: bytecode lives elsewhere")
+    site = tmp_path / "site"
+    (site / "fakeplug" / "sub").mkdir(parents=True)
+    (site / "fakeplug" / "__init__.py").write_text("", "utf-8")
+    (site / "fakeplug" / "sub" / "__init__.py").write_text("", "utf-8")
+    (site / "fakeplug" / "sub" / "deep.py").write_text("def f(x):\n    assert x == 1\n", "utf-8")
+    (site / "fakemod.py").write_text("def g(y):\n    assert y\n", "utf-8")
+    (site / "fakeplug" / "template.py").write_text("def (:\n", "utf-8")  # never imported
+    monkeypatch.syspath_prepend(str(site))
+    names = {"fakeplug", "fakemod", "no_such_module_anywhere", "harness"}
+    assert _bytecode.rewrite_plugins(request.config, names=names) == 4
+    tail = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}.pyc"
+    written = _pycs(site)
+    assert set(written) == {f"fakeplug/__pycache__/__init__.{tail}",
+                            f"fakeplug/sub/__pycache__/__init__.{tail}",
+                            f"fakeplug/sub/__pycache__/deep.{tail}", f"__pycache__/fakemod.{tail}"}
+    from _pytest.assertion import rewrite  # what a worker does with it: reads, rewritten
+    deep = site / "fakeplug" / "sub" / "deep.py"
+    code = rewrite._read_pyc(deep, site / "fakeplug" / "sub" / "__pycache__" / f"deep.{tail}")
+    assert code is not None
+    [f] = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    assert any(name.startswith("@py_assert") for name in f.co_varnames)  # rewritten
+    assert _bytecode.rewrite_plugins(request.config, names=names) == 0
+    assert _pycs(site) == written
