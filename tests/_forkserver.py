@@ -33,6 +33,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import io
 import json
 import os
 import runpy
@@ -44,12 +45,21 @@ import sys
 import tempfile
 import threading
 import traceback
+import warnings
 from pathlib import Path
 from typing import IO, Any
 
 ENV = "HARNESS_TEST_FORKSERVER"
 ZYGOTE_ENV = "HARNESS_TEST_ZYGOTE"  # the run's zygote's socket (tests/_zygote.py)
-PRELOAD = ("httpx", "openai", "anthropic", "redis")  # what the example services import
+#: what the example services import, and the CLI's commands (``python -m harness.cli``), each
+#: imported in the fork server and never run there: a child runs ``harness.cli`` itself
+PRELOAD = ("httpx", "openai", "anthropic", "redis", "harness.commands.certify",
+           "harness.commands.check", "harness.commands.drill", "harness.commands.fake_provider",
+           "harness.commands.scenarios", "harness.commands.serve")
+#: what Python reads from the environment when it starts (besides PYTHONPATH, which a child
+#: applies itself): a CLI child whose environment differs in any of them execs a fresh Python
+STARTUP_PREFIXES = ("PYTHON", "LC_")
+STARTUP_NAMES = ("LANG",)
 MESSAGE_MAX = 1 << 20
 START_TIMEOUT_S = 60.0  # the fork server's own start (the SDKs' imports) on a loaded machine
 CLOSE_TIMEOUT_S = 30.0  # the fork server's end: kill, reap and exit, on a loaded machine
@@ -57,7 +67,16 @@ CLOSE_TIMEOUT_S = 30.0  # the fork server's end: kill, reap and exit, on a loade
 
 # -- the fork server (python -m tests._forkserver FD, or forked by the zygote) ------------------
 
+#: what a fresh Python has before it imports anything the fork server preloads: its environment
+#: (``env``), warning filters (``filters``) and ``sys.path`` (``path``); a CLI child starts
+#: from these
+_PRISTINE: dict[str, Any] = {"env": {}, "filters": [], "path": []}
+
+
 def preload(names: list[str] | tuple[str, ...]) -> None:
+    own = {str(Path(p).resolve()) for p in _pythonpath(os.environ)}
+    _PRISTINE.update(env=dict(os.environ), filters=list(warnings.filters),
+                     path=[p for p in sys.path[1:] if str(Path(p).resolve()) not in own])
     for name in names:
         with contextlib.suppress(ImportError):  # a child without it fails as `python` would
             importlib.import_module(name)
@@ -84,7 +103,7 @@ def serve(sock: socket.socket) -> None:
         reap(children, sock)
         if sock.fileno() not in ready:
             continue
-        message, fds, _, _ = socket.recv_fds(sock, MESSAGE_MAX, 1)
+        message, fds, _, _ = socket.recv_fds(sock, MESSAGE_MAX, 3)
         if not message:  # the test process ended
             break
         pid = os.fork()
@@ -92,8 +111,9 @@ def serve(sock: socket.socket) -> None:
             signal.set_wakeup_fd(-1)
             for fd in (wake_r, wake_w, sock.detach()):
                 os.close(fd)
-            _child(json.loads(message), fds[0])
-        os.close(fds[0])
+            _child(json.loads(message), fds)
+        for fd in fds:
+            os.close(fd)
         children.add(pid)
         sock.send(json.dumps({"started": pid}).encode())
     for pid in children:
@@ -132,21 +152,35 @@ def take_output(out: int) -> None:
     os.close(out)
 
 
-def _child(request: dict[str, Any], out: int) -> None:
-    """Become ``python script args…``: never returns."""
+def _child(request: dict[str, Any], fds: list[int]) -> None:
+    """Become ``python script args…`` (or ``python -m module args…``): never returns."""
     code: int = 0
+    module = request.get("module")
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         if request["new_session"]:
             os.setsid()
-        take_output(out)
+        if len(fds) == 3:  # stdin, stdout, stderr of their own
+            for fd, target in zip(fds, (0, 1, 2), strict=True):
+                os.dup2(fd, target)
+                os.close(fd)
+        else:
+            take_output(fds[0])
         os.chdir(request["cwd"])
+        env = request["env"]
+        if module is not None and not _starts_alike(env):
+            os.execve(sys.executable, [sys.executable, "-m", module, *request["argv"]], env)
         os.environ.clear()
-        os.environ.update(request["env"])
-        script = request["argv"][0]
-        sys.argv = list(request["argv"])
-        sys.path[0] = str(Path(script).resolve().parent)
-        runpy.run_path(script, run_name="__main__")
+        os.environ.update(env)
+        if module is None:
+            script = request["argv"][0]
+            sys.argv = list(request["argv"])
+            sys.path[0] = str(Path(script).resolve().parent)
+            runpy.run_path(script, run_name="__main__")
+        else:
+            _as_started(env)
+            sys.argv = [module, *request["argv"]]  # run_module puts the module's file first
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, int | None):
@@ -155,10 +189,60 @@ def _child(request: dict[str, Any], out: int) -> None:
         traceback.print_exc()
         code = 1
     finally:
+        if module is not None:
+            _finalize()
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+
+
+def _pythonpath(env: dict[str, str] | os._Environ[str]) -> list[str]:
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def _starts_alike(env: dict[str, str]) -> bool:
+    """Whether a Python started with ``env`` would make the same start-up decisions as the
+    fork server did (stdio encoding and buffering, warnings, hash seed, …)."""
+    def startup(e: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in e.items() if k != "PYTHONPATH"
+                and (k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES)}
+    return startup(env) == startup(_PRISTINE["env"])
+
+
+def _as_started(env: dict[str, str]) -> None:
+    """In a CLI child: what ``python -m …`` would have set up before running the module:
+    ``sys.path`` (the working folder, then ``PYTHONPATH``, then the installation's), the
+    warning filters before any preload, and stdio as Python makes it (buffered unless
+    ``PYTHONUNBUFFERED``; stderr line-buffered, ``backslashreplace``)."""
+    sys.path[:] = [os.getcwd(), *_pythonpath(env), *_PRISTINE["path"]]
+    warnings.filters[:] = _PRISTINE["filters"]
+    warnings._filters_mutated()  # type: ignore[attr-defined]
+    unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+    encoding = sys.__stdout__.encoding if sys.__stdout__ else "utf-8"
+    errors = sys.__stdout__.errors if sys.__stdout__ else "strict"
+
+    def writer(fd: int, errors: str, stderr: bool) -> io.TextIOWrapper:
+        raw = io.FileIO(fd, "w", closefd=False)
+        if unbuffered:
+            return io.TextIOWrapper(raw, encoding, errors, write_through=True)
+        return io.TextIOWrapper(io.BufferedWriter(raw), encoding, errors,
+                                line_buffering=stderr or raw.isatty())
+
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding,
+                             errors)
+    sys.stdin = sys.__stdin__ = stdin
+    sys.stdout = sys.__stdout__ = writer(1, errors, False)
+    sys.stderr = sys.__stderr__ = writer(2, "backslashreplace", True)
+
+
+def _finalize() -> None:
+    """What Python does at its exit before the process ends: wait for the threads that are
+    not daemons, then run the ``atexit`` functions."""
+    with contextlib.suppress(Exception):
+        threading._shutdown()  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
 
 
 def main(fd: int, names: list[str]) -> None:
@@ -261,21 +345,28 @@ class _Client:
                 self.changed.notify_all()
 
     def start(self, argv: list[str], env: dict[str, str], cwd: str, new_session: bool) -> Forked:
+        """``python argv…`` with stdout and stderr on one pipe."""
         read, write = os.pipe()
-        request = json.dumps({"argv": argv, "env": env, "cwd": cwd,
-                              "new_session": new_session}).encode()
+        try:
+            pid = self.fork({"argv": argv, "env": env, "cwd": cwd, "new_session": new_session},
+                            [write])
+        except BaseException:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)
+        return Forked(self, pid, open(read, encoding="utf-8", errors="replace"))
+
+    def fork(self, request: dict[str, Any], fds: list[int]) -> int:
+        """Send one request with its descriptors (one for stdout and stderr, or stdin, stdout
+        and stderr): the child's pid. The descriptors are the caller's to close."""
         with self.lock:
-            try:
-                socket.send_fds(self.sock, [request], [write])
-            finally:
-                os.close(write)
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
             with self.changed:
                 if not self.changed.wait_for(lambda: self.started or self.closed,
                                              START_TIMEOUT_S) or not self.started:
-                    os.close(read)
                     raise RuntimeError(f"the tests' fork server stopped answering: {self.said()}")
-                pid = self.started.pop(0)
-        return Forked(self, pid, open(read, encoding="utf-8", errors="replace"))
+                return self.started.pop(0)
 
     def said(self) -> str:
         """The end of the fork server's own output (its errors)."""
@@ -329,7 +420,8 @@ def enabled() -> bool:
     return os.environ.get(ENV) != "0" and hasattr(os, "fork") and hasattr(socket, "send_fds")
 
 
-def _server() -> _Client | None:
+def server() -> _Client | None:
+    """This process's fork server (started on first use), or None when forking is off."""
     if not enabled():
         return None
     with _starting:
@@ -364,12 +456,12 @@ def popen(argv: list[str], env: dict[str, str], *, cwd: str | Path | None = None
     """``python script args…`` with stdout and stderr on one text pipe (``.stdout``): forked
     from the fork server when ``argv[0]`` is this Python and ``argv[1]`` a script, else (or
     with the fork server off) ``subprocess.Popen``."""
-    server = _server() if len(argv) > 1 and argv[0] == sys.executable \
+    client = server() if len(argv) > 1 and argv[0] == sys.executable \
         and argv[1].endswith(".py") else None
-    if server is None:
+    if client is None:
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=env, cwd=cwd, text=True, start_new_session=start_new_session)
-    return server.start(argv[1:], env, str(cwd or os.getcwd()), start_new_session)
+    return client.start(argv[1:], env, str(cwd or os.getcwd()), start_new_session)
 
 
 if __name__ == "__main__":

@@ -227,7 +227,7 @@ def test_under_xdist_a_worker_s_fork_server_is_the_run_s_zygote_s_child() -> Non
     if "PYTEST_XDIST_WORKER" not in os.environ or not _forkserver.enabled():
         pytest.skip("only an xdist worker with the fork server on has the run's zygote")
     assert os.environ.get(_forkserver.ZYGOTE_ENV), "the controller started no zygote"
-    server = _forkserver._server()
+    server = _forkserver.server()
     assert server is not None and server.process is None and server.server_pid is not None
     parent = _parent(server.server_pid)
     assert parent is not None and parent != os.getpid()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 
 from harness import __version__
 from harness.cli import main
+from tests import _cli
 from tests.explore.test_through import free_port, through
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,13 +116,11 @@ def test_shards_run_as_separate_processes_at_once_merge_into_the_run(tmp_path: P
     # a CI matrix in miniature: three processes at the same time, nothing shared but the files
     env = {**{k: v for k, v in os.environ.items() if k not in CI_INDEXES},
            "PYTHONPATH": str(ROOT)}
-    whole = subprocess.run([sys.executable, "-m", "harness.cli", *SERIES, "--report-dir",
-                            str(tmp_path / "whole")], cwd=tmp_path, env=env, timeout=300,
-                           capture_output=True, text=True)
-    jobs = [subprocess.Popen([sys.executable, "-m", "harness.cli", *SERIES, "--report-dir",
-                              str(tmp_path / f"s{k}")], cwd=tmp_path,
-                             env={**env, "CI_NODE_INDEX": str(k), "CI_NODE_TOTAL": "3"},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    whole = _cli.run([*SERIES, "--report-dir", str(tmp_path / "whole")], cwd=tmp_path,
+                     env=env, timeout=300)
+    jobs = [_cli.popen([*SERIES, "--report-dir", str(tmp_path / f"s{k}")], cwd=tmp_path,
+                       env={**env, "CI_NODE_INDEX": str(k), "CI_NODE_TOTAL": "3"},
+                       stdout=_cli.DEVNULL, stderr=_cli.DEVNULL)
             for k in (1, 2, 3)]
     assert [job.wait(timeout=300) for job in jobs] == [whole.returncode] * 3  # each: a violation
     assert [document(tmp_path / f"s{k}")["shard"]["index"] for k in (1, 2, 3)] == [1, 2, 3]

@@ -7,12 +7,11 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 
 import pytest
 
 from harness.providers.fake_server import wait_until_ready
+from tests import _cli
 from tests.contracts.conftest import Project, provider
 
 KEY_ENV = "ANSWERS_FROM_TEST_KEY"
@@ -21,11 +20,8 @@ KEY_ENV = "ANSWERS_FROM_TEST_KEY"
 @pytest.fixture
 def served(project: Project):
     env = {**os.environ, KEY_ENV: "sk-answers-from-test-0000"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "fake-provider", "--kind", "anthropic-messages",
-         "--port", "0", "--answers-from", str(project.contract)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
+    proc = _cli.popen(["fake-provider", "--kind", "anthropic-messages", "--port", "0",
+                       "--answers-from", str(project.contract)], env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

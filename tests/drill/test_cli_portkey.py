@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.cli import main
+from tests import _cli
 from tests.drill.conftest import ROOT
 from tests.drill.test_gateway_drills import Ports, drill_gateway, portkey_config, rates
 from tests.gateways.conftest import copy_contract
@@ -34,12 +33,11 @@ def test_drill_a_portkey_config(portkey: PortkeyGateway, tmp_path: Path, spellin
     config = tmp_path / "route.json"
     config.write_text(json.dumps(json.loads(portkey_config(ports)), indent=2), encoding="utf-8")
     report = tmp_path / "report"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "drill", "--gateway", portkey.url, "--config",
+    done = _cli.run(
+        ["drill", "--gateway", portkey.url, "--config",
          f"{spelling}{config}", "--drills", "control,overload-429,hang", "--trials", "2",
          "--report-dir", str(report)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=600, cwd=ROOT)
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600, cwd=ROOT)
     out = done.stdout + done.stderr
     runs = _runs(report)
     assert runs["control"]["verdict"] == "passed", out

@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import _cli
 from tests._servers import free_port
 from tests.drill.conftest import EXAMPLES, ROOT, provider_env
 
@@ -58,19 +57,19 @@ def drill(start_service: Callable[..., Any], tmp_path: Path, script: str, profil
           *args: str, reach: bool = True, drills: str = "all", trials: int = TRIALS,
           settle: float | None = SETTLE_S) -> tuple[int, Rates, str, Path]:
     """Start ``script`` with its providers at two free ports, drill it with the CLI (a
-    subprocess), and return (exit code, rates per drill and promise, output, results.json)."""
+    process of its own: tests/_cli.py), and return (exit code, rates per drill and promise,
+    output, results.json)."""
     primary, fallback = free_port(), free_port()
     env = provider_env(primary, fallback) if reach else provider_env(None, None)
     service = start_service(script, ["--timeout", "0.5", *args], env)
     report = tmp_path / f"report-{script}"
     cli_env = {**os.environ, "PRIMARY_PORT": str(primary), "FALLBACK_PORT": str(fallback),
                "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "drill", "--target", service.url,
+    done = _cli.run(
+        ["drill", "--target", service.url,
          "--target-profile", str(profile_copy(tmp_path, profile, settle)), "--drills", drills,
          "--trials", str(trials), "--concurrency", str(CONCURRENCY), "--report-dir",
-         str(report)], env=cli_env, capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
-        cwd=ROOT)
+         str(report)], env=cli_env, timeout=CLI_TIMEOUT_S, cwd=ROOT)
     results = report / "latest" / "results.json"
     rates: Rates = {}
     for event in json.loads(results.read_text("utf-8"))["events"]:

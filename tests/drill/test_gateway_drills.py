@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests import _cli
 from tests.drill.conftest import ROOT
 from tests.gateways.conftest import Gateway
 from tests.gateways.litellm_proxy import MASTER_KEY, LiteLLMProxy, free_port
@@ -68,13 +67,13 @@ def drill_gateway(tmp_path: Path, url: str, ports: Ports, name: str, headers: di
     path = tmp_path / f"{name}.profile.yaml"
     path.write_text(yaml.safe_dump(profile, sort_keys=False), encoding="utf-8")
     report = tmp_path / f"report-{name}"
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "drill", "--target", url, "--target-profile",
+    done = _cli.run(
+        ["drill", "--target", url, "--target-profile",
          str(path), "--drills", drills, "--trials", str(TRIALS), "--report-dir", str(report),
          *(extra or [])],
         env={**os.environ, **env, "PRIMARY_PORT": str(ports.primary),
              "FALLBACK_PORT": str(ports.fallback), "PYTHONPATH": str(ROOT)},
-        capture_output=True, text=True, timeout=600, cwd=ROOT)
+        timeout=600, cwd=ROOT)
     events = json.loads((report / "latest" / "results.json").read_text("utf-8"))["events"]
     return (done.returncode, {e["drill"]: e for e in events if e["type"] == "drill_run"},
             done.stdout + done.stderr)

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from harness.providers.fake_server import wait_until_ready
+from tests import _cli
 
 BODIES = {
     "openai-chat": ("/v1/chat/completions", {
@@ -31,10 +29,7 @@ HEADERS = {"openai-chat": {"authorization": "Bearer sk-cli-secret-1234"},
 @pytest.mark.parametrize("kind", ["openai-chat", "anthropic-messages"])
 def test_it_streams_and_records_what_it_received(kind: str, tmp_path: Path) -> None:
     log = tmp_path / "received.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "fake-provider", "--kind", kind, "--port", "0",
-         "--log", str(log)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    proc = _cli.popen(["fake-provider", "--kind", kind, "--port", "0", "--log", str(log)])
     try:
         assert proc.stdout is not None
         match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", proc.stdout.readline())

@@ -4,12 +4,11 @@ conformant service (all its replicas) exits 0 — every promise held, nothing un
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import _cli
 from tests.precision.conftest import ROOT, Fleet
 from tests.precision.services_registry import CONFORMANT
 
@@ -20,11 +19,10 @@ from tests.precision.services_registry import CONFORMANT
 def test_scenarios_run_exits_0(service: str, fleet: Fleet, tokens_file: Path,
                                tmp_path: Path) -> None:
     running = fleet.get(service)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "scenarios", "run", str(ROOT / "scenarios"),
+    done = _cli.run(
+        ["scenarios", "run", str(ROOT / "scenarios"),
          "--target", ",".join(running.urls), "--tokens-file", str(tokens_file),
-         "--report-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)
+         "--report-dir", str(tmp_path)], timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     summary = re.search(r"(\d+) scenarios: (\d+) passed", done.stdout)
     assert summary and summary[1] == summary[2], done.stdout[-2000:]

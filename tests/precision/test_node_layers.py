@@ -31,12 +31,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.scenarios.model import Scenario
+from tests import _cli
 from tests.precision.cases import cases
 from tests.precision.conftest import DETECTION, SHIPPED, Fleet, Judge, evidence
 from tests.precision.services_registry import NODE
@@ -135,12 +135,11 @@ def _check(service: str, fleet: Fleet, tokens_file: Path,
     running = fleet.get(service)
     (folder / "scenarios").mkdir()
     (folder / "scenarios" / "mine.yaml").write_text(LOCAL_SCENARIO, encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "check", "--target", running.url,
+    return _cli.run(
+        ["check", "--target", running.url,
          "--target-profile", str(running.profile), "--tokens-file", str(tokens_file),
          "--no-certify", "--report-dir", str(folder / "reports")],
-        capture_output=True, text=True, timeout=600, cwd=folder, check=False,
-        env={**os.environ, **running.env})
+        timeout=600, cwd=folder, env={**os.environ, **running.env})
 
 
 def test_check_target_on_a_clean_layer_passes_with_every_suite(

@@ -6,8 +6,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from harness.providers import (
 )
 from harness.providers.fake_server import wait_until_ready
 from harness.providers.fake_transport import fake_transport
+from tests import _cli
 from tests.providers.conftest import KINDS, TICKET_SCHEMA, make_config, sdk_base_url
 
 SCHEMAS: list[dict[str, Any]] = [
@@ -164,13 +163,10 @@ def test_the_cli_serves_a_fake_provider_on_loopback(kind: str, stop_signal: int,
     answers.write_text(json.dumps({"answers": [{"user": ticket_request.user, "answer": {
         "category": "bug", "priority": 3, "needs_human": False, "tags": ["cli"]}}]}))
     key_env = {"CLI_FAKE_KEY": "sk-cli-test-key-42"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "fake-provider", "--kind", kind, "--port", "0",
+    proc = _cli.popen(
+        ["fake-provider", "--kind", kind, "--port", "0",
          "--behaviour", "conformant", "--answers", str(answers),
-         "--expect-api-key-env", "CLI_FAKE_KEY"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **key_env},
-    )
+         "--expect-api-key-env", "CLI_FAKE_KEY"], env={**os.environ, **key_env})
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # printed once the socket listens
@@ -196,9 +192,8 @@ def test_the_cli_serves_a_fake_provider_on_loopback(kind: str, stop_signal: int,
 
 def test_the_cli_rejects_a_taken_port_with_exit_2(serve: Callable[..., FakeServer]) -> None:
     server = serve("openai-chat")
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "fake-provider", "--kind", "openai-chat",
-         "--port", str(server.port)], capture_output=True, text=True, timeout=60)
+    done = _cli.run(["fake-provider", "--kind", "openai-chat", "--port", str(server.port)],
+                    timeout=60)
     assert done.returncode == 2
     assert "--port" in done.stderr and "fix:" in done.stderr
     assert "Traceback" not in done.stderr

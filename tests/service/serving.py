@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import httpx
 
+from tests import _cli
 from tests._servers import free_port
 
 READY_TIMEOUT_S = 60.0
@@ -40,14 +40,11 @@ class ServeProcess:
         env = {k: v for k, v in os.environ.items() if k != "HARNESS_TOKENS"}
         if tokens is not None:
             env["HARNESS_TOKENS"] = ",".join(f"{t}={o}" for t, o in tokens.items())
-        args = [
-            sys.executable, "-m", "harness.cli", "serve", "--db", db,
-            "--port", str(self.port), "--workers", str(workers), *extra,
-        ]
+        args = ["serve", "--db", db, "--port", str(self.port), "--workers", str(workers), *extra]
         if tokens_file is not None:
             args += ["--tokens-file", str(tokens_file)]
         self._log = log_path.open("wb")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        self.proc = _cli.popen(args, stdout=self._log, stderr=_cli.STDOUT, env=env)
 
     def log_text(self) -> str:
         if not self._log.closed:
@@ -89,10 +86,8 @@ class ServeProcess:
 def run_cli(
     args: Sequence[str], env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``failover-harness ARGS`` in a subprocess, capturing its output."""
+    """``failover-harness ARGS`` in a process of its own (tests/_cli.py), capturing its
+    output."""
     full_env = {k: v for k, v in os.environ.items() if k != "HARNESS_TOKENS"}
     full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        capture_output=True, text=True, env=full_env, timeout=60,
-    )
+    return _cli.run(list(args), env=full_env, timeout=60)
