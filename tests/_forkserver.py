@@ -17,6 +17,12 @@ asks it to fork the worker's fork server, which inherits the imports. Without th
 or when the zygote does not answer (it died, or never started), the test process starts a fork
 server of its own (``python -m tests._forkserver FD``), which imports the SDKs itself.
 
+The same fork server runs ``python -m harness.cli`` (tests/_cli.py): a request that names a
+``module`` brings stdin, stdout and stderr apart, and the child sets up ``sys.path``, stdio and
+warning filters as ``python -m`` does, runs the module as ``__main__`` and ends as Python ends
+(threads waited for, ``atexit`` run); one whose environment would change how Python starts
+execs a fresh Python instead.
+
 Settings Python reads only when it starts (``PYTHONWARNINGS``, ``PYTHONHASHSEED``, ``-X``
 options) are the fork server's: those of the process that started it (the zygote's are the
 xdist controller's); the services do not depend on them.
