@@ -176,7 +176,9 @@ def intent_json(v: IntentVerdict) -> dict[str, Any]:
         "drilled_again": [{"request": e.evidence.tag, "why": why(e),
                            "wall_s": round(e.evidence.ended_at - e.evidence.started_at, 3)}
                           for e in v.earlier],
-        "findings": {f.promise: {"verdict": FINDING_WORD[f.verdict], "message": f.message}
+        "findings": {f.promise: {"verdict": FINDING_WORD[f.verdict], "message": f.message,
+                                 **({"fix": f.fix} if f.fix else {}),
+                                 **({"load": f.load} if f.load else {})}
                      for f in v.findings},
     }
 

@@ -68,12 +68,33 @@ def judge_winner(ev: IntentEvidence, section: DrillSection, chat: bool
                                "let the service wait on its primary longer than its fallback "
                                "takes to answer, or drill with a lower --concurrency",
                                LATE_UNREACHED)
-    unseen = _unlooked(ev, section, winner)
+    unseen = _left_while_held(ev, winner) or _unlooked(ev, section, winner)
     if unseen is not None:
         return winner, unseen
     note = f"; late answer of {late[0].ident} discarded" if late else ""
     return winner, Finding(ONE_WINNER, "held", f"{winner.ident}'s answer, unchanged over "
                            f"{counted(len(results), 'observation')}{note}")
+
+
+def _left_while_held(ev: IntentEvidence, winner: Call) -> Finding | None:
+    """A call whose answer the drill held and the service left first, before the drill or the
+    fakes' backstop let it go, after which the service asked the same question again and that
+    call's answer became the result: the hold kept an answer from the service that it would
+    have had at once, and the service asked again because of it (seen under load, the fake
+    seeing the call arrive late: the service's own timeout came before the backstop). Whether
+    the service keeps one winner when both answers reach it is not known."""
+    c = next((c for c in ev.calls if c.held and c.freed == "left" and c is not winner
+              and c.prompt and c.prompt == winner.prompt and c.ended_at is not None
+              and c.ended_at <= winner.at), None)
+    if c is None or c.ended_at is None:
+        return None
+    return Finding(ONE_WINNER, "unknown", f"the drill held {c.ident}'s answer and the service "
+                   f"left the call first, {c.ended_at - c.at:.3f} s after it arrived (the fakes' "
+                   "backstop lets a held answer go at three quarters of timeouts.provider_s), "
+                   f"then asked again: {winner.ident}'s answer is the result. The hold changed "
+                   "what the service did, so whether it keeps one winner when both answers "
+                   "reach it is not known", _SLOW_FIX + ", or set timeouts.provider_s to the "
+                   "service's own provider timeout", SLOW_LOOKS)
 
 
 def _unlooked(ev: IntentEvidence, section: DrillSection, winner: Call) -> Finding | None:

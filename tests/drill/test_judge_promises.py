@@ -448,6 +448,33 @@ def test_judge_a_lost_answer_the_backstop_let_go_is_no_evidence(tmp_path: Path) 
                     ("drill", 0): "broken", ("drill", 1): "held"}
 
 
+def test_judge_a_held_answer_the_service_left_before_asking_again_is_no_evidence(
+        tmp_path: Path) -> None:
+    """Seen on the Redis redelivery twin on a starved machine: the fake saw the fallback's call
+    arrive late, the service's own timeout came before the backstop, the service left the call
+    whose answer the drill held, and its redelivered run asked the same question again: one
+    answer reached the service, so the unchanged result is no evidence that it keeps one
+    winner (unknown, the slow looks' cause), never held. A held call the service left that
+    asked something else, or after the winner's, says nothing of it."""
+    setup = _setup(tmp_path, hedge=True)
+    winner = Call("claude", "fallback", 2, 1.2, 1.21, "answered", "conformant", prompt="p1")
+    looks = [_done(signature("claude", 2, TAG), 1.4), _done(signature("claude", 2, TAG), 2.0)]
+    left = Call("claude", "fallback", 1, 0.53, 0.9, "late", "conformant", held=True,
+                freed="left", freed_at=0.9, prompt="p1")
+    finding = judge_intent(_ev("hang", [HANG, left, winner], looks), DRILLS["hang"],
+                           setup).of("one_winner_per_job")
+    assert finding is not None and finding.verdict == "unknown", finding
+    assert finding.load == SLOW_LOOKS and "claude#1" in finding.message
+    assert "asked again" in finding.message and "--concurrency" in finding.fix
+    other = Call("claude", "fallback", 1, 0.53, 0.9, "late", "conformant", held=True,
+                 freed="left", freed_at=0.9, prompt="p0")
+    freed = Call("claude", "fallback", 1, 0.53, 0.9, "late", "conformant", held=True,
+                 freed="drill", freed_at=0.9, prompt="p1")
+    for call in (other, freed):
+        assert _findings(_ev("hang", [HANG, call, winner], looks), setup)[
+            "one_winner_per_job"] == "held"
+
+
 def test_judge_a_rerun_the_service_left_while_its_answer_waited_is_no_evidence(
         tmp_path: Path) -> None:
     """A redelivered run's call after the winner's answer waits for a look; on a loaded machine
