@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import io
 import json
@@ -86,6 +87,11 @@ def preload(names: list[str] | tuple[str, ...]) -> None:
     for name in names:
         with contextlib.suppress(ImportError):  # a child without it fails as `python` would
             importlib.import_module(name)
+    # what the imports made lives as long as the children: out of their collector's sight
+    # (CPython's advice for a process that forks: no full collection walks it again in each
+    # child, nor copies its pages by touching their reference counts)
+    gc.collect()
+    gc.freeze()
 
 
 def wakeup() -> tuple[int, int]:
