@@ -16,6 +16,7 @@ one on ``PATH``. Readiness is read from the server's own output or ``pg_ctl -w``
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import importlib.util
 import itertools
@@ -45,10 +46,13 @@ class ServerError(RuntimeError):
 
 # Ports a test hands to a server it starts later: below the kernel's ephemeral range (which every
 # outgoing connection draws from, so a port picked there can be taken before the server binds
-# it), a block of its own for each xdist worker, each port handed out once per block's turn.
-PORT_BLOCK = 1000
+# it), a block of its own for each test process, each port handed out once per block's turn. A
+# process holds its block by a lock on a file (``_port_block``): two runs on one machine at
+# once (two checkouts, a developer's run beside CI's) never share one.
+PORT_BLOCK = 500
 PORTS_FROM = 20_000
 _next_port = itertools.count()
+_held_block: list[int] = []  # the open lock file's descriptor, kept for the process's life
 
 
 @functools.cache
@@ -71,9 +75,7 @@ def _ephemeral_low() -> int:
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now, and that no other test
     process of this run and no outgoing connection will be given meanwhile."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    blocks = max(1, (_ephemeral_low() - PORTS_FROM) // PORT_BLOCK)
-    base = PORTS_FROM + (int(worker) if worker.isdigit() else 0) % blocks * PORT_BLOCK
+    base = PORTS_FROM + _port_block() * PORT_BLOCK
     for _ in range(PORT_BLOCK):
         port = base + next(_next_port) % PORT_BLOCK
         with socket.socket() as probe:
@@ -85,6 +87,29 @@ def free_port() -> int:
     with socket.socket() as probe:  # the whole block taken: any free port
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+@functools.cache
+def _port_block() -> int:
+    """This process's block of ports: the first free one from its xdist worker's number on,
+    held by an exclusive lock on ``harness-test-ports-N.lock`` in the temporary folder until the
+    process ends (the lock goes with it, even when it is killed). With every block held, the
+    worker's own, as before."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = int(worker) if worker.isdigit() else 0
+    blocks = max(1, (_ephemeral_low() - PORTS_FROM) // PORT_BLOCK)
+    for i in range(blocks):
+        block = (first + i) % blocks
+        path = Path(tempfile.gettempdir()) / f"harness-test-ports-{block}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        _held_block.append(fd)
+        return block
+    return first % blocks
 
 
 def _run(command: list[str], user: str | None) -> None:
