@@ -69,15 +69,6 @@ class CliProcess(_forkserver.Forked):
         with stream:  # read to its end: closed, as Popen.communicate does
             self._output[name] = stream.read()
 
-    def __enter__(self) -> CliProcess:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        for stream in (self.stdout, self.stderr):
-            if stream is not None:
-                stream.close()
-        self.wait()
-
 
 def popen(args: list[str], *, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
           stdout: Output = PIPE, stderr: Output = PIPE, start_new_session: bool = False,
