@@ -126,7 +126,16 @@ def start(start_service: Any, fakes: dict[str, Any], script: str, *args: str,
 def test_correct_service_keeps_every_promise(start_service: Any, fakes: dict[str, Any]) -> None:
     url = start(start_service, fakes, "correct_service.py")
     control = submit(url, fakes, "conformant", watch_s=0)
-    assert control.providers() == ["primary"] and control.billed == 1 and not control.fallback
+    assert len(control.primary) == 1, control.primary
+    if control.fallback:
+        # the primary's answer reached the service after its 0.5 s timeout (a loaded machine):
+        # then the hedge is what a correct service does, and it must be a correct hedge
+        assert control.fallback[0].at - control.posted >= TIMEOUT_S, control.fallback
+        assert len(control.fallback) == 1 and len(control.results()) == 1, control.seen
+        if all(c.outcome == "answered" for c in control.primary + control.fallback):
+            assert len(control.races) == 1 and control.races[0]["winner_attempt_id"]
+    else:
+        assert control.providers() == ["primary"] and control.billed == 1, control.seen
 
     hang = submit(url, fakes, "hang", clicks=2)  # a double click during a hang: one job
     assert [c.outcome for c in hang.primary] == ["abandoned"]
