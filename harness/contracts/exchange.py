@@ -46,6 +46,7 @@ from harness.providers.config import ChainLink, ProviderConfig
 from harness.providers.fake import ANSWERS_HEADER
 from harness.providers.fake_transport import fake_transport
 from harness.store.base import Store
+from harness.tls import verifying
 
 Mode = Literal["live", "record", "replay"]
 OWNER = "failover-harness-certification"
@@ -293,7 +294,8 @@ def open_channel(
             provider.kind, str(provider.fake_behaviour), answer=golden_answer(contract),
             virtual_time=virtual_time, answers_from=f"golden {contract.id}",
         )
-    transport: httpx.AsyncBaseTransport = inner or httpx.AsyncHTTPTransport(retries=0)
+    transport: httpx.AsyncBaseTransport = inner or httpx.AsyncHTTPTransport(retries=0,
+                                                                        verify=verifying())
     salt = secrets.token_hex(8)
     if mode == "record":
         assert cassettes is not None

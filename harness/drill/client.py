@@ -24,11 +24,12 @@ import httpx
 from harness.drill.evidence import Observation, Submission
 from harness.drill.watch import classify, fill, listed, read_chat, unreadable
 from harness.providers.secrets import redact
-from harness.target.bounded import BoundedTransport, json_body, tls_for
+from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import Listing
 from harness.target.ids import fill_path
 from harness.target.values import pick
+from harness.tls import tls_for
 
 #: the watchers' looks at jobs in flight at once, whatever the concurrency: each look may be a
 #: new connection, and a small server's accept queue (Python's http.server: 5) that overflows

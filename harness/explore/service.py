@@ -20,7 +20,7 @@ import httpx
 from harness.domain.errors import ConfigError
 from harness.explore.proxy import Upstream
 from harness.scenarios.targets.base import redact
-from harness.target.bounded import tls_for
+from harness.tls import tls_for
 
 HEALTH_TIMEOUT_S = 30.0
 HEALTH_POLL_S = 0.05  # how often a starting service is asked for its health (it says nothing)

@@ -35,6 +35,7 @@ from harness.domain.verdicts import Promise
 from harness.domain.words import counted
 from harness.providers.config import ProviderConfig
 from harness.providers.recording import CONTROL_HEADER, TOKEN_ENV
+from harness.tls import verifying
 
 if TYPE_CHECKING:  # annotations only: importing them would import the certifier
     from harness.contracts.certifier import PostAudit
@@ -76,7 +77,7 @@ async def audit_through_gateway(
     roots = {_root(str((t.provider.upstream or {}).get("base_url", ""))) for t in through}
     token = os.environ.get(TOKEN_ENV)  # a fake-provider's control token, when one is set
     async with httpx.AsyncClient(timeout=10, headers={CONTROL_HEADER: token} if token
-                                 else None) as http:
+                                 else None, verify=verifying()) as http:
         received = {root: await _received(http, root) for root in sorted(roots)}
         for root, bodies in received.items():
             if bodies is not None:

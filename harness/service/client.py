@@ -45,6 +45,7 @@ from urllib.parse import quote
 import httpx
 
 from harness.domain.errors import HarnessError
+from harness.tls import tls_for
 
 __all__ = ["AsyncHarnessClient", "HarnessClient", "Reply", "TransportFailure"]
 
@@ -194,12 +195,6 @@ def _failure(exc: httpx.TransportError, base_url: httpx.URL) -> TransportFailure
     )
 
 
-def _verify(base_url: str) -> bool:
-    """TLS verification on for https; for plain http there is no TLS, and building a verifying
-    SSL context (loading the CA bundle) would cost tens of milliseconds per client."""
-    return not base_url.startswith("http://")
-
-
 def _headers(token: str | None) -> dict[str, str]:
     headers = {"Accept": "application/json"}
     if token is not None:
@@ -224,7 +219,7 @@ class HarnessClient(_Api[Reply]):
             headers=_headers(token),
             transport=transport,
             timeout=timeout,
-            verify=_verify(base_url),
+            verify=tls_for(base_url),
             limits=limits or httpx.Limits(max_connections=200, max_keepalive_connections=200),
         )
 
@@ -273,7 +268,7 @@ class AsyncHarnessClient(_Api[Awaitable[Reply]]):
             headers=_headers(token),
             transport=transport,
             timeout=timeout,
-            verify=_verify(base_url),
+            verify=tls_for(base_url),
             limits=limits or httpx.Limits(max_connections=200, max_keepalive_connections=200),
         )
 

@@ -154,13 +154,6 @@ class _Backend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def tls_for(url: str) -> bool:
-    """httpx's ``verify`` for a client of ``url``: on for https; off for plain http, where there
-    is no TLS and a verifying SSL context (the CA bundle loaded) costs tens of milliseconds of
-    CPU per client for nothing."""
-    return not url.startswith("http://")
-
-
 class BoundedTransport(httpx.HTTPTransport):
     """httpx's transport with a total deadline per request and a size limit per answer body.
 

@@ -25,6 +25,7 @@ from harness.providers.fake_server import bind_socket
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.model import Scenario
 from harness.scenarios.targets import Target, open_target
+from tests._servers import tls
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -44,7 +45,7 @@ def example(name: str) -> ModuleType:
 def wait_ready(url: str, alive: Callable[[], bool] = lambda: True) -> None:
     """Poll ``GET /healthz`` until it answers 200 (the server is up), within a deadline."""
     deadline = time.monotonic() + READY_TIMEOUT_S
-    with httpx.Client(timeout=2.0) as client:
+    with httpx.Client(timeout=2.0, verify=tls()) as client:
         while time.monotonic() < deadline:
             if not alive():
                 raise RuntimeError(f"the service at {url} exited before it was ready")

@@ -8,10 +8,11 @@ import pytest
 
 from harness.scenarios.targets.side_effects import CounterError, open_counter
 from harness.target.model import SqlCounter
+from tests._servers import tls
 
 
 def _counter(url: str, query: str):  # type: ignore[no-untyped-def]
-    with httpx.Client() as http:
+    with httpx.Client(verify=tls()) as http:
         return open_counter(None, SqlCounter(url=url, query=query), http=http,
                             base_url="http://127.0.0.1:9")
 

@@ -21,7 +21,7 @@ from harness.providers.fake_server import FakeServer
 from harness.providers.recording import BODY_LIMIT, RecordingFake
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import DrillSection
-from tests._servers import free_port
+from tests._servers import free_port, tls
 
 
 class Forger:
@@ -64,7 +64,7 @@ class Forger:
 
     def work(self, job: str, text: str) -> None:
         tag = text.split()[-1]
-        with httpx.Client(base_url=self.primary, timeout=0.4) as http:
+        with httpx.Client(base_url=self.primary, timeout=0.4, verify=tls()) as http:
             for body in ({"behaviour": "conformant", "tag": tag}, {"behaviour": "conformant"}):
                 self.forged.append(http.post("/_fake/script", json=body).status_code)
             self.forged.append(http.post("/_fake/reset").status_code)

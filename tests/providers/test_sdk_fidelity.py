@@ -15,6 +15,7 @@ import pytest
 
 from harness.providers import FakeProvider, FakeServer
 from tests._imported import Imported
+from tests._servers import tls
 from tests.providers.conftest import TICKET_SCHEMA
 
 # the `test` extra's SDKs (~1.8 s of CPU): imported on the one worker that runs these tests
@@ -50,7 +51,8 @@ HANG_TIMEOUT_S = 0.5
 def oai(openai_server: FakeServer) -> Iterator[openai.OpenAI]:
     openai_server.app.deliveries.clear()
     client = openai.OpenAI(api_key=KEY, base_url=f"{openai_server.url}/v1", max_retries=0,
-                           timeout=ANSWER_TIMEOUT_S)
+                           timeout=ANSWER_TIMEOUT_S,
+                           http_client=openai.DefaultHttpxClient(verify=tls()))
     yield client
     client.close()
 
@@ -59,7 +61,8 @@ def oai(openai_server: FakeServer) -> Iterator[openai.OpenAI]:
 def ant(anthropic_server: FakeServer) -> Iterator[anthropic.Anthropic]:
     anthropic_server.app.deliveries.clear()
     client = anthropic.Anthropic(api_key=KEY, base_url=anthropic_server.url, max_retries=0,
-                                 timeout=ANSWER_TIMEOUT_S)
+                                 timeout=ANSWER_TIMEOUT_S,
+                                 http_client=anthropic.DefaultHttpxClient(verify=tls()))
     yield client
     client.close()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests import _cli
-from tests._servers import free_port
+from tests._servers import free_port, tls
 
 READY_TIMEOUT_S = 60.0
 # Test tokens: long and distinctive, so that finding one in a log cannot be a coincidence.
@@ -60,7 +60,7 @@ class ServeProcess:
                     f"serve exited with {self.proc.returncode}:\n{self.log_text()}"
                 )
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=2.0).status_code == 200:
+                if httpx.get(f"{self.url}/healthz", timeout=2.0, verify=tls()).status_code == 200:
                     return self
             except httpx.TransportError:
                 pass

@@ -29,8 +29,9 @@ from typing import Any
 
 import httpx
 
-from harness.target.bounded import BoundedTransport, tls_for
+from harness.target.bounded import BoundedTransport
 from harness.target.limits import Limits
+from harness.tls import tls_for
 
 #: failures meaning "the peer had closed this connection" when they come before any answer
 CLOSED_BEFORE_ANSWER = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)

@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from harness.tls import tls_for
+
 
 @dataclass(frozen=True)
 class Request:
@@ -163,7 +165,8 @@ def call_provider(port: str, text: str, *, wait: bool = False) -> None:
     before answering the submit (``wait``)."""
     def call() -> None:
         with contextlib.suppress(httpx.HTTPError):
-            httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=10,
+            url = f"http://127.0.0.1:{port}/v1/chat/completions"
+            httpx.post(url, timeout=10, verify=tls_for(url),
                        json={"model": "m", "messages": [{"role": "user", "content": text}]})
     if wait:
         call()
