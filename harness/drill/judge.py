@@ -127,6 +127,13 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
         if bad:
             return Finding("timeout_not_failure", "broken", f"the client got HTTP "
                            f"{bad[0].status} while the primary was merely silent")
+        if not _timed_out(ev):  # the gateway took the slow primary's answer: no timeout drilled
+            return Finding("timeout_not_failure", "unknown", "the gateway never acted on its "
+                           "timeout: no fallback call, the primary's call never given up, so "
+                           "what it does after a timeout was not seen",
+                           "check timeouts.provider_s against the gateway's timeout for one "
+                           "provider call; a gateway too loaded to reach its timeout: a lower "
+                           "--concurrency", NO_TIMEOUT)
         return Finding("timeout_not_failure", "held", "no error reached the client")
     failed = next((o for o in ev.observations if o.status == "failed"), None)
     if failed is not None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.drill.causes import SLOW_LOOKS
+from harness.drill.causes import NO_TIMEOUT, SLOW_LOOKS
 from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
 from harness.drill.findings import IntentVerdict
@@ -538,3 +538,48 @@ def test_a_promise_broken_in_some_intents_shows_a_broken_intents_evidence() -> N
     rate = next(p for p in drill_run(head, [record(1, "unknown", "not known: slow looks")]
                                      ).promises if p.promise == "one_winner_per_job")
     assert (rate.text, rate.example) == ("unknown in 1 of 1 intent", "not known: slow looks")
+
+
+CHAT_PROFILE = """\
+name: gateway
+drill:
+  submit: {kind: chat, path: /v1/chat/completions,
+           body: {model: m, messages: [{role: user, content: "t {tag}"}]}}
+  providers:
+    - {name: gpt, wire: openai, role: primary, port: 4101}
+    - {name: claude, wire: anthropic, role: fallback, port: 4102}
+  timeouts: {provider_s: 1, job_s: 10}
+  policy: {max_billed_calls: 2}
+"""
+
+
+def test_judge_a_gateway_that_took_the_late_primary_s_answer_drilled_no_timeout(
+        tmp_path: Path) -> None:
+    """A chat call whose late primary answered the gateway, with no fallback call and no call
+    given up, never showed what the gateway does after its timeout (a loaded gateway reached
+    its timeout only after the answer): unknown for the load's cause, so the intent is drilled
+    again; the same gateway seen timing out (the primary abandoned, the fallback answering)
+    holds the promise, and an error to the client still breaks it."""
+    path = tmp_path / "chat.yaml"
+    path.write_text(CHAT_PROFILE, encoding="utf-8")
+    setup = Setup(load_drill(path).section, FAKES)
+
+    def chat(calls: list[Call], status: int = 200, text: str = "") -> IntentEvidence:
+        ev = IntentEvidence("late", 1, TAG, 0.0, ended_at=3.0)
+        ev.submissions = [Submission(0.0, status, result=text, ended_at=2.1)]
+        ev.calls = calls
+        return ev
+
+    taken = chat([Call("gpt", "primary", 1, 0.01, 2.01, "answered", "conformant")],
+                 text=signature("gpt", 1, TAG))
+    v = judge_intent(taken, DRILLS["late"], setup)
+    timeout = v.of("timeout_not_failure")
+    assert timeout is not None and timeout.verdict == "unknown" and timeout.load == NO_TIMEOUT
+    assert "never acted on its timeout" in timeout.message and timeout.fix
+    assert not any(f.verdict == "broken" for f in v.findings)
+    timed_out = chat([Call("gpt", "primary", 1, 0.01, 1.01, "abandoned", "conformant"),
+                      Call("claude", "fallback", 1, 1.02, 1.05, "answered", "conformant")],
+                     text=signature("claude", 1, TAG))
+    assert _findings(timed_out, setup)["timeout_not_failure"] == "held"
+    refused = chat([Call("gpt", "primary", 1, 0.01, 1.01, "abandoned", "conformant")], 502)
+    assert _findings(refused, setup)["timeout_not_failure"] == "broken"
