@@ -19,12 +19,17 @@ pytest rewrites the installed plugins' packages too (hypothesis, schemathesis, a
 distribution that registers a pytest plugin, enabled or not), and their cache is never written
 either: ``rewrite_plugins`` writes it once into their ``__pycache__`` (the venv's; a cache again),
 for the workers and for every pytest run a test starts (tests/plugin/, tests/acceptance/).
+
+All of it is serial work before the first test (24 s of CPU on a slow 2-core machine, for a
+fresh clone and a fresh venv): ``prepare`` shares it with a forked child, each process taking
+every other module, so both cores do it.
 """
 
 from __future__ import annotations
 
 import compileall
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -32,23 +37,40 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 COMPILED = ("harness", "tests", "examples")  # what the suite's own processes import
 REWRITTEN = ("harness", "tests")  # what pytest rewrites in a worker
+Share = tuple[int, int]  # (this process's index, how many share the work): every count-th module
+ALL: Share = (0, 1)
 
 
-def compile_checkout(config: pytest.Config, root: Path = ROOT) -> int:
-    """Compile and rewrite ``root``'s Python where its bytecode is missing or stale; the number
-    of modules rewritten."""
-    for folder in COMPILED:
-        if (root / folder).is_dir():
-            compileall.compile_dir(root / folder, quiet=2, workers=1)
-    return _rewrite(config, root)
+def prepare(config: pytest.Config, root: Path = ROOT) -> None:
+    """``compile_checkout`` and ``rewrite_plugins``, in this process and a forked child (where
+    ``os.fork`` exists), each taking every other module; back once both are done. A cache
+    only: a child that fails leaves its modules to the workers, which compile them as before."""
+    child = os.fork() if hasattr(os, "fork") else None
+    share = ALL if child is None else (0 if child else 1, 2)
+    try:
+        compile_checkout(config, root, share=share)
+        rewrite_plugins(config, root, share=share)
+    except BaseException:
+        if child == 0:
+            os._exit(1)
+        raise
+    if child == 0:
+        os._exit(0)  # nothing of the parent's (atexit, buffered output) runs twice
+    if child:
+        os.waitpid(child, 0)
 
 
-def _rewrite(config: pytest.Config, root: Path) -> int:
-    return _write_rewritten(config, _rewritten_sources(root), by_mtime=False)
+def compile_checkout(config: pytest.Config, root: Path = ROOT, *, share: Share = ALL) -> int:
+    """Compile and rewrite ``root``'s Python where its bytecode is missing or stale (``share``:
+    this process's part of the modules); the number of modules rewritten."""
+    index, count = share
+    for path in _compiled_sources(root)[index::count]:
+        compileall.compile_file(path, quiet=2)
+    return _write_rewritten(config, _rewritten_sources(root)[index::count], by_mtime=False)
 
 
 def rewrite_plugins(config: pytest.Config, root: Path = ROOT,
-                    names: set[str] | None = None) -> int:
+                    names: set[str] | None = None, *, share: Share = ALL) -> int:
     """Write pytest's rewritten bytecode for the installed plugins' packages (outside
     ``root``); the number of modules rewritten.
 
@@ -60,11 +82,13 @@ def rewrite_plugins(config: pytest.Config, root: Path = ROOT,
     3-5 CPU-s a process. The controller writes it once here, before the workers start;
     where the folder is not writable (a system site-packages) nothing is written and the
     workers rewrite, as pytest does. A cache only: the code is what pytest would run.
-    ``names``: the top-level modules to write for (default: those pytest marked)."""
+    ``names``: the top-level modules to write for (default: those pytest marked); ``share``:
+    this process's part of them."""
     if names is None:
         hook = config.pluginmanager.rewrite_hook
         names = set(getattr(hook, "_must_rewrite", ()))  # pytest's private API (pytest 8-9)
-    return _write_rewritten(config, _plugin_sources(names, root), by_mtime=True)
+    index, count = share
+    return _write_rewritten(config, _plugin_sources(names, root)[index::count], by_mtime=True)
 
 
 def _write_rewritten(config: pytest.Config, sources: list[Path], by_mtime: bool) -> int:
@@ -121,6 +145,16 @@ def _plugin_sources(names: set[str], root: Path) -> list[Path]:
             continue  # _rewrite's
         found.extend(sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py"
                      else [origin])
+    return found
+
+
+def _compiled_sources(root: Path) -> list[Path]:
+    """The ``.py`` files the suite's own processes import (not a Node package's helpers)."""
+    found: list[Path] = []
+    for folder in COMPILED:
+        for where, dirs, files in os.walk(root / folder):
+            dirs[:] = sorted(d for d in dirs if d not in ("node_modules", "__pycache__"))
+            found.extend(Path(where, name) for name in sorted(files) if name.endswith(".py"))
     return found
 
 

@@ -92,8 +92,7 @@ def _groups_file(testrunuid: str) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return
-    _bytecode.compile_checkout(config)  # once, before the workers start (tests/_bytecode.py)
-    _bytecode.rewrite_plugins(config)  # the installed plugins' packages, as pytest rewrites them
+    _bytecode.prepare(config)  # once, before the workers start, on two cores (tests/_bytecode.py)
     if config.pluginmanager.has_plugin("xdist") and config.getoption("testrunuid", None) is None:
         config.option.testrunuid = uuid.uuid4().hex  # the controller knows where groups are
     if config.getoption("numprocesses", None) and config.getoption("dist", "no") != "no" \

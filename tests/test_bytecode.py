@@ -4,6 +4,7 @@ rewritten), so that the workers and the processes only read it; a second pass wr
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import types
 from pathlib import Path
@@ -80,3 +81,30 @@ def test_the_installed_plugins_packages_are_rewritten_once(
     assert any(name.startswith("@py_assert") for name in f.co_varnames)  # rewritten
     assert _bytecode.rewrite_plugins(request.config, names=names) == 0
     assert _pycs(site) == written
+
+
+def test_prepare_shares_the_work_with_a_forked_child_and_leaves_nothing_undone(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Two processes, every other module each: afterwards every module's bytecode (ordinary and
+    rewritten) is there, written once; a Node package's Python is left alone; this process
+    comes back alone (the child never returns into the test run)."""
+    if sys.pycache_prefix:
+        pytest.skip("PYTHONPYCACHEPREFIX is set: bytecode lives elsewhere")
+    _checkout(tmp_path)
+    for n in range(6):
+        (tmp_path / "harness" / f"m{n}.py").write_text(f"def f():\n    assert {n} >= 0\n", "utf-8")
+    node = tmp_path / "tests" / "node" / "node_modules" / "gyp"
+    node.mkdir(parents=True)
+    (node / "gyp.py").write_text("X = 1\n", "utf-8")
+    pid = os.getpid()
+    _bytecode.prepare(request.config, tmp_path)
+    assert os.getpid() == pid
+    written = _pycs(tmp_path)
+    tag = f"{sys.implementation.cache_tag}-pytest-{pytest.__version__}"
+    for n in range(6):
+        assert f"harness/__pycache__/m{n}.{sys.implementation.cache_tag}.pyc" in written
+        assert f"harness/__pycache__/m{n}.{tag}.pyc" in written
+    assert f"tests/__pycache__/test_thing.{tag}.pyc" in written
+    assert not any("node_modules" in p for p in written)
+    assert _bytecode.compile_checkout(request.config, tmp_path) == 0  # nothing left undone
+    assert _pycs(tmp_path) == written
