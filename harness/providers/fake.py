@@ -15,6 +15,7 @@ Control endpoints: ``GET /_fake/health``, ``GET /_fake/deliveries``, ``POST /_fa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
@@ -315,7 +316,10 @@ async def _drop(scope: dict[str, Any], receive: Any, send: Any, *, reset: bool) 
         if reset:
             sock = transport.get_extra_info("socket")
             if sock is not None:  # SO_LINGER 0: close() sends RST instead of FIN
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                # the client may have closed it first (a service that gave up on the call):
+                # then there is nothing left to reset
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             transport.abort()
         else:
             transport.close()
