@@ -4,7 +4,8 @@ httpx builds a new SSL context for every client and transport it makes: a verify
 the CA bundle (certifi's, or ``SSL_CERT_FILE``/``SSL_CERT_DIR`` as httpx reads them), 20-50 ms of
 CPU each time; certification opens a channel per provider, a target's session a transport per
 run. An ``ssl.SSLContext`` is safe to share between clients and threads once made, so each kind
-is made once, on first use, exactly as httpx would make it.
+is made once, on first use, exactly as httpx would make it (so ``SSL_CERT_FILE`` is read when
+the process makes its first verifying client, and a later change of it is not seen).
 """
 
 from __future__ import annotations
