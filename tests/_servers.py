@@ -31,6 +31,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.tls import verifying
+
 PG_ENV = "HARNESS_PG_DSN"
 REDIS_ENV = "HARNESS_REDIS_URL"
 READY_TIMEOUT_S = 60.0
@@ -55,13 +57,11 @@ _next_port = itertools.count()
 _held_block: list[int] = []  # the open lock file's descriptor, kept for the process's life
 
 
-@functools.cache
 def tls() -> ssl.SSLContext:
-    """One SSL context for the tests' HTTP clients (``verify=tls()``): httpx builds a verifying
-    context for every client it makes, ``httpx.post`` included, loading a CA bundle (about 20 ms
-    of CPU) even for the plain-http loopback services, where it is never used; the example
-    services and the precision suite's racing threads made about 2,000 in a run (40 CPU-s)."""
-    return ssl.create_default_context()
+    """The SSL context for the tests' HTTP clients (``verify=tls()``): the harness's own shared
+    one (``harness.tls``), so that no client builds one (the CA bundle loaded, 20-50 ms of CPU)
+    for a plain-http loopback service, where it is never used."""
+    return verifying()
 
 
 @functools.cache
