@@ -583,3 +583,34 @@ def test_judge_a_gateway_that_took_the_late_primary_s_answer_drilled_no_timeout(
     assert _findings(timed_out, setup)["timeout_not_failure"] == "held"
     refused = chat([Call("gpt", "primary", 1, 0.01, 1.01, "abandoned", "conformant")], 502)
     assert _findings(refused, setup)["timeout_not_failure"] == "broken"
+
+
+def test_judge_a_gateway_whose_fallback_answered_after_the_client_gave_up(
+        tmp_path: Path) -> None:
+    """A hung primary, the gateway failing over so slowly that the client's budget ran out
+    first (LiteLLM's retries and backoff on a loaded box: 16 s): `completed` is broken, and its
+    message says what was seen (the fallback answered after the client gave up), never that
+    failover did not happen; a gateway that never called the fallback still gets that."""
+    path = tmp_path / "chat.yaml"
+    path.write_text(CHAT_PROFILE, encoding="utf-8")
+    setup = Setup(load_drill(path).section, FAKES)
+    hung = [Call("gpt", "primary", 1, 0.01, 1.01, "abandoned", "hang"),
+            Call("gpt", "primary", 2, 4.0, 5.0, "abandoned", "hang")]
+
+    def chat(calls: list[Call]) -> IntentEvidence:
+        ev = IntentEvidence("hang", 1, TAG, 0.0, ended_at=20.0)
+        ev.submissions = [Submission(0.0, None, error="DeadlineExceeded: no answer in 13 s",
+                                     ended_at=13.0)]
+        ev.calls = calls
+        return ev
+
+    slow = judge_intent(chat([*hung, Call("claude", "fallback", 1, 16.0, 16.5, "answered",
+                                           "conformant")]), DRILLS["hang"], setup)
+    completed = slow.of("completed")
+    assert completed is not None and completed.verdict == "broken"
+    assert "claude answered at 16.500 s, after the client had given up" in completed.message
+    assert "13.0 s after it asked" in completed.message and "timeouts.job_s" in completed.fix
+    assert "did not happen" not in completed.message
+    never = judge_intent(chat(hung), DRILLS["hang"], setup).of("completed")
+    assert never is not None and never.verdict == "broken"
+    assert "failover did not happen" in never.message
