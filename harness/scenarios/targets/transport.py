@@ -113,7 +113,11 @@ def resending_transport(base_url: str, *, max_connections: int = 200,
     """The transport the HTTP targets use for ``base_url`` (no CA bundle for plain http): each
     request within ``deadline_s`` (or ``bounds.deadline_s``), each body within
     ``bounds.body_bytes`` (:mod:`harness.target.bounded`)."""
+    # no keep-alive expiry by time: httpcore's pool could close a connection whose keep-alive
+    # expired after it handed it to another thread's request (encode/httpcore#1110), under a
+    # request the service may already have read (no resend could be honest then); an idle
+    # connection the service closed is still dropped before it is used
     limits = httpx.Limits(max_connections=max_connections,
-                          max_keepalive_connections=max_connections)
+                          max_keepalive_connections=max_connections, keepalive_expiry=None)
     return ResendingTransport(key_headers=key_headers, limits=limits, verify=tls_for(base_url),
                               bounds=bounds, deadline_s=deadline_s)
