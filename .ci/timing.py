@@ -49,7 +49,7 @@ def workers(timeline: str) -> None:
             for line in lines:
                 entry = json.loads(line)
                 entries.append(entry)
-                if not entry.get("summary"):
+                if not entry.get("summary") and not entry.get("session"):
                     runs[entry["worker"]].append((entry["start"], entry["end"], entry["test"]))
     except (OSError, ValueError, KeyError) as exc:
         print(f"timing: no timeline ({exc})")
@@ -82,7 +82,8 @@ def cpu(entries: list[dict[str, object]]) -> None:
         return float(value) if isinstance(value, int | float) else 0.0
 
     keys = ("cpu", "children", "pg")
-    tests = [e for e in entries if not e.get("summary")]
+    # a worker's session teardown (its servers stopping) is outside any test
+    tests = [e for e in entries if not e.get("summary") and not e.get("session")]
     if not any("cpu" in e for e in tests):
         return
     workers = {e.get("worker") for e in tests}  # not the xdist controller's

@@ -100,17 +100,40 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
     if not _first:
         _first.append((own, kids))
     del _spawns[:]
+    del _teardown[:]
     try:
         return (yield)
     finally:
-        own_after, kids_after = _cpu()
+        # the last test's teardown is the session's too (its servers stop, their CPU is
+        # reaped): a line of its own, so that no test is charged with it
+        last = _teardown[0] if _teardown else (time.time(), _cpu(), _pg_cpu())
         entry: dict[str, object] = {
             "worker": _worker(), "test": item.nodeid, "start": round(start, 3),
-            "end": round(time.time(), 3), "cpu": round(own_after - own, 3),
-            "children": round(kids_after - kids, 3), "pg": round(_pg_cpu() - pg, 3)}
+            "end": round(last[0], 3), "cpu": round(last[1][0] - own, 3),
+            "children": round(last[1][1] - kids, 3), "pg": round(last[2] - pg, 3)}
         if _spawns:
             entry["spawns"] = list(_spawns)
         _write(path, entry)
+        if _teardown:
+            (own_after, kids_after), pg_after = _cpu(), _pg_cpu()
+            _write(path, {"worker": _worker(), "session": True, "test": SESSION_TEARDOWN,
+                          "start": round(last[0], 3), "end": round(time.time(), 3),
+                          "cpu": round(own_after - last[1][0], 3),
+                          "children": round(kids_after - last[1][1], 3),
+                          "pg": round(pg_after - last[2], 3)})
+
+
+#: the last test's teardown, with the session's: (when, (own CPU, children's), PostgreSQL's)
+_teardown: list[tuple[float, tuple[float, float], float]] = []
+SESSION_TEARDOWN = "(the last test's teardown, with the session's fixtures)"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None
+                            ) -> Generator[None, object, object]:
+    if nextitem is None and os.environ.get(ENV):
+        _teardown[:] = [(time.time(), _cpu(), _pg_cpu())]
+    return (yield)
 
 
 @pytest.hookimpl(trylast=True)

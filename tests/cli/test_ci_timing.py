@@ -46,17 +46,24 @@ def test_a_timeline_shows_when_each_worker_finished_and_what_the_last_ran_last(
     which worker finished last and what it ran last (the run's critical path)."""
     timeline = tmp_path / "timeline.jsonl"
     pytester.makeconftest('pytest_plugins = ["tests._timeline"]')
-    pytester.makepyfile(test_some="def test_a(): pass\n\ndef test_b(): pass\n")
+    # a session fixture whose teardown (a server stopping) costs 0.3 s of CPU: not test_b's
+    pytester.makepyfile(test_some=(
+        "import time, pytest\n\n@pytest.fixture(scope='session')\ndef server():\n"
+        "    yield\n    until = time.process_time() + 0.3\n"
+        "    while time.process_time() < until: pass\n\n"
+        "def test_a(server): pass\n\ndef test_b(): pass\n"))
     monkeypatch.setenv("HARNESS_TEST_TIMELINE", str(timeline))
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this test may run on one
     assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
     entries = [json.loads(line) for line in timeline.read_text("utf-8").splitlines()]
-    lines, summaries = entries[:-1], entries[-1:]
+    lines, session, summaries = entries[:-2], entries[-2], entries[-1:]
     assert [(e["worker"], e["test"].split("::")[1]) for e in lines] == [("main", "test_a"),
                                                                         ("main", "test_b")]
     assert all(e["start"] <= e["end"] for e in lines)
     assert all(e[key] >= 0 for e in lines for key in ("cpu", "children", "pg"))
+    assert session["session"] and session["start"] == lines[1]["end"] <= session["end"]
+    assert session["cpu"] >= 0.3 > lines[1]["cpu"], entries  # the teardown's, not test_b's
     assert [(e["worker"], e["summary"]) for e in summaries] == [("main", True)]
     assert 0 < summaries[0]["cpu_before_tests"] <= summaries[0]["cpu"]
     with timeline.open("a", encoding="utf-8") as more:  # a second worker that ends last
@@ -67,6 +74,7 @@ def test_a_timeline_shows_when_each_worker_finished_and_what_the_last_ran_last(
     out = timing(str(junit), "70", "300", "run", str(timeline)).stdout
     assert "   gw1      1 tests" in out and "  main      2 tests" in out, out
     assert out.count("CPU: ") == 1 and "  test_some.py" in out, out
+    assert "teardown" not in out and "   gw1      1 tests" in out, out  # no test's, no run
     assert out.splitlines()[-2:] == ["the last to finish, gw1, ran last:",
                                      out.splitlines()[-1]]
     assert out.splitlines()[-1].endswith("t.py::test_late"), out
