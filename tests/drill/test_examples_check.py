@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli import main
 from tests._servers import free_port
-from tests.drill.conftest import EXAMPLES, LOAD_CAUSES, provider_env
+from tests.drill.conftest import EXAMPLES, load_caused, provider_env
 
 pytestmark = pytest.mark.slow  # a service start, then the scenarios and 9 drills (10-30 s)
 
@@ -54,7 +54,7 @@ def test_check_finds_each_api_twin_by_its_rule(
     code, out, results = check(start_service, tmp_path, monkeypatch, capsys, defect)
     seen: dict[str, str] = {}
     by_drill: set[str] = set()  # the scenarios the drill judged, and the drills
-    reasons: list[str] = []  # why a drill was unknown
+    reasons: list[dict[str, str]] = []  # why a drill was unknown, and the fix
     for event in json.loads(results.read_text("utf-8"))["events"]:
         verdict = event.get("verdict") or event.get("outcome")
         if event["type"] in ("scenario_run", "trial_series"):
@@ -64,13 +64,13 @@ def test_check_finds_each_api_twin_by_its_rule(
         elif event["type"] == "drill_run":
             seen[f"drill {event['drill']}"] = str(verdict)
             by_drill.add(f"drill {event['drill']}")
-            reasons += [u["reason"] for u in event["unknowns"]]
+            reasons += event["unknowns"]
     assert "drill hang" in seen and "same_key_two_owners" in seen, out  # both halves ran
     failing = {name: v for name, v in seen.items() if v not in ("passed", "not_applicable")}
     # an intent the load left without evidence (one trial here): unknown, with its cause, only
     # where the drill judges; never a false pass or a false failure
     unknown = {name for name, v in failing.items() if v == "unknown"}
-    assert unknown <= by_drill and all(r.startswith(LOAD_CAUSES) for r in reasons), out
+    assert unknown <= by_drill and all(map(load_caused, reasons)), out
     assert {n: v for n, v in failing.items() if n not in unknown} == EXPECTED[defect], out
     assert code == (1 if EXPECTED[defect] else 3 if unknown else 0), out
 
