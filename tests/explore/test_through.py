@@ -97,12 +97,16 @@ def test_a_replay_waits_where_the_recording_settled(redis_url: str, tmp_path: Pa
     """qa Q20: on a loaded machine the service can take longer than --settle-ms to reach the
     proxy; a replay of a recording that settled everywhere waits for it (up to a few seconds)
     instead of choosing early and diverging at event #0. A settle of 10 µs stands for a machine
-    far slower than the one that recorded."""
+    far slower than the one that recorded. The recording settles everywhere (SETTLE_MS: at the
+    default 100 ms a loaded CI machine's service outlasted a settle, the recording kept that
+    settle time, and the replay at 10 µs diverged at its first decision)."""
     code, out, err = run(capsys, "explore", *through("redis-lock", redis_url, tmp_path),
                          "--workload", "double-click", "--choices", "pct", "--seed", "7",
-                         "--budget", "200")
+                         "--budget", "200", "--settle-ms", SETTLE_MS)
     assert code == 1, out + err
     folder = re.search(r"^repro: (\S+)", out, re.MULTILINE)[1]  # type: ignore[index]
+    results = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
+    assert results["meta"]["settles_expired"] == 0, results["meta"]  # what a replay follows
     for _ in range(2):
         code, again, err = run(capsys, "replay", folder, "--settle-ms", "0.01",
                                "--report-dir", str(tmp_path / "replays"))
