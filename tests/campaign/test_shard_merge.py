@@ -17,7 +17,7 @@ import pytest
 from harness import __version__
 from harness.cli import main
 from tests import _cli
-from tests.explore.test_through import free_port, through
+from tests.explore.test_through import SETTLE_MS, free_port, through
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -214,7 +214,7 @@ def test_a_race_found_through_redis_is_found_by_the_shards_merged(
         (service / "jobs.db").unlink(missing_ok=True)  # each runner starts with a fresh service
         return ["explore", "--quiet", *through("redis-lock", redis_url, service, port=port),
                 "--workload", "double-click", "--choices", "seeded", "--seed", "13",
-                "--budget", "12"]
+                "--budget", "12", "--settle-ms", SETTLE_MS]  # each schedule controlled
 
     whole_code = main([*command(), "--report-dir", str(tmp_path / "whole")])
     whole = document(tmp_path / "whole")
