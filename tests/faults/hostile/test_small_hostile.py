@@ -38,6 +38,9 @@ def test_garbage_bytes_to_a_fake_print_a_bounded_number_of_warnings(
     # the filter counts for the whole process (its output is the run's): a fresh one here, as
     # a fresh process has, whatever garbage another test of this worker sent a fake before
     monkeypatch.setattr(logging.getLogger("uvicorn.error"), "filters", [])
+    for name in ("uvicorn", "uvicorn.error"):  # and as uvicorn's own log config left them in
+        monkeypatch.setattr(logging.getLogger(name), "propagate", True)  # a process that ran
+        monkeypatch.setattr(logging.getLogger(name), "disabled", False)  # a uvicorn.run
     with caplog.at_level(logging.WARNING), FakeServer(
             RecordingFake("openai-chat", name="gpt")) as server:
         for _ in range(40):
