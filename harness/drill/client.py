@@ -25,7 +25,7 @@ import httpx
 from harness.drill.evidence import Observation, Submission
 from harness.drill.watch import classify, fill, listed, read_chat, unreadable
 from harness.providers.secrets import redact
-from harness.scenarios.targets.transport import ResendingTransport
+from harness.scenarios.targets.transport import ResendingTransport, kept_alive
 from harness.target.bounded import BoundedTransport, json_body
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import Listing
@@ -61,15 +61,8 @@ def clients_of(target: str, deadline_s: float, concurrency: int | None) -> Itera
         return httpx.Client(base_url=target.rstrip("/"), timeout=deadline_s,
                             transport=transport)
 
-    # httpcore's pool may close a connection it has just handed to another thread's request
-    # (encode/httpcore#1110), which then reads a closed socket (EBADF) or hangs to its
-    # deadline: as a surplus kept-alive one (so every connection may stay kept alive), and as
-    # one whose keep-alive expired meanwhile (so none expires by time: an idle connection the
-    # service closed is still dropped before it is used, seen at load 10 as a look's EBADF)
-    options: dict[str, Any] = {
-        "deadline_s": deadline_s, "verify": tls_for(target),
-        "limits": httpx.Limits(max_connections=connections,
-                               max_keepalive_connections=connections, keepalive_expiry=None)}
+    options: dict[str, Any] = {"deadline_s": deadline_s, "verify": tls_for(target),
+                               "limits": kept_alive(connections)}
     # a look (a read) written to a kept-alive connection the service closed meanwhile is sent
     # again on a new one (Go's rule: harness.scenarios.targets.transport); a submit never is
     with client(BoundedTransport(**options)) as submits, \

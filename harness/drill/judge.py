@@ -320,13 +320,14 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                "a stream cut short (HTTP 200, then no end of stream)" if sub.status == 200
                else sub.error or "no answer")
         gave_up = sub.ended_at if sub.status is None else None
-        late = [c for c in ev.calls if c.role == "fallback" and c.outcome == "answered"
-                and gave_up is not None and c.ended_at is not None and c.ended_at >= gave_up]
-        if late and gave_up is not None:  # it did fail over, after the client's budget
-            answered = late[0].ended_at or gave_up
+        late = [] if gave_up is None else [
+            (c.provider, c.ended_at) for c in ev.calls if c.role == "fallback"
+            and c.outcome == "answered" and c.ended_at is not None and c.ended_at >= gave_up]
+        if gave_up is not None and late:  # it did fail over, after the client's budget
+            provider, answered = late[0]
             return Finding("completed", "broken", f"the client got {got} "
                            f"{gave_up - sub.at:.1f} s after it asked (the drill's budget: "
-                           f"timeouts.job_s and the late primary's delay); {late[0].provider} "
+                           f"timeouts.job_s and the late primary's delay); {provider} "
                            f"answered at {answered - ev.started_at:.3f} s, after the "
                            "client had given up: failover slower than timeouts.job_s",
                            "raise timeouts.job_s if the service's retries and failover take "

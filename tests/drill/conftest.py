@@ -36,6 +36,8 @@ EXAMPLES = ROOT / "examples" / "drill"
 #: run on the loaded shared machine, load 14) and not measured again since
 LOAD_CAUSES = ("the drill could not look twice", "the service never acted on its timeout",
                "the late answer of")
+LOAD_MISSES = 2
+START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
 
 
 def load_caused(unknown: Any) -> bool:
@@ -46,8 +48,6 @@ def load_caused(unknown: Any) -> bool:
         return str(unknown[name] if isinstance(unknown, dict) else getattr(unknown, name))
 
     return word("reason").startswith(LOAD_CAUSES) or word("fix").startswith(SLOW_LOOKS)
-LOAD_MISSES = 2
-START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
 
 
 class Service:

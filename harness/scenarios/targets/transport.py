@@ -107,17 +107,22 @@ class ResendingTransport(httpx.BaseTransport):
         self._pool.close()
 
 
+def kept_alive(connections: int) -> httpx.Limits:
+    """A pool of ``connections`` that never closes one under another thread's request: httpcore's
+    pool (encode/httpcore#1110) may close a connection it has just handed to a waiting request,
+    which then reads a closed socket (EBADF) or hangs to its deadline — as a surplus kept-alive
+    one (so every connection may stay kept alive) and as one whose keep-alive expired meanwhile
+    (so none expires by time; one the service closed is still dropped before it is used)."""
+    return httpx.Limits(max_connections=connections, max_keepalive_connections=connections,
+                        keepalive_expiry=None)
+
+
 def resending_transport(base_url: str, *, max_connections: int = 200,
                         key_headers: tuple[str, ...] = (), bounds: Limits | None = None,
                         deadline_s: float = 30.0) -> ResendingTransport:
     """The transport the HTTP targets use for ``base_url`` (no CA bundle for plain http): each
     request within ``deadline_s`` (or ``bounds.deadline_s``), each body within
     ``bounds.body_bytes`` (:mod:`harness.target.bounded`)."""
-    # no keep-alive expiry by time: httpcore's pool could close a connection whose keep-alive
-    # expired after it handed it to another thread's request (encode/httpcore#1110), under a
-    # request the service may already have read (no resend could be honest then); an idle
-    # connection the service closed is still dropped before it is used
-    limits = httpx.Limits(max_connections=max_connections,
-                          max_keepalive_connections=max_connections, keepalive_expiry=None)
-    return ResendingTransport(key_headers=key_headers, limits=limits, verify=tls_for(base_url),
+    return ResendingTransport(key_headers=key_headers, limits=kept_alive(max_connections),
+                              verify=tls_for(base_url),
                               bounds=bounds, deadline_s=deadline_s)
