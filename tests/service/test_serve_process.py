@@ -32,10 +32,17 @@ def test_serve_logs_one_access_line_per_request_and_no_logging_error(tmp_path: P
     assert '"GET /v1/jobs/nope HTTP/1.1" 401' in log, log
 
 
-def test_the_access_formatter_gets_its_arguments_and_secrets_are_redacted(capsys) -> None:
+def test_the_access_formatter_gets_its_arguments_and_secrets_are_redacted(
+        capsys, monkeypatch) -> None:
     """uvicorn's access formatter unpacks ``record.args``: the filter must keep them."""
     import logging.config
 
+    for name in ("", "uvicorn", "uvicorn.error", "uvicorn.access", "harness"):
+        logger = logging.getLogger(name)  # as they were, for the worker's next tests (the
+        for attr in ("handlers", "filters"):  # reset below leaves handlers and propagate)
+            monkeypatch.setattr(logger, attr, list(getattr(logger, attr)))
+        for attr in ("propagate", "level", "disabled"):
+            monkeypatch.setattr(logger, attr, getattr(logger, attr))
     register_secret(CANARY)
     logging.config.dictConfig(log_config("info"))
     try:
