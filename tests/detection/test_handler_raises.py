@@ -15,7 +15,9 @@ from harness.scenarios.targets.service import ProfileTarget
 from harness.scenarios.trials import run_trials
 from tests.detection.conftest import PROFILE, Start
 
-REPORT_MS = "100"  # the error reporter's work before the close: the retry always meets it
+# the error reporter's work before the close: the retry meets it if written within that, which
+# 100 ms did not leave a loaded machine (2 of 3 trials, once); 400 as tests/scenarios/test_transport
+REPORT_MS = "400"
 
 
 def _resent(ts: object) -> list[str]:
