@@ -248,7 +248,10 @@ def test_primary_not_aborted_replaces_the_reply(start_service: Any,
 
 def test_redis_queue_redelivers_a_running_job(start_service: Any, fakes: dict[str, Any],
                                               redis_url: str) -> None:
-    url = start(start_service, fakes, "redis_queue_service.py", "--redis", redis_url)
+    # leased for 0.3 x its timeout (the default 0.6 left 0.2 s for the redelivery to reach the
+    # primary before the first call's timeout, which a loaded machine once missed by 0.05 s)
+    url = start(start_service, fakes, "redis_queue_service.py", "--redis", redis_url,
+                "--visibility", str(0.3 * TIMEOUT_S))
     assert submit(url, fakes, "conformant", watch_s=0).billed == 1
     hang = submit(url, fakes, "hang", primary_calls=2)
     first, second = hang.primary[:2]
