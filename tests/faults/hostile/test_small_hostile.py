@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import logging.handlers
 import socket
 from pathlib import Path
 
@@ -33,15 +34,6 @@ def test_one_huge_line_is_bounded_on_stdout_and_in_summary_md() -> None:
     assert max(len(line) for line in render_markdown(results).splitlines()) < 2100
 
 
-class _Kept(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 def test_garbage_bytes_to_a_fake_print_a_bounded_number_of_warnings(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # what uvicorn's error log lets through to its handlers, counted by a handler of its own
@@ -53,14 +45,14 @@ def test_garbage_bytes_to_a_fake_print_a_bounded_number_of_warnings(
     monkeypatch.setattr(error_log, "filters", [])
     monkeypatch.setattr(error_log, "disabled", False)  # as dictConfig may leave it
     monkeypatch.setattr(error_log, "level", logging.WARNING)
-    kept = _Kept()
+    kept = logging.handlers.BufferingHandler(capacity=1000)  # keeps them all in .buffer
     monkeypatch.setattr(error_log, "handlers", [kept])
     with FakeServer(RecordingFake("openai-chat", name="gpt")) as server:
         for _ in range(40):
             with socket.create_connection(("127.0.0.1", server.port)) as conn:
                 conn.sendall(b"\x16\x03\x01\x00garbage\r\n\r\n")
                 conn.recv(1024)  # uvicorn answers 400 and closes: the warning was logged
-    warnings = [r for r in kept.records if "Invalid HTTP request" in r.getMessage()]
+    warnings = [r for r in kept.buffer if "Invalid HTTP request" in r.getMessage()]
     assert len(warnings) == 4, [r.getMessage() for r in warnings]  # three, then one saying so
     assert "further ones not shown" in warnings[-1].getMessage()
 
