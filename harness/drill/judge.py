@@ -262,7 +262,23 @@ def _after_completion(ev: IntentEvidence, setup: Setup, chat: bool) -> Finding:
         return Finding("no_call_after_completion", "not_applicable", "never observed complete")
     tol = max(0.05, setup.section.timeouts.provider_s / 10)
     later = [c for c in sorted(ev.calls, key=lambda c: c.at) if c.at > done + tol]
-    if later:
+    # the service's own slowness then, as measured: the longest a look at the job waited for
+    # its answer up to the completion. A call that arrives within it of the completion may have
+    # been sent before the result (a loaded service's hedge, started while the job was open,
+    # reaching the fake late): no evidence either way
+    slow = max(((o.answered_at or o.at) - o.at for o in ev.observations if o.at <= done),
+               default=0.0)
+    sure = [c for c in later if c.at > done + tol + slow]
+    if later and not sure:
+        c = later[0]
+        return Finding("no_call_after_completion", "unknown", f"call {c.ident} arrived "
+                       f"{c.at - done:.3f} s after the job was observed complete at "
+                       f"{done - ev.started_at:.3f} s, while the service took up to "
+                       f"{slow:.3f} s to answer a look at the job: it may have been sent before "
+                       "the result", "the looks at the job were slow: drill with a lower "
+                       "--concurrency or on a less loaded machine", SLOW_LOOKS)
+    if sure:
+        later = sure
         c = later[0]
         return Finding("no_call_after_completion", "broken", f"call {c.ident} started at "
                        f"{c.at - ev.started_at:.3f} s, {c.at - done:.3f} s after the job was "

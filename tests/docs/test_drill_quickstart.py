@@ -41,7 +41,10 @@ def test_the_readme_shows_the_same_lines() -> None:
     assert quickstart() in (ROOT / "README.md").read_text("utf-8")
 
 
+# a drill of 220 intents, 36 at once: never beside the example drills (their own load: each
+# would judge the machine's timing, not the service; tests/drill/test_examples_drills.py)
 @pytest.mark.slow
+@pytest.mark.one_worker("drill-examples")
 def test_the_drill_quickstart_runs_as_written(tmp_path: Path) -> None:
     if shutil.which("curl") is None:
         pytest.skip("the quick start waits with curl, which is not installed")
@@ -83,9 +86,9 @@ def test_the_drill_quickstart_runs_as_written(tmp_path: Path) -> None:
 
 
 def assert_only_load_unknowns(results: Path, out: str) -> None:
-    """A correct service on a loaded machine: no promise broken, and the only unknowns a timeout
-    intent the load left without evidence (tests/drill/conftest.py's load_caused), at most
-    LOAD_MISSES of a drill's intents — as the example drills allow."""
+    """A correct service on a loaded machine: no promise broken, and the only unknowns the ones
+    the load left without evidence (tests/drill/conftest.py's load_caused), at most LOAD_MISSES
+    of a drill's intents per promise — as the example drills allow."""
     assert results.is_file(), out
     runs = [e for e in json.loads(results.read_text("utf-8"))["events"]
             if e["type"] == "drill_run"]
@@ -93,7 +96,5 @@ def assert_only_load_unknowns(results: Path, out: str) -> None:
     for e in runs:
         for rate in e["promises"]:
             assert rate["broken"] == 0, (e["drill"], rate)
-            if rate["unknown"]:
-                assert rate["promise"] == "timeout_not_failure", (e["drill"], rate)
-                assert rate["unknown"] <= LOAD_MISSES, (e["drill"], rate)
+            assert rate["unknown"] <= LOAD_MISSES, (e["drill"], rate)
         assert all(map(load_caused, e["unknowns"])), e["unknowns"]

@@ -120,6 +120,35 @@ def test_judge_a_call_after_the_job_was_observed_complete(tmp_path: Path) -> Non
     assert found["one_winner_per_job"] == "held"
 
 
+def test_judge_a_call_soon_after_completion_from_a_slow_service_is_unknown(
+        tmp_path: Path) -> None:
+    """A hedge the service started while the job was open can reach the fake after the job was
+    observed complete when the service is slow: a call that arrives within the longest wait of
+    a look at the job (up to the completion) after it is unknown, with the load's cause (the
+    intent is drilled again); later than that, broken; a quick service gets no such allowance."""
+    primary = Call("gpt", "primary", 1, 0.01, 0.8, "answered", "conformant")
+    answer = signature("gpt", 1, TAG)
+
+    def intent(hedge_at: float, look_wait: float) -> IntentEvidence:
+        hedge = Call("claude", "fallback", 1, hedge_at, hedge_at + 0.02, "answered", "c")
+        looks = [Observation(0.5, "running", "running", None, answered_at=0.5 + look_wait),
+                 Observation(0.8, "succeeded", "done", answer, answered_at=0.8 + look_wait)]
+        return _ev("control", [primary, hedge], looks)
+
+    setup = _setup(tmp_path, hedge=True)
+    # done at 0.95 (when the answer of the look came); the tolerance 0.05 s; the looks 0.15 s
+    v = judge_intent(intent(0.95 + 0.12, 0.15), DRILLS["control"], setup).of(
+        "no_call_after_completion")
+    assert v is not None and (v.verdict, v.load) == ("unknown", SLOW_LOOKS), v
+    assert "claude#1 arrived 0.120 s after" in v.message and "up to 0.150 s" in v.message
+    late = judge_intent(intent(0.95 + 0.25, 0.15), DRILLS["control"], setup).of(
+        "no_call_after_completion")
+    assert late is not None and late.verdict == "broken" and "claude#1" in late.message
+    quick = judge_intent(intent(0.802 + 0.12, 0.002), DRILLS["control"], setup).of(
+        "no_call_after_completion")
+    assert quick is not None and quick.verdict == "broken"
+
+
 def test_judge_failed_while_the_primary_hangs(tmp_path: Path) -> None:
     ev = _ev("hang", [HANG, FALLBACK], [Observation(0.5, "failed", "failed", None),
                                          _done(ANSWER, 0.6)])
