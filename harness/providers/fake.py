@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hashlib
 import json
 import math
@@ -23,6 +24,7 @@ import socket
 import struct
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -302,8 +304,18 @@ async def _elapse(scope: dict[str, Any], receive: Any, seconds: float) -> bool:
     return False
 
 
+#: called at the moment a fake closes or resets a client's connection, before it waits for its
+#: server to see the close (a loaded event loop takes its time): a recorder stamps the call's
+#: end then, the moment from which the client can learn of it (harness/providers/recording.py)
+ON_DROP: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "fake_on_drop", default=None)
+
+
 async def _drop(scope: dict[str, Any], receive: Any, send: Any, *, reset: bool) -> None:
     """Close the client's connection (``reset``: a TCP RST), then wait for the server to see it."""
+    stamp = ON_DROP.get()
+    if stamp is not None:
+        stamp()
     network: EmulatedNetwork | None = scope.get("extensions", {}).get(NETWORK_EXTENSION)
     if network is not None:
         network.drop(reset=reset)

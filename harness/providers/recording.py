@@ -61,7 +61,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.providers.behaviours import Behaviour, BehaviourError
-from harness.providers.fake import BEHAVIOUR_HEADER, FakeProvider, _drop, _read_body, _send_json
+from harness.providers.fake import (
+    BEHAVIOUR_HEADER,
+    ON_DROP,
+    FakeProvider,
+    _drop,
+    _read_body,
+    _send_json,
+)
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
 from harness.providers.holds import AfterAnswer, Freed, HeldAnswers, wait_or_leave
@@ -300,6 +307,8 @@ class RecordingFake(FakeProvider):
         record = self._record(scope["path"], headers, data, body)
         script = record.behaviour
         _CURRENT.set(record)
+        dropped: list[float] = []  # when the fake closed or reset the connection, if it did
+        ON_DROP.set(lambda: dropped.append(round(self.now(), 4)))
         outcome, status = "answered", None
         try:
             if script == STREAM_CUT:
@@ -334,7 +343,7 @@ class RecordingFake(FakeProvider):
             forced = [*scope["headers"], (BEHAVIOUR_HEADER.encode(), answer_as.encode())]
             await self._call({**scope, "headers": forced}, replay, send, body)
         finally:
-            self._end(record, outcome, status)
+            self._end(record, outcome, status, dropped[0] if dropped else None)
 
     async def _gate(self, record: Received, receive: Any) -> bool:
         """Wait while ``record``'s tag holds its answers, then for its turn among the tag's
@@ -375,8 +384,12 @@ class RecordingFake(FakeProvider):
             self.on_change(tag)
         return record
 
-    def _end(self, record: Received, outcome: str, status: int | None) -> None:
-        at = round(time.monotonic() - self._started, 4)
+    def _end(self, record: Received, outcome: str, status: int | None,
+             dropped_at: float | None = None) -> None:
+        """The call ended: when the fake closed or reset its connection (``dropped_at``: the
+        client can learn of the end from then, however long the loop takes to see the close),
+        else now."""
+        at = round(time.monotonic() - self._started, 4) if dropped_at is None else dropped_at
         # the next answer's turn first: whoever sees this call ended sees its turn passed
         self.after_answer.ended(record.tag, record, outcome == "answered", at, record.prompt)
         with self._log.lock:
