@@ -278,13 +278,12 @@ def _after_completion(ev: IntentEvidence, setup: Setup, chat: bool) -> Finding:
                        "the result", "the looks at the job were slow: drill with a lower "
                        "--concurrency or on a less loaded machine", SLOW_LOOKS)
     if sure:
-        later = sure
-        c = later[0]
+        c = sure[0]
         return Finding("no_call_after_completion", "broken", f"call {c.ident} started at "
                        f"{c.at - ev.started_at:.3f} s, {c.at - done:.3f} s after the job was "
                        f"observed complete at {done - ev.started_at:.3f} s (a hedge or fallback "
                        f"started after the result, a redelivery or a re-run)"
-                       f"{f'; {len(later)} such calls' if len(later) > 1 else ''}",
+                       f"{f'; {len(sure)} such calls' if len(sure) > 1 else ''}",
                        "start a new attempt only while the job has no result: check and start "
                        "in one transaction, and never run a completed job again")
     return Finding("no_call_after_completion", "held", f"no call after "

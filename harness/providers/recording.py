@@ -389,7 +389,7 @@ class RecordingFake(FakeProvider):
         """The call ended: when the fake closed or reset its connection (``dropped_at``: the
         client can learn of the end from then, however long the loop takes to see the close),
         else now."""
-        at = round(time.monotonic() - self._started, 4) if dropped_at is None else dropped_at
+        at = round(self.now(), 4) if dropped_at is None else dropped_at
         # the next answer's turn first: whoever sees this call ended sees its turn passed
         self.after_answer.ended(record.tag, record, outcome == "answered", at, record.prompt)
         with self._log.lock:
