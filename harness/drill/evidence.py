@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.providers.recording import BILLED
+from harness.providers.received import BILLED
 
 #: request headers that carry an idempotency key (a retry with one can be deduplicated)
 IDEMPOTENCY_HEADERS = ("idempotency-key", "x-idempotency-key")

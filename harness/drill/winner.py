@@ -8,7 +8,7 @@ from harness.domain.words import counted
 from harness.drill.causes import LATE_UNREACHED, SLOW_LOOKS
 from harness.drill.evidence import Call, IntentEvidence
 from harness.drill.findings import ONE_WINNER, Finding
-from harness.providers.recording import SIGNATURE
+from harness.providers.received import SIGNATURE
 from harness.target.drill_section import DrillSection
 
 _SLOW_FIX = ("the looks at the job were slow: drill with a lower --concurrency or on a less "

@@ -7,21 +7,7 @@ masked), when it arrived and how it ended — and whose behaviour can be re-scri
 has one behaviour of its own, ``stream-cut``: the first bytes of a stream, then the connection
 is closed.
 
-How a request ended, and whether the provider would bill it (a real provider bills a request it
-accepted, whether or not the caller is still there when the answer is ready):
-
-==========  ==========================================================  ======  =========
-outcome     what happened                                                billed  delivered
-==========  ==========================================================  ======  =========
-answered    the answer was sent to a caller still connected              yes     yes
-late        the caller left before the (slow) answer was ready           yes     no
-abandoned   a hung request whose caller left                             yes     no
-reset       read, then the connection was reset                          yes     no
-cut         a stream cut after its first bytes                           yes     partly
-released    a hung request the drill closed (its caller never left)      yes     no
-refused     an HTTP error status (429, 529, …): nothing was generated    no      —
-in_flight   still open                                                   yes     —
-==========  ==========================================================  ======  =========
+How a request ended, and whether the provider would bill it: :mod:`harness.providers.received`.
 
 Per-intent scripting: :meth:`RecordingFake.script_tag` gives the requests carrying one tag their
 own behaviour (many intents drilled at once, each with its own script); the others get the
@@ -57,7 +43,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.providers.behaviours import Behaviour, BehaviourError
@@ -71,8 +57,9 @@ from harness.providers.fake import (
 )
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
-from harness.providers.holds import AfterAnswer, Freed, HeldAnswers, wait_or_leave
+from harness.providers.holds import AfterAnswer, HeldAnswers, wait_or_leave
 from harness.providers.prompts import prompt_key
+from harness.providers.received import Received, signature
 from harness.providers.secrets import redact_headers
 from harness.providers.sse import sse_events
 
@@ -83,45 +70,8 @@ BODY_LIMIT = 64 * 1024  # bytes of a request body a record keeps (docs/drill.md,
 CONTROL_HEADER = "x-fake-control-token"
 TOKEN_ENV = "FAILOVER_FAKE_TOKEN"  # fake-provider's token when set (certify sends it from there)
 CONTROL_PATHS = ("/_fake/received", "/_fake/script", "/_fake/reset")
-BILLED = frozenset({"answered", "late", "abandoned", "reset", "cut", "released", "in_flight"})
-SIGNATURE = re.compile(r"call ([A-Za-z0-9_.:-]+)#(\d+)")  # see signature()
 _CURRENT: contextvars.ContextVar[Received | None] = contextvars.ContextVar("recording_call",
                                                                           default=None)
-
-
-def signature(name: str, seq: int, tag: str | None) -> str:
-    """The text a signed fake answers: whose answer it is, found again by :data:`SIGNATURE`."""
-    return f"answered by {name} (call {name}#{seq})" + (f" for {tag}" if tag else "")
-
-
-@dataclass
-class Received:
-    """One request as the provider saw it."""
-
-    seq: int
-    at: float  # seconds since the fake started
-    path: str
-    behaviour: str
-    stream: bool
-    headers: dict[str, str]
-    body: Any  # the parsed JSON body (None if it was not JSON)
-    tag: str | None  # the drill request it belongs to, if any
-    outcome: str = "in_flight"
-    status: int | None = None
-    ended_at: float | None = None
-    held: bool = False  # its answer waited until the drill let it go
-    freed: Freed | None = None  # how a held answer's wait ended (drill, backstop, left)
-    freed_at: float | None = None  # when (the fake's clock)
-    #: it waited for a look at the job after an earlier answer of its tag: how that ended
-    waited: Freed | None = None
-    prompt: str = ""  # what it asked, as a key (prompt_key): a retry or a re-run asks the same
-
-    @property
-    def billed(self) -> bool:
-        return self.outcome in BILLED
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "billed": self.billed}
 
 
 @dataclass

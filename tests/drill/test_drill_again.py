@@ -26,7 +26,7 @@ from harness.drill.findings import Finding, IntentVerdict
 from harness.drill.judge import Setup, judge_intent
 from harness.drill.merge import drill_evidence, merge_drills
 from harness.drill.summary import drill_events, drill_run, head, records
-from harness.providers.recording import signature
+from harness.providers.received import signature
 from harness.reports.live import drill_lines
 from harness.target.drill_profile import load_drill
 from tests._servers import free_port

@@ -13,7 +13,8 @@ import pytest
 from harness.providers.fake_server import FakeServer
 from harness.providers.holds import AfterAnswer
 from harness.providers.prompts import prompt_key
-from harness.providers.recording import SIGNATURE, RecordingFake, signature
+from harness.providers.received import SIGNATURE, signature
+from harness.providers.recording import RecordingFake
 
 A, B = "drill-aaaaaaaaaaaa", "drill-bbbbbbbbbbbb"
 AUTH = {"Authorization": "Bearer not-a-secret"}

@@ -21,7 +21,8 @@ import pytest
 
 from bench import drill_recall
 from harness.providers.fake_server import FakeServer
-from harness.providers.recording import SIGNATURE, RecordingFake
+from harness.providers.received import SIGNATURE
+from harness.providers.recording import RecordingFake
 from tests._servers import tls
 from tests.drill.conftest import provider_env
 

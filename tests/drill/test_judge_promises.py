@@ -13,7 +13,7 @@ from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
 from harness.drill.findings import IntentVerdict
 from harness.drill.judge import Setup, judge_intent, mark_overload
 from harness.drill.summary import DrillHead, IntentRecord, drill_run
-from harness.providers.recording import signature
+from harness.providers.received import signature
 from harness.target.drill_profile import load_drill
 
 PROFILE = """\
