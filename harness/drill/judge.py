@@ -310,6 +310,13 @@ def _cut(ev: IntentEvidence, drill: Drill, chat: bool, winner: Call | None) -> F
     if drill.name != "stream-cut":
         return Finding("cut_not_success", "not_applicable", "no stream is cut here")
     if not any(c.outcome == "cut" for c in ev.calls):
+        refused = sorted({str(c.status) for c in ev.calls
+                          if c.role == "primary" and c.outcome == "refused"})
+        if refused:
+            return Finding("cut_not_success", "unknown", "no call was cut: the primary refused "
+                           f"the service's request (HTTP {', '.join(refused)}) before any "
+                           "stream began", "check the API key and the request body the "
+                           "service sends the primary")
         return Finding("cut_not_success", "unknown", "no call was cut (the service never "
                        "reached the primary's stream)", "check the primary's role and port")
     if chat:

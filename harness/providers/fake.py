@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
+import inspect
 import json
 import math
 import socket
@@ -320,8 +321,9 @@ async def _drop(scope: dict[str, Any], receive: Any, send: Any, *, reset: bool) 
     if network is not None:
         network.drop(reset=reset)
     else:
-        # uvicorn's send is a bound method of the request cycle, which holds the transport.
-        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        # uvicorn's send is a bound method of the request cycle, which holds the transport
+        # (under the wrappers that watch it: functools.wraps, so inspect.unwrap finds it).
+        transport = getattr(getattr(inspect.unwrap(send), "__self__", None), "transport", None)
         if transport is None:
             raise RuntimeError("this ASGI server does not expose its connection; run the fake "
                                "provider with FakeServer (uvicorn) or fake_transport()")

@@ -11,7 +11,7 @@ abandoned   a hung request whose caller left                             yes    
 reset       read, then the connection was reset                          yes     no
 cut         a stream cut after its first bytes                           yes     partly
 released    a hung request the drill closed (its caller never left)      yes     no
-refused     an HTTP error status (429, 529, …): nothing was generated    no      —
+refused     an error status (429, 529; 400: malformed): none generated  no      —
 in_flight   still open                                                   yes     —
 ==========  ==========================================================  ======  =========
 

@@ -208,6 +208,19 @@ def test_judge_a_cut_stream_passed_off_as_success(tmp_path: Path) -> None:
     assert _findings(ev, _setup(tmp_path))["cut_not_success"] == "broken"
 
 
+def test_judge_a_stream_the_primary_refused_is_no_cut_and_says_why(tmp_path: Path) -> None:
+    """The service's request to the primary had no API key: the fake refused it (401) before
+    any stream began, so the stream-cut drill has nothing to judge the cut by."""
+    refused = Call("gpt", "primary", 1, 0.01, 0.02, "refused", "stream-cut", status=401,
+                   stream=True)
+    ev = _ev("stream-cut", [refused], [Observation(0.1, "failed", "failed", None)])
+    [cut] = [f for f in judge_intent(ev, DRILLS["stream-cut"], _setup(tmp_path)).findings
+             if f.promise == "cut_not_success"]
+    assert cut.verdict == "unknown"
+    assert "refused the service's request (HTTP 401)" in cut.message
+    assert cut.fix and "API key" in cut.fix
+
+
 def test_judge_unknown_when_the_service_never_calls_the_fakes(tmp_path: Path) -> None:
     ev = _ev("hang", [], [Observation(0.1, "running", "running", None)])
     v = judge_intent(ev, DRILLS["hang"], _setup(tmp_path))
