@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
-import inspect
 import json
 import math
 import socket
@@ -243,6 +242,7 @@ class FakeProvider:
 
     async def _error(self, send: Any, err: WireError | int, delivery: Delivery) -> None:
         status = err if isinstance(err, int) else err.status
+        note_refusal(status)
         payload = json.dumps(self.wire.error(err, _request_id(delivery))).encode()
         extra = self._id_header(delivery)
         if status in RETRY_AFTER_STATUSES:
@@ -312,6 +312,19 @@ ON_DROP: contextvars.ContextVar[Callable[[], None] | None] = contextvars.Context
     "fake_on_drop", default=None)
 
 
+#: called with the status when the fake refuses a request (an HTTP error status, nothing
+#: generated): a recorder marks the call refused, whatever was scripted for it
+ON_REFUSE: contextvars.ContextVar[Callable[[int], None] | None] = contextvars.ContextVar(
+    "fake_on_refuse", default=None)
+
+
+def note_refusal(status: int) -> None:
+    """Tell the recorder of this request (if any) that it was refused with ``status``."""
+    hook = ON_REFUSE.get()
+    if hook is not None:
+        hook(status)
+
+
 async def _drop(scope: dict[str, Any], receive: Any, send: Any, *, reset: bool) -> None:
     """Close the client's connection (``reset``: a TCP RST), then wait for the server to see it."""
     stamp = ON_DROP.get()
@@ -321,9 +334,8 @@ async def _drop(scope: dict[str, Any], receive: Any, send: Any, *, reset: bool) 
     if network is not None:
         network.drop(reset=reset)
     else:
-        # uvicorn's send is a bound method of the request cycle, which holds the transport
-        # (under the wrappers that watch it: functools.wraps, so inspect.unwrap finds it).
-        transport = getattr(getattr(inspect.unwrap(send), "__self__", None), "transport", None)
+        # uvicorn's send is a bound method of the request cycle, which holds the transport.
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
         if transport is None:
             raise RuntimeError("this ASGI server does not expose its connection; run the fake "
                                "provider with FakeServer (uvicorn) or fake_transport()")

@@ -37,7 +37,6 @@ no memory beyond the limit per call.
 from __future__ import annotations
 
 import contextvars
-import functools
 import hmac
 import json
 import re
@@ -51,10 +50,12 @@ from harness.providers.behaviours import Behaviour, BehaviourError
 from harness.providers.fake import (
     BEHAVIOUR_HEADER,
     ON_DROP,
+    ON_REFUSE,
     FakeProvider,
     _drop,
     _read_body,
     _send_json,
+    note_refusal,
 )
 from harness.providers.fake_answers import AnswerFn
 from harness.providers.fake_wire import CallInput, Content, WireError
@@ -261,8 +262,8 @@ class RecordingFake(FakeProvider):
         dropped: list[float] = []  # when the fake closed or reset the connection, if it did
         ON_DROP.set(lambda: dropped.append(round(self.now(), 4)))
         outcome, status = "answered", None
-        started: list[int] = []  # the status the fake answered with, once it did
-        send = _watching(send, started)
+        refused: list[int] = []  # the error status the fake refused the request with, if it did
+        ON_REFUSE.set(refused.append)
         try:
             if script == STREAM_CUT:
                 await self._stream(scope, receive, send, headers, body, cut=True)
@@ -296,10 +297,10 @@ class RecordingFake(FakeProvider):
             forced = [*scope["headers"], (BEHAVIOUR_HEADER.encode(), answer_as.encode())]
             await self._call({**scope, "headers": forced}, replay, send, body)
         finally:
-            if started and started[0] >= 400 and outcome != "refused":
-                # the request itself was refused (a malformed body: 400) before the scripted
-                # answer, cut or reset: nothing was generated, as a real provider would not bill
-                outcome, status = "refused", started[0]
+            if refused and outcome != "refused":
+                # the request itself was refused (no API key, a malformed body) before the
+                # scripted answer, cut or reset: nothing was generated, nothing is billed
+                outcome, status = "refused", refused[0]
             self._end(record, outcome, status, dropped[0] if dropped else None)
 
     async def _gate(self, record: Received, receive: Any) -> bool:
@@ -367,6 +368,7 @@ class RecordingFake(FakeProvider):
         try:
             call = self.wire.parse(headers, body, self.expected_api_key)
         except WireError as err:
+            note_refusal(err.status)
             payload = json.dumps(self.wire.error(err, "req_fake_stream")).encode()
             await send({"type": "http.response.start", "status": err.status,
                         "headers": [(b"content-type", b"application/json")]})
@@ -392,18 +394,6 @@ def _check(behaviour: str) -> str:
     if behaviour != STREAM_CUT:
         Behaviour.parse(behaviour)  # BehaviourError if unknown
     return behaviour
-
-
-def _watching(send: Any, started: list[int]) -> Any:
-    """``send``, noting the status of the response it starts in ``started``."""
-
-    @functools.wraps(send)  # the fake's _drop finds the connection under it
-    async def watched(message: dict[str, Any]) -> None:
-        if message["type"] == "http.response.start":
-            started.append(message["status"])
-        await send(message)
-
-    return watched
 
 
 def _replaying(body: bytes, receive: Any) -> Any:
