@@ -51,7 +51,8 @@ def lane_diagram(steps: tuple[ScheduleStep, ...]) -> Timeline | None:
 def explore_result(outcome: ScheduleRun | None, *, target: str, settings: Any, found: Any = None,
                    mode: str = "search", original_steps: int | None = None,
                    repro: Any = None, replay: str | None = None,
-                   replayed_identical: bool | None = None, note: str = "") -> ExploreResult:
+                   replayed_identical: bool | None = None, replay_divergence: str | None = None,
+                   note: str = "") -> ExploreResult:
     """One explore search (or stress run, or repro replay) as an event."""
     progress = found.progress if found is not None else None
     common: dict[str, Any] = {
@@ -75,7 +76,8 @@ def explore_result(outcome: ScheduleRun | None, *, target: str, settings: Any, f
         timers=outcome.timers, ops=len(outcome.history),
         story=tuple(line.removeprefix("  - ") for line in story(outcome)),
         repro_dir=str(repro) if repro is not None else None, replay_command=replay,
-        replayed_identical=replayed_identical, timeline=lane_diagram(steps), **common,
+        replayed_identical=replayed_identical, replay_divergence=replay_divergence,
+        timeline=lane_diagram(steps), **common,
     )
 
 

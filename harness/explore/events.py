@@ -53,6 +53,7 @@ class ExploreResult:
     repro_dir: str | None = None
     replay_command: str | None = None
     replayed_identical: bool | None = None
+    replay_divergence: str | None = None  # where the one replay left the recording
     timeline: Timeline | None = None
     note: str = ""
     wall_s: float = 0.0

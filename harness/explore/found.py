@@ -114,4 +114,5 @@ def violation_event(controller: Any, found: Found, settings: SearchSettings, tar
             note = "add --through with the full URL: the password is not stored"
     return explore_result(
         outcome, target=target, settings=settings, found=found, original_steps=original,
-        repro=repro, replay=command, replayed_identical=again.identical, note=note)
+        repro=repro, replay=command, replayed_identical=again.identical,
+        replay_divergence=again.divergence, note=note)

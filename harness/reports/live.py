@@ -252,7 +252,8 @@ def explore_lines(e: ExploreResult) -> Iterator[str]:
                f"({counted(e.timers, 'timer')}):")
         yield from _schedule(e)
     if e.replayed_identical is not None:
-        yield "replayed once: " + ("identical" if e.replayed_identical else "DIVERGED")
+        yield "replayed once: " + ("identical" if e.replayed_identical else
+                                   f"DIVERGED: {e.replay_divergence or 'no difference recorded'}")
     if e.mode == "stress":
         yield f"history and explanation: {e.repro_dir}"
         yield ("free-running threads cannot be replayed; for a schedule that replays, explore "

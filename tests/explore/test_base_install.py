@@ -9,6 +9,7 @@ closure (tests/cli/test_base_install.py builds it from links, no download).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_base_install import base_venv
+from tests.explore.test_through import SETTLE_MS
 
 # its module fixtures are made once: under xdist every test of it runs on one worker
 pytestmark = pytest.mark.one_worker("explore-base-install")
@@ -102,8 +104,14 @@ def test_through_a_service_runs_without_the_extra(base_python: Path, tmp_path: P
     done = harness(base_python, tmp_path, "explore", "--target", f"http://127.0.0.1:{port}",
                    "--target-profile", str(EXAMPLES / "redis-lock.profile.yaml"),
                    "--through", redis_url, "--service-cmd", service, "--workload",
-                   "double-click", "--choices", "pct", "--seed", "7", "--budget", "200")
+                   "double-click", "--choices", "pct", "--seed", "7", "--budget", "200",
+                   # each step controlled: with the default 100 ms a loaded machine's service can
+                   # outlast a settle, and a replay of that uncontrolled order may diverge
+                   "--settle-ms", SETTLE_MS)
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"interleaving: {SKIPPED}" in done.stdout
     assert "replayed once: identical" in done.stdout
-    assert (tmp_path / repro_of(done.stdout) / "schedule.jsonl").is_file()
+    folder = tmp_path / repro_of(done.stdout)
+    assert (folder / "schedule.jsonl").is_file()
+    meta = json.loads((folder / "results.json").read_text(encoding="utf-8"))["meta"]
+    assert meta["settles_expired"] == 0, meta

@@ -174,3 +174,19 @@ def test_secrets_are_scrubbed_before_any_handler_sees_an_event(tmp_path: Path) -
     assert isinstance(event, ScenarioRun)
     assert event.target == "postgresql://app@db.internal:5432/jobs"
     assert event.replay_command == "failover-harness replay r --target 'host=db dbname=jobs'"
+
+
+def test_a_diverged_replay_of_a_found_race_says_where_it_left_the_recording() -> None:
+    from dataclasses import replace
+
+    from harness.explore.events import ExploreResult
+    from harness.reports.live import explore_lines
+
+    results = sample_results()
+    found = next(e for e in results.events if isinstance(e, ExploreResult))
+    assert "replayed once: identical" in list(explore_lines(found))
+    where = "schedule event #3: recorded 'tab1: SET lock' now 'tab2: SET lock'"
+    diverged = replace(found, replayed_identical=False, replay_divergence=where)
+    assert f"replayed once: DIVERGED: {where}" in list(explore_lines(diverged))
+    html = render_html(replace(results, events=(diverged,)))
+    assert "diverged (schedule event #3: recorded &#39;tab1" in html
