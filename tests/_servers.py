@@ -22,6 +22,7 @@ import importlib.util
 import itertools
 import os
 import shutil
+import signal
 import socket
 import ssl
 import stat
@@ -32,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.tls import verifying
+from tests import _watchdog
 
 PG_ENV = "HARNESS_PG_DSN"
 REDIS_ENV = "HARNESS_REDIS_URL"
@@ -163,6 +165,7 @@ def embedded_postgres() -> Iterator[str]:
     """A fresh PostgreSQL cluster of this session; the DSN of its ``postgres`` database."""
     bin_path = _pg_bin()
     data = Path(tempfile.mkdtemp(prefix="harness-pg-"))  # short: the socket path must fit
+    _watchdog.folder(data)
     try:
         user = _pg_user(bin_path, data)
         cluster = data / "cluster"
@@ -173,14 +176,18 @@ def embedded_postgres() -> Iterator[str]:
               "-w", "-t", str(int(READY_TIMEOUT_S)), "-o",
               f"-h 127.0.0.1 -p {port} -k {data} {PG_SETTINGS}", "start"], user)
         PG_PIDFILES.append(cluster / "postmaster.pid")
+        postmaster = int((cluster / "postmaster.pid").read_text().split()[0])
+        _watchdog.watch(postmaster, stop=signal.SIGINT)  # PostgreSQL's fast shutdown
         try:
             yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
         finally:
             PG_PIDFILES.remove(cluster / "postmaster.pid")
             _run([str(bin_path / "pg_ctl"), "-D", str(cluster), "-m", "fast", "-w", "stop"],
                  user)
+            _watchdog.forget(postmaster)
     finally:
         shutil.rmtree(data, ignore_errors=True)
+        _watchdog.folder(data, keep=True)
 
 
 @contextlib.contextmanager
@@ -212,6 +219,7 @@ def redis_server(binary: str | None = None) -> Iterator[str]:
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--loglevel", "notice"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert server.stdout is not None
+    _watchdog.watch(server.pid)
     stdout, settled, seen = server.stdout, threading.Event(), []
 
     def drain() -> None:  # reads the log until it ends: says when it listens, keeps the pipe free
@@ -230,8 +238,7 @@ def redis_server(binary: str | None = None) -> Iterator[str]:
                               f"(exit {server.poll()}): {''.join(seen)[-2000:]}")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        server.terminate()
-        server.wait(READY_TIMEOUT_S)
+        _watchdog.stop(server, READY_TIMEOUT_S)
         reader.join(READY_TIMEOUT_S)
         stdout.close()
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import _watchdog
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PROFILE = HERE / "qa_service.profile.yaml"
@@ -30,6 +32,7 @@ class QaService:
             [sys.executable, str(HERE / "qa_service.py"), "--port", "0",
              "--tokens-file", str(self.tokens), *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _watchdog.watch(self.process.pid)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # printed once every socket accepts
         if not line.startswith("listening on "):
@@ -38,12 +41,7 @@ class QaService:
         self.url = line.removeprefix("listening on ").strip()
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        _watchdog.stop(self.process)
         if self.process.stdout:
             self.process.stdout.close()
 

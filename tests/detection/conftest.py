@@ -25,6 +25,7 @@ from harness.providers.fake_server import bind_socket
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.model import Scenario
 from harness.scenarios.targets import Target, open_target
+from tests import _watchdog
 from tests._servers import tls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +94,7 @@ class ProcessService:
             [sys.executable, str(EXAMPLES / f"{kind}_service.py"), "--port", "0",
              "--db", str(db), *args],
             stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=db.parent)
+        _watchdog.watch(self.process.pid)
         assert self.process.stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(self.process.stdout, selectors.EVENT_READ)
@@ -107,13 +109,7 @@ class ProcessService:
         wait_ready(self.url, lambda: self.process.poll() is None)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        _watchdog.stop(self.process)
         if self.process.stdout:
             self.process.stdout.close()
         self.log.close()

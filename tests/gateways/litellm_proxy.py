@@ -5,12 +5,12 @@ from __future__ import annotations
 import http.client
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from tests import _watchdog
 from tests._servers import free_port
 
 MASTER_KEY = "sk-failover-harness-test-master"  # a test value, not a secret
@@ -39,6 +39,7 @@ class LoopbackProcess:
             self.process = subprocess.Popen(command, cwd=cwd, stdout=out,
                                             stderr=subprocess.STDOUT, env=env,
                                             start_new_session=True)
+        _watchdog.watch(self.process.pid, group=True)
         name = Path(command[0]).name
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -61,14 +62,8 @@ class LoopbackProcess:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 15 s."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
+        if self.process is not None:
+            _watchdog.stop(self.process, timeout_s=15)
 
 
 class LiteLLMProxy(LoopbackProcess):

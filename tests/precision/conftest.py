@@ -24,6 +24,7 @@ import pytest
 
 from harness.scenarios import TrialSet, load_scenario, open_target, run_trials
 from harness.scenarios.model import Scenario
+from tests import _watchdog
 from tests._servers import tls
 from tests.conftest import session_server
 
@@ -78,6 +79,7 @@ class Process:
             [sys.executable, "-m", f"tests.precision.services.{module}", "--port", "0", *args],
             stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=ROOT,
             env={**os.environ, **env})
+        _watchdog.watch(self.proc.pid)
         assert self.proc.stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(self.proc.stdout, selectors.EVENT_READ)
@@ -108,13 +110,7 @@ class Process:
         raise RuntimeError(f"{self.url} was not ready within {READY_TIMEOUT_S} s")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        _watchdog.stop(self.proc)
         if self.proc.stdout:
             self.proc.stdout.close()
         self.log.close()
