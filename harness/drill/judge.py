@@ -368,8 +368,30 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                        "check drill.observe (path, headers) against the service's API")
     if last.status == "failed" and drill.timeout:
         return Finding("completed", "not_applicable", "reported failed (see timeout_not_failure)")
+    why, fix = _not_completed(ev, last)
     return Finding("completed", "broken", f"the job ended {last.raw_status!r} "
-                   f"({last.status}) within timeouts.job_s: failover did not complete")
+                   f"({last.status}) within timeouts.job_s: {why}", fix)
+
+
+def _not_completed(ev: IntentEvidence, last: Observation) -> tuple[str, str]:
+    """Why a job was not done at its last look, from the calls: an answer it had not stored
+    by then, a provider still answering when the drill stopped, or no answer at all."""
+    slow = ("raise timeouts.job_s if the service takes that long by design; on a loaded "
+            "machine, a lower --concurrency")
+    answered = [c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None]
+    if answered:
+        first = min(answered, key=lambda c: c.ended_at or 0.0)
+        return (f"{first.provider} answered at {(first.ended_at or 0.0) - ev.started_at:.3f} s "
+                f"and the job did not show a result by the last look, at "
+                f"{last.at - ev.started_at:.3f} s: the service stored it late or not at all",
+                slow)
+    open_calls = [c for c in ev.calls if c.ended_at is None or c.outcome == "in_flight"]
+    if open_calls:
+        return (f"{open_calls[-1].provider} was still answering when the drill stopped (asked "
+                f"at {open_calls[-1].at - ev.started_at:.3f} s): failover slower than "
+                "timeouts.job_s", slow)
+    return ("no provider answered it: failover did not complete",
+            "have the service call the fallback when the primary fails or times out")
 
 
 def _certified(winner: Call | None, setup: Setup) -> Finding:

@@ -656,3 +656,22 @@ def test_judge_a_gateway_whose_fallback_answered_after_the_client_gave_up(
     never = judge_intent(chat(hung), DRILLS["hang"], setup).of("completed")
     assert never is not None and never.verdict == "broken"
     assert "failover did not happen" in never.message
+
+
+@pytest.mark.parametrize(("calls", "why", "fix"), [
+    ([HANG, FALLBACK], "claude answered at 0.560 s and the job did not show a result by the "
+     "last look, at 4.900 s: the service stored it late or not at all", "timeouts.job_s"),
+    ([HANG, Call("claude", "fallback", 1, 4.2, None, "in_flight", "slow")],
+     "claude was still answering when the drill stopped (asked at 4.200 s): failover slower "
+     "than timeouts.job_s", "--concurrency"),
+    ([HANG], "no provider answered it: failover did not complete", "call the fallback"),
+])
+def test_judge_a_job_still_running_at_job_s_says_what_the_calls_show(
+        tmp_path: Path, calls: list[Call], why: str, fix: str) -> None:
+    """Broken either way (the job was not done within timeouts.job_s); the message tells a
+    service that fell behind from one that never failed over."""
+    ev = _ev("hang", calls, [_look(0.1), _look(4.9)])
+    completed = judge_intent(ev, DRILLS["hang"], _setup(tmp_path)).of("completed")
+    assert completed is not None and completed.verdict == "broken"
+    assert completed.message == f"the job ended 'running' (running) within timeouts.job_s: {why}"
+    assert fix in completed.fix
