@@ -56,6 +56,8 @@ import warnings
 from pathlib import Path
 from typing import IO, Any
 
+from tests import _watchdog
+
 ENV = "HARNESS_TEST_FORKSERVER"
 ZYGOTE_ENV = "HARNESS_TEST_ZYGOTE"  # the run's zygote's socket (tests/_zygote.py)
 #: what the example services import, and the CLI's commands (``python -m harness.cli``), each
@@ -311,7 +313,10 @@ class _Client:
                 self.process = subprocess.Popen(
                     [sys.executable, "-u", "-m", "tests._forkserver", str(theirs.fileno()),
                      *PRELOAD], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                    stdout=fd, stderr=fd, cwd=Path(__file__).resolve().parents[1])
+                    stdout=fd, stderr=fd, cwd=Path(__file__).resolve().parents[1],
+                    # as the zygote's: a SIGKILL to the run's group leaves it to see its
+                    # socket close and kill its children (some in sessions of their own)
+                    start_new_session=True)
             else:
                 _ask(zygote, theirs, fd)
         except BaseException:
@@ -471,8 +476,12 @@ def popen(argv: list[str], env: dict[str, str], *, cwd: str | Path | None = None
     client = server() if len(argv) > 1 and argv[0] == sys.executable \
         and argv[1].endswith(".py") else None
     if client is None:
-        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env=env, cwd=cwd, text=True, start_new_session=start_new_session)
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   env=env, cwd=cwd, text=True,
+                                   start_new_session=start_new_session)
+        # not forgotten when it ends: a process gone is nothing for the watchdog to stop
+        _watchdog.watch(process.pid, group=start_new_session)
+        return process
     return client.start(argv[1:], env, str(cwd or os.getcwd()), start_new_session)
 
 

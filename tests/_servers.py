@@ -176,15 +176,17 @@ def embedded_postgres() -> Iterator[str]:
               "-w", "-t", str(int(READY_TIMEOUT_S)), "-o",
               f"-h 127.0.0.1 -p {port} -k {data} {PG_SETTINGS}", "start"], user)
         PG_PIDFILES.append(cluster / "postmaster.pid")
-        postmaster = int((cluster / "postmaster.pid").read_text().split()[0])
-        _watchdog.watch(postmaster, stop=signal.SIGINT)  # PostgreSQL's fast shutdown
+        postmaster = None
         try:
+            postmaster = int((cluster / "postmaster.pid").read_text().split()[0])
+            _watchdog.watch(postmaster, stop=signal.SIGINT)  # PostgreSQL's fast shutdown
             yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
         finally:
             PG_PIDFILES.remove(cluster / "postmaster.pid")
             _run([str(bin_path / "pg_ctl"), "-D", str(cluster), "-m", "fast", "-w", "stop"],
                  user)
-            _watchdog.forget(postmaster)
+            if postmaster is not None:
+                _watchdog.forget(postmaster)
     finally:
         shutil.rmtree(data, ignore_errors=True)
         _watchdog.folder(data, keep=True)
@@ -219,7 +221,6 @@ def redis_server(binary: str | None = None) -> Iterator[str]:
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
          "--loglevel", "notice"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert server.stdout is not None
-    _watchdog.watch(server.pid)
     stdout, settled, seen = server.stdout, threading.Event(), []
 
     def drain() -> None:  # reads the log until it ends: says when it listens, keeps the pipe free
@@ -233,6 +234,7 @@ def redis_server(binary: str | None = None) -> Iterator[str]:
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
+        _watchdog.watch(server.pid)
         if not settled.wait(READY_TIMEOUT_S) or not seen or "Ready to" not in seen[-1]:
             raise ServerError(f"{binary} on port {port} was not ready in {READY_TIMEOUT_S:.0f} s "
                               f"(exit {server.poll()}): {''.join(seen)[-2000:]}")

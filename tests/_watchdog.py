@@ -36,30 +36,48 @@ POLL_S = 0.1  # how often the ending watchdog looks whether the servers went
 
 _lock = threading.Lock()
 _dog: dict[int, subprocess.Popen[str]] = {}  # by the pid of the test process that started it
+_told: dict[int, list[dict[str, Any]]] = {}  # what each told its watchdog (for a new one)
+_lost: list[subprocess.Popen[str]] = []  # a watchdog that died: kept, not garbage-collected
 
 
 def started_at(pid: int) -> str:
     """``pid``'s start time (clock ticks since boot, /proc/PID/stat field 22); ``""`` where
     there is no /proc; ``"gone"`` when no such process runs (a zombie counts as gone)."""
+    if not Path("/proc/self/stat").exists():
+        return ""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return "gone" if Path("/proc/self/stat").exists() else ""
+    except OSError:  # no such process, or reaped while read (ProcessLookupError)
+        return "gone"
     fields = stat[stat.rindex(")") + 2:].split()  # the name in parentheses may hold spaces
     return "gone" if fields[0] == "Z" else fields[19]
 
 
 def _send(message: dict[str, Any]) -> None:
+    """Tell this process's watchdog ``message``, starting it first if need be (a fork of a test
+    process starts its own); one that died is replaced and told everything again."""
+    me = os.getpid()
     with _lock:
-        dog = _dog.get(os.getpid())  # a fork of a test process starts its own
-        if dog is None:
-            dog = _dog[os.getpid()] = subprocess.Popen(
-                [sys.executable, "-m", "tests._watchdog"], cwd=ROOT, stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-                start_new_session=True)
-        assert dog.stdin is not None
-        dog.stdin.write(json.dumps(message) + "\n")
-        dog.stdin.flush()
+        told = _told.setdefault(me, [])
+        told.append(message)
+        for _ in range(2):
+            dog = _dog.get(me)
+            lines = [message]
+            if dog is None or dog.poll() is not None:
+                if dog is not None:
+                    _lost.append(dog)
+                dog = _dog[me] = subprocess.Popen(
+                    [sys.executable, "-m", "tests._watchdog"], cwd=ROOT, stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                    start_new_session=True)
+                lines = told
+            assert dog.stdin is not None
+            try:
+                dog.stdin.write("".join(json.dumps(m) + "\n" for m in lines))
+                dog.stdin.flush()
+                return
+            except OSError:  # it died meanwhile: a new one, told everything
+                _lost.append(_dog.pop(me))
 
 
 def watchdog_pid() -> int | None:
@@ -97,6 +115,8 @@ def folder(path: Path | str, *, keep: bool = False) -> None:
 
 
 def _alive(pid: int, start: str) -> bool:
+    if start == "gone":  # already gone when it was watched
+        return False
     now = started_at(pid)
     if now == "":  # no /proc: whether the pid runs at all
         try:
@@ -117,25 +137,50 @@ def _signal(pid: int, sig: int, group: bool) -> None:
         pass
 
 
+def _leads_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def end(watched: dict[int, dict[str, Any]], folders: list[str], grace_s: float = GRACE_S) -> None:
     """Stop what is still ``watched`` (its signal, then SIGKILL after ``grace_s``); remove
-    ``folders``."""
+    ``folders``. A server that leads its process group (LiteLLM, Portkey, PostgreSQL: sessions
+    of their own) is waited for, and killed, with its group: members outlive a leader that
+    exits first."""
     live = {pid: w for pid, w in watched.items() if _alive(pid, w["start"])}
+    groups = {pid for pid in live if _leads_group(pid)}
+
+    def still(pid: int, w: dict[str, Any]) -> bool:
+        return _group_alive(pid) if pid in groups else _alive(pid, w["start"])
+
     for pid, w in live.items():
         _signal(pid, w["signal"], w["group"])
     deadline = time.monotonic() + grace_s
     while live and time.monotonic() < deadline:
         time.sleep(POLL_S)  # polling processes that are not its children, not synchronising
-        live = {pid: w for pid, w in live.items() if _alive(pid, w["start"])}
-    for pid, w in live.items():
-        _signal(pid, signal.SIGKILL, w["group"])
+        live = {pid: w for pid, w in live.items() if still(pid, w)}
+    for pid in live:
+        _signal(pid, signal.SIGKILL, pid in groups)
     for path in folders:
         shutil.rmtree(path, ignore_errors=True)
 
 
 def main(argv: list[str]) -> None:
     """Read the test process's lines until its pipe ends, then :func:`end` (``argv``: the
-    grace in seconds, if not GRACE_S)."""
+    grace in seconds, if not GRACE_S). A message repeated (told again to a new watchdog) is
+    harmless."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     watched: dict[int, dict[str, Any]] = {}
     folders: list[str] = []

@@ -8,6 +8,7 @@ Processes that are not this test's children are waited for through pidfds, not b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -26,8 +27,9 @@ SLEEPER = ["sleep", "600"]
 TEST_PROCESS = """
 import json, os, subprocess, sys
 from tests import _watchdog
-server = subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600"], start_new_session=True,
-                          stdout=subprocess.DEVNULL)
+server = subprocess.Popen(["sh", "-c", "sleep 600 & echo $!; exec sleep 600"],
+                          start_new_session=True, stdout=subprocess.PIPE, text=True)
+server.stdout.readline()  # the background sleep runs
 _watchdog.watch(server.pid, group=True)
 _watchdog.folder(sys.argv[1])
 print(json.dumps({"server": server.pid, "watchdog": _watchdog.watchdog_pid()}), flush=True)
@@ -146,3 +148,34 @@ def test_the_servers_own_signal_first_then_sigkill_after_the_grace() -> None:
                 process.wait(DEADLINE_S)
         if stubborn.stdout:
             stubborn.stdout.close()
+
+
+LEADER = """
+import signal, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                          "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                          "print('ignoring', flush=True); time.sleep(600)"],
+                         stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@needs_pidfd
+def test_a_group_whose_leader_exits_first_is_killed_whole() -> None:
+    """SIGTERM to the group: the leader exits, a member ignores it; SIGKILL after the grace
+    still reaches the member through the group."""
+    leader = subprocess.Popen([sys.executable, "-c", LEADER], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        assert leader.stdout is not None
+        member = int(leader.stdout.readline())
+        tell(start_watchdog("0.5"), {"watch": leader.pid, "start": started_at(leader.pid),
+                                     "signal": 15, "group": True})
+        assert leader.wait(DEADLINE_S) == -signal.SIGTERM
+        assert wait_all_gone([member]) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(leader.pid, signal.SIGKILL)
+        leader.communicate(timeout=DEADLINE_S)

@@ -368,29 +368,54 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                        "check drill.observe (path, headers) against the service's API")
     if last.status == "failed" and drill.timeout:
         return Finding("completed", "not_applicable", "reported failed (see timeout_not_failure)")
+    if last.status == "unrecognised":  # the profile cannot say whether it is done
+        return Finding("completed", "unknown", f"the last look at the job got the status "
+                       f"{last.raw_status!r}, which the profile does not list",
+                       "list it under drill.observe.statuses (succeeded, failed, running or "
+                       "unknown)")
     why, fix = _not_completed(ev, last)
     return Finding("completed", "broken", f"the job ended {last.raw_status!r} "
                    f"({last.status}) within timeouts.job_s: {why}", fix)
 
 
 def _not_completed(ev: IntentEvidence, last: Observation) -> tuple[str, str]:
-    """Why a job was not done at its last look, from the calls: an answer it had not stored
-    by then, a provider still answering when the drill stopped, or no answer at all."""
+    """Why a job was not done at its last look, from the calls: reported failed; an answer
+    it had by then and did not show; an answer that came after the look; a provider still
+    answering when the drill stopped; a fallback it left; or no fallback at all."""
+    def at(t: float) -> str:
+        return f"{t - ev.started_at:.3f} s"
+
     slow = ("raise timeouts.job_s if the service takes that long by design; on a loaded "
             "machine, a lower --concurrency")
-    answered = [c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None]
+    answered = sorted((c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None),
+                      key=lambda c: c.ended_at or 0.0)
+    if last.status == "failed":  # a drill without a timeout: the service gave up
+        if answered:
+            return (f"reported failed though {answered[0].provider} answered at "
+                    f"{at(answered[0].ended_at or 0.0)}",
+                    "store a provider's whole answer as the job's result")
+        return ("reported failed: failover did not happen",
+                "have the service call the fallback when the primary fails")
+    before = [c for c in answered if (c.ended_at or 0.0) < last.at]
+    if before:
+        return (f"{before[0].provider} answered at {at(before[0].ended_at or 0.0)} and the job "
+                f"showed no result by the last look, at {at(last.at)}: the service stored it "
+                "late or not at all", slow)
     if answered:
-        first = min(answered, key=lambda c: c.ended_at or 0.0)
-        return (f"{first.provider} answered at {(first.ended_at or 0.0) - ev.started_at:.3f} s "
-                f"and the job did not show a result by the last look, at "
-                f"{last.at - ev.started_at:.3f} s: the service stored it late or not at all",
+        return (f"{answered[0].provider} answered only at {at(answered[0].ended_at or 0.0)}, "
+                f"after the last look at {at(last.at)}: failover slower than timeouts.job_s",
                 slow)
     open_calls = [c for c in ev.calls if c.ended_at is None or c.outcome == "in_flight"]
     if open_calls:
         return (f"{open_calls[-1].provider} was still answering when the drill stopped (asked "
-                f"at {open_calls[-1].at - ev.started_at:.3f} s): failover slower than "
-                "timeouts.job_s", slow)
-    return ("no provider answered it: failover did not complete",
+                f"at {at(open_calls[-1].at)}): failover slower than timeouts.job_s", slow)
+    fallbacks = [c for c in ev.calls if c.role == "fallback"]
+    if fallbacks:
+        left = fallbacks[-1]
+        return (f"{left.provider} was asked at {at(left.at)} and the service left before it "
+                f"answered ({left.outcome}): failover did not complete",
+                "give the fallback's call the time it needs within timeouts.job_s")
+    return ("no provider answered it and no fallback was asked: failover did not happen",
             "have the service call the fallback when the primary fails or times out")
 
 

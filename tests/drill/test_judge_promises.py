@@ -659,12 +659,19 @@ def test_judge_a_gateway_whose_fallback_answered_after_the_client_gave_up(
 
 
 @pytest.mark.parametrize(("calls", "why", "fix"), [
-    ([HANG, FALLBACK], "claude answered at 0.560 s and the job did not show a result by the "
-     "last look, at 4.900 s: the service stored it late or not at all", "timeouts.job_s"),
+    ([HANG, FALLBACK], "claude answered at 0.560 s and the job showed no result by the last "
+     "look, at 4.900 s: the service stored it late or not at all", "timeouts.job_s"),
+    ([HANG, Call("claude", "fallback", 1, 4.8, 4.95, "answered", "conformant")],
+     "claude answered only at 4.950 s, after the last look at 4.900 s: failover slower than "
+     "timeouts.job_s", "--concurrency"),
     ([HANG, Call("claude", "fallback", 1, 4.2, None, "in_flight", "slow")],
      "claude was still answering when the drill stopped (asked at 4.200 s): failover slower "
      "than timeouts.job_s", "--concurrency"),
-    ([HANG], "no provider answered it: failover did not complete", "call the fallback"),
+    ([HANG, Call("claude", "fallback", 1, 1.0, 1.5, "late", "conformant")],
+     "claude was asked at 1.000 s and the service left before it answered (late): failover "
+     "did not complete", "the time it needs"),
+    ([HANG], "no provider answered it and no fallback was asked: failover did not happen",
+     "call the fallback"),
 ])
 def test_judge_a_job_still_running_at_job_s_says_what_the_calls_show(
         tmp_path: Path, calls: list[Call], why: str, fix: str) -> None:
@@ -675,3 +682,24 @@ def test_judge_a_job_still_running_at_job_s_says_what_the_calls_show(
     assert completed is not None and completed.verdict == "broken"
     assert completed.message == f"the job ended 'running' (running) within timeouts.job_s: {why}"
     assert fix in completed.fix
+
+
+def test_judge_a_job_reported_failed_or_in_a_status_the_profile_lacks(tmp_path: Path) -> None:
+    """Without a timeout in the drill, failed is the service giving up: broken, saying whether
+    an answer was there to keep. A status the profile does not list is no evidence."""
+    primary = Call("gpt", "primary", 1, 0.01, 0.05, "refused", "status:500", status=500)
+    answered = _ev("5xx", [primary, FALLBACK], [_look(0.1), _look(0.9, "failed")])
+    completed = judge_intent(answered, DRILLS["5xx"], _setup(tmp_path)).of("completed")
+    assert completed is not None and completed.verdict == "broken"
+    assert completed.message.endswith("within timeouts.job_s: reported failed though claude "
+                                       "answered at 0.560 s")
+    assert "timeouts.job_s" not in completed.fix and "result" in completed.fix
+    alone = _ev("5xx", [primary], [_look(0.1), _look(0.9, "failed")])
+    gave_up = judge_intent(alone, DRILLS["5xx"], _setup(tmp_path)).of("completed")
+    assert gave_up is not None and gave_up.message.endswith("failover did not happen")
+    odd = _ev("5xx", [primary, FALLBACK], [_look(0.1), Observation(0.9, "unrecognised",
+                                                                     "finished", None)])
+    unlisted = judge_intent(odd, DRILLS["5xx"], _setup(tmp_path)).of("completed")
+    assert unlisted is not None and unlisted.verdict == "unknown"
+    assert "'finished', which the profile does not list" in unlisted.message
+    assert "drill.observe.statuses" in unlisted.fix
