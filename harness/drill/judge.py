@@ -387,24 +387,22 @@ def _not_completed(ev: IntentEvidence, last: Observation) -> tuple[str, str]:
 
     slow = ("raise timeouts.job_s if the service takes that long by design; on a loaded "
             "machine, a lower --concurrency")
-    answered = sorted((c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None),
-                      key=lambda c: c.ended_at or 0.0)
+    answered = sorted((c.ended_at, c.provider) for c in ev.calls
+                      if c.outcome == "answered" and c.ended_at is not None)
     if last.status == "failed":  # a drill without a timeout: the service gave up
         if answered:
-            return (f"reported failed though {answered[0].provider} answered at "
-                    f"{at(answered[0].ended_at or 0.0)}",
+            return (f"reported failed though {answered[0][1]} answered at {at(answered[0][0])}",
                     "store a provider's whole answer as the job's result")
         return ("reported failed: failover did not happen",
                 "have the service call the fallback when the primary fails")
-    before = [c for c in answered if (c.ended_at or 0.0) < last.at]
-    if before:
-        return (f"{before[0].provider} answered at {at(before[0].ended_at or 0.0)} and the job "
-                f"showed no result by the last look, at {at(last.at)}: the service stored it "
-                "late or not at all", slow)
     if answered:
-        return (f"{answered[0].provider} answered only at {at(answered[0].ended_at or 0.0)}, "
-                f"after the last look at {at(last.at)}: failover slower than timeouts.job_s",
-                slow)
+        ended, provider = answered[0]
+        if ended < last.at:
+            return (f"{provider} answered at {at(ended)} and the job showed no result by the "
+                    f"last look, at {at(last.at)}: the service stored it late or not at all",
+                    slow)
+        return (f"{provider} answered only at {at(ended)}, after the last look at "
+                f"{at(last.at)}: failover slower than timeouts.job_s", slow)
     open_calls = [c for c in ev.calls if c.ended_at is None or c.outcome == "in_flight"]
     if open_calls:
         return (f"{open_calls[-1].provider} was still answering when the drill stopped (asked "
