@@ -119,12 +119,12 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
     reached(runs, out)
     for name in ("hang", "late", "reset"):
         assert runs[name]["verdict"] == "failed", detail(runs[name])
-        found = only_broken(runs[name])  # [3 of 3; once 2 of 3 on late, the box loaded]
+        found = only_broken(runs[name])
         # a timed-out call LiteLLM gave up on stays unresolved: its retry is a new attempt
         # while the outcome is unknown (no hedge declared); a reset is resolved
         expected = {"billed_within_bound"} | ({"within_hedge"} if name != "reset" else set())
         assert set(found) == expected, detail(runs[name])
-        assert found["billed_within_bound"] >= TRIALS - 1, detail(runs[name])
+        billed_bound_judged_by_its_calls(runs[name])
         assert runs[name]["billed_calls"] > 2 * TRIALS, (name, out)  # [4 per intent]
     for name in ("5xx", "overload-429"):  # refused (retried), then the fallback: 1 billed
         assert runs[name]["verdict"] == "passed", (name, out)
@@ -230,6 +230,25 @@ def detail(run: dict[str, Any]) -> str:
     return json.dumps({"drill": run["drill"], "promises": rates(run),
                        "intents": [(i["verdict"], i["calls"], i.get("note"))
                                    for i in run["intents"]]})
+
+
+def billed_bound_judged_by_its_calls(run: dict[str, Any]) -> None:
+    """Each intent's ``billed_within_bound`` is broken exactly when the calls the fakes saw for
+    it bill more than ``policy.max_billed_calls`` (2), and LiteLLM's retries reached the primary
+    three times in at least one intent. [3 of 3 intents at 3 primary calls unloaded; in a loaded
+    CI run (stop 49) two intents' first two attempts timed out inside the starved proxy before
+    reaching the primary (their one call at 9 s), so the fakes billed 2 and the bound held:
+    what was billed is what the drill judges, not how many attempts LiteLLM began.]"""
+    bound = CHAT_PROFILE["drill"]["policy"]["max_billed_calls"]
+    retried = 0
+    for intent in run["intents"]:
+        billed = sum(call.endswith(", billed") for call in intent["calls"])
+        primary = sum(call.startswith("primary#") for call in intent["calls"])
+        retried += primary == 3
+        verdicts = [f["verdict"] for f in intent["findings"]
+                    if f["promise"] == "billed_within_bound"]
+        assert verdicts == ["broken" if billed > bound else "held"], detail(run)
+    assert retried >= 1, detail(run)
 
 
 def only_broken(run: dict[str, Any]) -> dict[str, int]:
