@@ -203,14 +203,22 @@ def test_litellm_retries_go_beyond_a_declared_hedge(litellm: tuple[LiteLLMProxy,
                                                      tmp_path: Path) -> None:
     """Declaring the fallback as the hedge does not excuse LiteLLM's retries of the timed-out
     primary (num_retries): each starts while the abandoned call is unresolved, a second new
-    attempt beyond the one hedge; within_hedge breaks in every intent, named so."""
+    attempt beyond the one hedge; within_hedge breaks in every intent whose fakes saw it, named
+    so. [3 of 3 unloaded; an intent whose first attempts timed out inside a starved proxy, before
+    reaching the primary, shows one primary call and the fallback: the one hedge, held.]"""
     proxy, ports = litellm
     code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm-hedged",
                                     {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
                                     {"LITELLM_MASTER_KEY": MASTER_KEY}, drills="control,hang",
                                     hedge=True, model=LITELLM_MODEL)
     assert code == 1, out
-    assert rates(runs["hang"])["within_hedge"][1] == TRIALS, detail(runs["hang"])
+    beyond = 0
+    for intent in runs["hang"]["intents"]:  # every call of a hang drill is left unresolved
+        verdicts = [f["verdict"] for f in intent["findings"] if f["promise"] == "within_hedge"]
+        assert verdicts == ["broken" if len(intent["calls"]) > 2 else "held"], \
+            detail(runs["hang"])
+        beyond += len(intent["calls"]) > 2
+    assert beyond >= 1, detail(runs["hang"])
     assert "a second new attempt after the hedge" in out, out
 
 
