@@ -126,14 +126,21 @@ def test_what_was_forgotten_kept_or_reused_is_left_alone(tmp_path: Path) -> None
             process.wait(DEADLINE_S)
 
 
+#: a process that SIGINT ends, also when this one was started with SIGINT ignored (a
+#: background job of a shell without job control: `sleep` would inherit SIG_IGN)
+POLITE = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+          "print('ready', flush=True); time.sleep(600)")
+
+
 def test_the_servers_own_signal_first_then_sigkill_after_the_grace() -> None:
-    polite = subprocess.Popen(SLEEPER)
+    polite = subprocess.Popen([sys.executable, "-c", POLITE], stdout=subprocess.PIPE, text=True)
     stubborn = subprocess.Popen(
         [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
          "signal.SIG_IGN); print('ignoring', flush=True); time.sleep(600)"],
         stdout=subprocess.PIPE, text=True)
     try:
         assert stubborn.stdout is not None and stubborn.stdout.readline() == "ignoring\n"
+        assert polite.stdout is not None and polite.stdout.readline() == "ready\n"
         tell(start_watchdog("0.2"),
              {"watch": polite.pid, "start": started_at(polite.pid),
               "signal": int(signal.SIGINT), "group": False},
@@ -146,8 +153,9 @@ def test_the_servers_own_signal_first_then_sigkill_after_the_grace() -> None:
             if process.poll() is None:
                 process.kill()
                 process.wait(DEADLINE_S)
-        if stubborn.stdout:
-            stubborn.stdout.close()
+        for process in (polite, stubborn):
+            if process.stdout:
+                process.stdout.close()
 
 
 LEADER = """
