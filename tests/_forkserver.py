@@ -230,11 +230,11 @@ def _as_started(env: dict[str, str]) -> None:
     warning filters before any preload, and stdio as Python makes it (buffered unless
     ``PYTHONUNBUFFERED``; stderr line-buffered, ``backslashreplace``)."""
     sys.path[:] = [os.getcwd(), *_pythonpath(env), *_PRISTINE["path"]]
-    warnings.filters[:] = _PRISTINE["filters"]
+    warnings.filters[:] = _PRISTINE["filters"]  # type: ignore[index]  # a list at run time
     warnings._filters_mutated()  # type: ignore[attr-defined]
     unbuffered = bool(env.get("PYTHONUNBUFFERED"))
     encoding = sys.__stdout__.encoding if sys.__stdout__ else "utf-8"
-    errors = sys.__stdout__.errors if sys.__stdout__ else "strict"
+    errors = (sys.__stdout__.errors or "strict") if sys.__stdout__ else "strict"
 
     def writer(fd: int, errors: str, stderr: bool) -> io.TextIOWrapper:
         raw = io.FileIO(fd, "w", closefd=False)
@@ -245,9 +245,10 @@ def _as_started(env: dict[str, str]) -> None:
 
     stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding,
                              errors)
-    sys.stdin = sys.__stdin__ = stdin
-    sys.stdout = sys.__stdout__ = writer(1, errors, False)
-    sys.stderr = sys.__stderr__ = writer(2, "backslashreplace", True)
+    # the originals too, as a started interpreter has them (typeshed marks them Final)
+    sys.stdin = sys.__stdin__ = stdin  # type: ignore[misc]
+    sys.stdout = sys.__stdout__ = writer(1, errors, False)  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = writer(2, "backslashreplace", True)  # type: ignore[misc]
 
 
 def _finalize() -> None:
