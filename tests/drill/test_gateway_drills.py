@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -250,7 +251,7 @@ def billed_bound_judged_by_its_calls(run: dict[str, Any]) -> None:
     bound = CHAT_PROFILE["drill"]["policy"]["max_billed_calls"]
     retried = 0
     for intent in run["intents"]:
-        billed = sum(call.endswith(", billed") for call in intent["calls"])
+        billed = sum(re.search(r", billed(,|$)", call) is not None for call in intent["calls"])
         primary = sum(call.startswith("primary#") for call in intent["calls"])
         retried += primary == 3
         verdicts = [f["verdict"] for f in intent["findings"]
