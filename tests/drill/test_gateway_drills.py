@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -108,10 +107,13 @@ LITELLM_MODEL = "drill-primary"
 def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Ports],
                                                 tmp_path: Path) -> None:
     """LiteLLM's router retries the primary (num_retries) before its fallback: a timed-out,
-    late or reset primary is called 3 times, each billed, then the fallback: 4 billed calls
-    for one request (the old gateway drill saw the same), and the retries of a timed-out call
-    are new attempts while its outcome is unknown; refusals are retried too but not billed.
-    Measured: 12 calls for 3 intents in every failing drill."""
+    late or reset primary is called up to 3 times, each call that reaches it billed, then the
+    fallback once: 4 billed calls for one request (the old gateway drill saw the same), and the
+    retries of a timed-out call are new attempts while its outcome is unknown; refusals are
+    retried too but not billed. Measured unloaded: 12 calls for 3 intents in every failing drill.
+    On a starved machine an attempt can time out inside the proxy before it reaches the primary
+    (stop 49's CI: two intents showed one primary call): each intent is judged by the calls that
+    reached the fakes (drill.json: every intent, passed or not), at least one shows all three."""
     proxy, ports = litellm
     code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm",
                                     {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
@@ -125,7 +127,7 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
         # while the outcome is unknown (no hedge declared); a reset is resolved
         expected = {"billed_within_bound"} | ({"within_hedge"} if name != "reset" else set())
         assert set(found) == expected, detail(runs[name])
-        billed_bound_judged_by_its_calls(runs[name])
+        litellm_attempts_judged_by_their_calls(tmp_path, "litellm", name, runs[name])
         assert runs[name]["billed_calls"] > 2 * TRIALS, (name, out)  # [4 per intent]
     for name in ("5xx", "overload-429"):  # refused (retried), then the fallback: 1 billed
         assert runs[name]["verdict"] == "passed", (name, out)
@@ -213,13 +215,17 @@ def test_litellm_retries_go_beyond_a_declared_hedge(litellm: tuple[LiteLLMProxy,
                                     {"LITELLM_MASTER_KEY": MASTER_KEY}, drills="control,hang",
                                     hedge=True, model=LITELLM_MODEL)
     assert code == 1, out
+    intents = drilled(tmp_path, "litellm-hedged")["hang"]
+    assert len(intents) == TRIALS, detail(runs["hang"])
     beyond = 0
-    for intent in runs["hang"]["intents"]:  # every call of a hang drill is left unresolved
-        verdicts = [f["verdict"] for f in intent["findings"] if f["promise"] == "within_hedge"]
-        assert verdicts == ["broken" if len(intent["calls"]) > 2 else "held"], \
-            detail(runs["hang"])
-        beyond += len(intent["calls"]) > 2
-    assert beyond >= 1, detail(runs["hang"])
+    for intent in intents:  # every primary call of a hang drill is left unresolved
+        calls = intent["calls"]
+        assert 1 <= calls.get("primary", 0) <= 3 and calls.get("fallback") == 1, intent
+        over = calls["primary"] + calls["fallback"] > 2  # the first call and one hedge
+        assert intent["findings"]["within_hedge"]["verdict"] == ("broken" if over else "held")
+        beyond += over
+    assert beyond >= 1 and rates(runs["hang"])["within_hedge"] == (TRIALS - beyond, beyond, 0), \
+        detail(runs["hang"])
     assert "a second new attempt after the hedge" in out, out
 
 
@@ -241,23 +247,35 @@ def detail(run: dict[str, Any]) -> str:
                                    for i in run["intents"]]})
 
 
-def billed_bound_judged_by_its_calls(run: dict[str, Any]) -> None:
-    """Each intent's ``billed_within_bound`` is broken exactly when the calls the fakes saw for
-    it bill more than ``policy.max_billed_calls`` (2), and LiteLLM's retries reached the primary
-    three times in at least one intent. [3 of 3 intents at 3 primary calls unloaded; in a loaded
-    CI run (stop 49) two intents' first two attempts timed out inside the starved proxy before
-    reaching the primary (their one call at 9 s), so the fakes billed 2 and the bound held:
-    what was billed is what the drill judges, not how many attempts LiteLLM began.]"""
+def drilled(tmp_path: Path, name: str) -> dict[str, list[dict[str, Any]]]:
+    """drill.json of ``drill_gateway``'s run ``name``: every intent of every drill, passed or
+    not (results.json shows a drill's failing intents only, at most five)."""
+    path = tmp_path / f"report-{name}" / "latest" / "drill.json"
+    drills: dict[str, list[dict[str, Any]]] = json.loads(path.read_text("utf-8"))["drills"]
+    return drills
+
+
+def litellm_attempts_judged_by_their_calls(tmp_path: Path, report: str, name: str,
+                                           run: dict[str, Any]) -> None:
+    """Every intent of drill ``name``: LiteLLM's attempts that reached the primary, 1 to 3
+    (num_retries 2), then the fallback once, each billed; ``billed_within_bound`` broken exactly
+    when more than ``policy.max_billed_calls`` (2) were billed, the drill's rate the sum; at
+    least one intent with all three primary calls."""
     bound = CHAT_PROFILE["drill"]["policy"]["max_billed_calls"]
-    retried = 0
-    for intent in run["intents"]:
-        billed = sum(re.search(r", billed(,|$)", call) is not None for call in intent["calls"])
-        primary = sum(call.startswith("primary#") for call in intent["calls"])
-        retried += primary == 3
-        verdicts = [f["verdict"] for f in intent["findings"]
-                    if f["promise"] == "billed_within_bound"]
-        assert verdicts == ["broken" if billed > bound else "held"], detail(run)
-    assert retried >= 1, detail(run)
+    intents = drilled(tmp_path, report)[name]
+    assert len(intents) == TRIALS, detail(run)
+    over = retried = 0
+    for intent in intents:
+        calls = intent["calls"]
+        assert 1 <= calls.get("primary", 0) <= 3 and calls.get("fallback") == 1, (name, intent)
+        assert intent["billed_completions"] == calls["primary"] + 1, (name, intent)
+        broken = intent["billed_completions"] > bound
+        verdict = intent["findings"]["billed_within_bound"]["verdict"]
+        assert verdict == ("broken" if broken else "held"), (name, intent)
+        over += broken
+        retried += calls["primary"] == 3
+    assert retried >= 1 and rates(run)["billed_within_bound"] == (TRIALS - over, over, 0), \
+        detail(run)
 
 
 def only_broken(run: dict[str, Any]) -> dict[str, int]:
