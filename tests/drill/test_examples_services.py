@@ -33,6 +33,7 @@ LATE_S = 0.9
 LATE = f"slow:{int(LATE_S * 1000)}"  # answers after the timeout, before the call is abandoned
 GENERATING_S = 5.0  # a provider still generating while the SDK retries (0.5 s + backoff each)
 OWNER = {"X-Owner": "alice"}
+QUEUE_TIMEOUT_S = 2.0  # the redelivering queue twin's provider timeout (its test says why)
 VISIBILITY_S = 1.0  # the redelivery twin's lease: longer than a provider timeout, so a re-run
 FOLLOWUP_S = 1.5  # never overlaps the first run's calls; its follow-up outlasts the lease
 
@@ -119,9 +120,9 @@ def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
 
 
 def start(start_service: Any, fakes: dict[str, Any], script: str, *args: str,
-          fallback_port: int | None = None) -> str:
+          fallback_port: int | None = None, timeout_s: float = TIMEOUT_S) -> str:
     env = provider_env(fakes["primary"].port, fallback_port or fakes["fallback"].port)
-    return str(start_service(script, ["--timeout", str(TIMEOUT_S), *args], env).url)
+    return str(start_service(script, ["--timeout", str(timeout_s), *args], env).url)
 
 
 def test_correct_service_keeps_every_promise(start_service: Any, fakes: dict[str, Any]) -> None:
@@ -249,10 +250,13 @@ def test_primary_not_aborted_replaces_the_reply(start_service: Any,
 
 def test_redis_queue_redelivers_a_running_job(start_service: Any, fakes: dict[str, Any],
                                               redis_url: str) -> None:
-    # leased for 0.3 x its timeout (the default 0.6 left 0.2 s for the redelivery to reach the
-    # primary before the first call's timeout, which a loaded machine once missed by 0.05 s)
+    # Two windows of the service's own timers: the conformant job must be acked within its
+    # lease, and the hung job's redelivery must reach the primary before the first call's
+    # timeout. Leased for 0.3 x a 2 s timeout: 0.6 s and 1.4 s. (With 0.3 x 0.5 s, 0.15 s and
+    # 0.35 s, a loaded CI machine acked the conformant job after its lease: delivered again,
+    # billed 2; with 0.6 x 0.5 s it once missed the second window by 0.05 s.)
     url = start(start_service, fakes, "redis_queue_service.py", "--redis", redis_url,
-                "--visibility", str(0.3 * TIMEOUT_S))
+                "--visibility", str(0.3 * QUEUE_TIMEOUT_S), timeout_s=QUEUE_TIMEOUT_S)
     assert submit(url, fakes, "conformant", watch_s=0).billed == 1
     hang = submit(url, fakes, "hang", primary_calls=2)
     first, second = hang.primary[:2]
