@@ -153,7 +153,6 @@ def test_the_servers_own_signal_first_then_sigkill_after_the_grace() -> None:
             if process.poll() is None:
                 process.kill()
                 process.wait(DEADLINE_S)
-        for process in (polite, stubborn):
             if process.stdout:
                 process.stdout.close()
 
