@@ -19,6 +19,8 @@ nothing watched, and its watchdog only exits.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -38,6 +40,7 @@ _lock = threading.Lock()
 _dog: dict[int, subprocess.Popen[str]] = {}  # by the pid of the test process that started it
 _told: dict[int, list[dict[str, Any]]] = {}  # what each told its watchdog (for a new one)
 _lost: list[subprocess.Popen[str]] = []  # a watchdog that died: kept, not garbage-collected
+_at_exit: set[int] = set()  # the processes that registered :func:`_end_mine` to run at their exit
 
 
 def started_at(pid: int) -> str:
@@ -66,6 +69,9 @@ def _send(message: dict[str, Any]) -> None:
             if dog is None or dog.poll() is not None:
                 if dog is not None:
                     _lost.append(dog)
+                if me not in _at_exit:
+                    _at_exit.add(me)
+                    atexit.register(_end_mine)
                 dog = _dog[me] = subprocess.Popen(
                     [sys.executable, "-m", "tests._watchdog"], cwd=ROOT, stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
@@ -78,6 +84,20 @@ def _send(message: dict[str, Any]) -> None:
                 return
             except OSError:  # it died meanwhile: a new one, told everything
                 _lost.append(_dog.pop(me))
+
+
+def _end_mine() -> None:
+    """At this process's normal exit: end its watchdog's pipe and wait for it (it stops what is
+    still watched and removes the folders) instead of leaving it running, unwaited for, to the
+    interpreter's teardown (a ResourceWarning, an error under the suite's filterwarnings, printed
+    at the end of every run). A kill skips this; the pipe then ends with the process."""
+    mine = _dog.get(os.getpid())
+    for dog in [*_lost, *([mine] if mine is not None else [])]:
+        if dog.stdin is not None:
+            with contextlib.suppress(OSError):  # it died: its pipe is broken
+                dog.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):  # left running: it still ends
+            dog.wait(timeout=GRACE_S + 5.0)  # what it watches (a lost one has ended already)
 
 
 def watchdog_pid() -> int | None:
