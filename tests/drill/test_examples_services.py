@@ -92,13 +92,16 @@ def post(url: str, key: str, text: str, owner: str = "alice") -> httpx.Response:
 
 def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
            watch_s: float = 2.0, primary_calls: int = 1, results: int = 1,
-           race_per_extra_answer: bool = False) -> Run:
+           redeliveries: bool = False) -> Run:
     """Script the primary, submit one job (``clicks`` times, same key), watch it until it is
     finished, the primary got ``primary_calls`` calls, ``results`` different results were
     seen, every call has ended and ``watch_s`` passed (the services abandon a call after
-    3 x 0.5 s); with ``race_per_extra_answer``, also until the service has recorded one race
-    per fallback answer beyond the first (it records a loser after its call ended: within the
-    watch's 15 s, or the test fails there)."""
+    3 x 0.5 s); with ``redeliveries`` (a queue whose every delivery of the open job asks the
+    primary, then on its timeout the fallback), also until each primary call has been followed
+    by its fallback call and the service has recorded one race per fallback answer beyond the
+    first (after a primary call ended the fakes see nothing until that delivery's fallback call,
+    and a loser is recorded after its call ended: within the watch's 15 s, or the test fails
+    there)."""
     fakes["primary"].app.set_behaviour(behaviour)
     tag = f"drill-{uuid.uuid4().hex[:12]}"
     began, posted = time.monotonic(), fakes["fallback"].app.now()
@@ -109,15 +112,16 @@ def submit(url: str, fakes: dict[str, Any], behaviour: str, *, clicks: int = 1,
 
     def done() -> bool:
         called = sum(r.tag == tag for r in fakes["primary"].app.received())
+        answers = sum(r.tag == tag for r in fakes["fallback"].app.received())
         return run.seen[-1][0] in ("succeeded", "failed") and called >= primary_calls \
             and len(run.results()) >= results \
             and all(f.app.wait_settled(0) for f in fakes.values()) \
             and time.monotonic() - began > watch_s \
-            and (not race_per_extra_answer or len(run.races) == max(0, sum(
-                r.tag == tag for r in fakes["fallback"].app.received()) - 1))
+            and (not redeliveries
+                 or (answers == called and len(run.races) == max(0, answers - 1)))
 
     with httpx.Client(timeout=10, headers=OWNER, verify=tls()) as client:
-        watch(client, url, run, done, races=race_per_extra_answer)
+        watch(client, url, run, done, races=redeliveries)
         run.races = client.get(f"{url}/jobs/{run.job['id']}/races").json()
     run.primary = [r for r in fakes["primary"].app.received() if r.tag == tag]
     run.fallback = [r for r in fakes["fallback"].app.received() if r.tag == tag]
@@ -263,7 +267,7 @@ def test_redis_queue_redelivers_a_running_job(start_service: Any, fakes: dict[st
     url = start(start_service, fakes, "redis_queue_service.py", "--redis", redis_url,
                 "--visibility", str(0.3 * QUEUE_TIMEOUT_S), timeout_s=QUEUE_TIMEOUT_S)
     assert submit(url, fakes, "conformant", watch_s=0).billed == 1
-    hang = submit(url, fakes, "hang", primary_calls=2, race_per_extra_answer=True)
+    hang = submit(url, fakes, "hang", primary_calls=2, redeliveries=True)
     first, second = hang.primary[:2]
     assert second.at < (first.ended_at or 0)  # delivered again while the first still waited
     assert hang.billed >= 3 and hang.providers() == ["fallback"]
