@@ -40,7 +40,6 @@ _lock = threading.Lock()
 _dog: dict[int, subprocess.Popen[str]] = {}  # by the pid of the test process that started it
 _told: dict[int, list[dict[str, Any]]] = {}  # what each told its watchdog (for a new one)
 _lost: list[subprocess.Popen[str]] = []  # a watchdog that died: kept, not garbage-collected
-_at_exit: set[int] = set()  # the processes that registered :func:`_end_mine` to run at their exit
 
 
 def started_at(pid: int) -> str:
@@ -69,9 +68,6 @@ def _send(message: dict[str, Any]) -> None:
             if dog is None or dog.poll() is not None:
                 if dog is not None:
                     _lost.append(dog)
-                if me not in _at_exit:
-                    _at_exit.add(me)
-                    atexit.register(_end_mine)
                 dog = _dog[me] = subprocess.Popen(
                     [sys.executable, "-m", "tests._watchdog"], cwd=ROOT, stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
@@ -98,6 +94,9 @@ def _end_mine() -> None:
                 dog.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):  # left running: it still ends
             dog.wait(timeout=GRACE_S + 5.0)  # what it watches (a lost one has ended already)
+
+
+atexit.register(_end_mine)  # in every process that imports this, forks included: each ends its own
 
 
 def watchdog_pid() -> int | None:

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # a gateway starts in seconds (LiteLLM: 5-30 s on
 TRIALS = 3
 DRILLS = "control,hang,late,5xx,overload-429,reset,stream-cut"
 PROVIDER_TIMEOUT_S = 1  # the gateway's timeout for one provider call
-CHAT_PROFILE = {
+CHAT_PROFILE: dict[str, Any] = {
     "drill": {
         "submit": {"kind": "chat", "path": "/v1/chat/completions", "headers": {},
                    "body": {"model": "drill", "max_tokens": 16, "messages": [
@@ -242,21 +242,15 @@ def detail(run: dict[str, Any]) -> str:
                                    for i in run["intents"]]})
 
 
-def drilled(tmp_path: Path, name: str) -> dict[str, list[dict[str, Any]]]:
-    """drill.json of ``drill_gateway``'s run ``name``: every intent of every drill, passed or
-    not (results.json shows a drill's failing intents only, at most five)."""
-    path = tmp_path / f"report-{name}" / "latest" / "drill.json"
-    drills: dict[str, list[dict[str, Any]]] = json.loads(path.read_text("utf-8"))["drills"]
-    return drills
-
-
 def judged_per_intent(tmp_path: Path, report: str, name: str, run: dict[str, Any],
                       promise: str, over: Callable[[dict[str, int]], bool]
                       ) -> list[dict[str, Any]]:
     """Every intent of drill ``name`` (drill.json): LiteLLM's attempts that reached the primary,
     1 to 3 (num_retries 2), then the fallback once; ``promise`` broken exactly when ``over`` its
-    calls by provider, the drill's rate the sum. Returns the intents."""
-    intents = drilled(tmp_path, report)[name]
+    calls by provider, the drill's rate the sum. Returns the intents (drill.json has every intent,
+    passed or not; results.json a drill's failing intents only, at most five)."""
+    path = tmp_path / f"report-{report}" / "latest" / "drill.json"
+    intents: list[dict[str, Any]] = json.loads(path.read_text("utf-8"))["drills"][name]
     assert len(intents) == TRIALS, detail(run)
     broken = 0
     for intent in intents:
