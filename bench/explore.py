@@ -316,11 +316,11 @@ print((time.perf_counter() - start) / n * 1e6)
 """
 
 
-def overhead(storage: str, n: int) -> tuple[float, float, float]:
+def overhead(storage: str, n: int, rounds: int = 9) -> tuple[float, float, float]:
     """Microseconds per command from a client process of its own (as a service is), direct and
-    through the proxy (gate open), the median of nine paired rounds of ``n`` commands (a pair
-    sees the same load); and the proxy's own CPU time per command (this process runs only the
-    proxy meanwhile), which load does not inflate."""
+    through the proxy (gate open), the median of ``rounds`` paired rounds of ``n`` commands (a
+    pair sees the same load); and the proxy's own CPU time per command (this process runs only
+    the proxy meanwhile), which load does not inflate."""
     from harness.explore.proxy import Proxy, Upstream
 
     def timed(url: str) -> tuple[float, float]:
@@ -330,9 +330,9 @@ def overhead(storage: str, n: int) -> tuple[float, float, float]:
         return float(out.strip()), (time.process_time() - cpu) / n * 1e6
 
     with Proxy(Upstream.parse(storage)) as proxy:
-        rounds = [(timed(storage)[0], *timed(proxy.url)) for _ in range(9)]
-    return (statistics.median(r[0] for r in rounds), statistics.median(r[1] for r in rounds),
-            statistics.median(r[2] for r in rounds))
+        paired = [(timed(storage)[0], *timed(proxy.url)) for _ in range(rounds)]
+    return (statistics.median(r[0] for r in paired), statistics.median(r[1] for r in paired),
+            statistics.median(r[2] for r in paired))
 
 
 def _median(values: list[int | None]) -> str:
@@ -377,7 +377,7 @@ def through_bench(*, smoke: bool, seeds: int, trials: int, schedules: int,
         for name, storage in (("Redis GET", redis_url), ("PostgreSQL SELECT 1", pg_url)):
             if storage is None:
                 continue
-            direct, proxied, cpu = overhead(storage, n)
+            direct, proxied, cpu = overhead(storage, n, 1 if smoke else 9)
             print(f"  proxy overhead, {name:<19} direct {direct:6.1f} µs, through the proxy "
                   f"{proxied:6.1f} µs: +{(proxied - direct) / 1000:.3f} ms per command (the "
                   f"proxy's CPU: {cpu:.0f} µs per command)")

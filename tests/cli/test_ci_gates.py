@@ -17,8 +17,9 @@ BENCHES = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if p.stem != "__i
 def test_ci_runs_lint_types_and_every_bench_smoke_before_the_tests() -> None:
     tests_at = CI.rindex(".venv/bin/pytest")
     for gate in (".venv/bin/ruff check harness tests bench examples", ".venv/bin/mypy",
-                 'for script in bench/*.py', '-m "bench.$name" --smoke',
-                 "-m bench.drill_recall --smoke", 'wait "$recall_pid"'):
+                 'for script in bench/*.py', '-m "bench.$name" --smoke', "smoke drill_recall",
+                 'wait "${gate_pid[$i]}" || failed=1',
+                 '[ "$failed" = 0 ] || { echo "a gate failed (above)" >&2; exit 1; }'):
         assert gate in CI and CI.index(gate) < tests_at, gate
     assert "set -euo pipefail" in CI  # a failing gate fails the run
 
