@@ -252,9 +252,16 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
             _thread.interrupt_main(signum)
         except KeyboardInterrupt:
             # the handler ran at once, still inside this hook, where its exception would be
-            # printed and dropped too: deliver it again from another thread, after the hook
+            # printed and dropped too: deliver it again from another thread once the hook is
+            # over. The thread waits for a lock released as the hook's last step: started
+            # bare, it delivered while Thread.start() still waited inside the hook (printed
+            # "Exception ignored", and the signal was lost)
             signal.signal(signum, on_signal)
-            threading.Thread(target=_thread.interrupt_main, args=(signum,), daemon=True).start()
+            over = _thread.allocate_lock()
+            over.acquire()
+            threading.Thread(target=_interrupt_when_released, args=(over, signum),
+                             daemon=True).start()
+            over.release()
 
     previous = {each: signal.signal(each, on_signal) for each in (signal.SIGINT, signal.SIGTERM)}
     previous_hook, sys.unraisablehook = sys.unraisablehook, on_unraisable
@@ -266,6 +273,12 @@ def _signals(*, hard_exit: bool) -> Iterator[None]:
         sys.unraisablehook = previous_hook
         if _signalled and not hard_exit:  # a command run in process: the process goes on
             resume_all()
+
+
+def _interrupt_when_released(lock: _thread.LockType, signum: signal.Signals) -> None:
+    """Deliver ``signum`` to the main thread once ``lock`` is released."""
+    with lock:
+        _thread.interrupt_main(signum)
 
 
 def _asyncio_runner(frame: FrameType | None) -> tuple[Any, asyncio.Task[Any]] | None:
