@@ -316,7 +316,7 @@ print((time.perf_counter() - start) / n * 1e6)
 """
 
 
-def overhead(storage: str, n: int, rounds: int = 9) -> tuple[float, float, float]:
+def overhead(storage: str, n: int, *, rounds: int) -> tuple[float, float, float]:
     """Microseconds per command from a client process of its own (as a service is), direct and
     through the proxy (gate open), the median of ``rounds`` paired rounds of ``n`` commands (a
     pair sees the same load); and the proxy's own CPU time per command (this process runs only
@@ -377,7 +377,7 @@ def through_bench(*, smoke: bool, seeds: int, trials: int, schedules: int,
         for name, storage in (("Redis GET", redis_url), ("PostgreSQL SELECT 1", pg_url)):
             if storage is None:
                 continue
-            direct, proxied, cpu = overhead(storage, n, 1 if smoke else 9)
+            direct, proxied, cpu = overhead(storage, n, rounds=1 if smoke else 9)
             print(f"  proxy overhead, {name:<19} direct {direct:6.1f} µs, through the proxy "
                   f"{proxied:6.1f} µs: +{(proxied - direct) / 1000:.3f} ms per command (the "
                   f"proxy's CPU: {cpu:.0f} µs per command)")

@@ -51,4 +51,3 @@ def test_a_signal_handled_inside_a_finalizer_still_ends_the_run_quietly(
         assert done.returncode == 0, done.stderr
         assert done.stdout == f"{raised}\n"
         assert done.stderr == ""
-
