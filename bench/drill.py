@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,16 +45,11 @@ import yaml
 from harness.drill.drills import NAMES, parse_names
 from harness.providers.fake_server import FakeServer, bind_socket, uvicorn_server
 from harness.providers.recording import RecordingFake
+from tests._servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICE = ROOT / "examples" / "drill" / "correct_service.py"
 PROFILE = ROOT / "examples" / "drill" / "correct.profile.yaml"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _start_service(primary: int, fallback: int, timeout: float,

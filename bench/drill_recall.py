@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests._servers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "drill"
@@ -112,12 +113,6 @@ def rates_of(results: Path) -> Rates:
             for e in events if e["type"] == "drill_run"}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def drill_twin(name: str, trials: int, folder: Path, redis_url: str | None,
                profile: Path | None = None) -> Rates | str:
     """Start the example ``name``, drill it with the CLI (every drill, ``trials`` intents each,
@@ -126,7 +121,7 @@ def drill_twin(name: str, trials: int, folder: Path, redis_url: str | None,
     twin = TWINS[name]
     if twin.redis and not redis_url:
         return "not measured: no Redis (pass --redis or set HARNESS_REDIS_URL)"
-    primary, fallback = _free_port(), _free_port()
+    primary, fallback = free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
     env.update(OPENAI_BASE_URL=f"http://127.0.0.1:{primary}/v1", PYTHONUNBUFFERED="1",
                ANTHROPIC_BASE_URL=f"http://127.0.0.1:{fallback}")

@@ -35,7 +35,6 @@ import argparse
 import os
 import random
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -62,6 +61,7 @@ from harness.scenarios.targets import open_target
 from harness.scenarios.targets.base import SequentialIds
 from harness.scenarios.targets.stores import StoreSession
 from harness.store.sqlstore import SqlStore
+from tests._servers import free_port
 
 MUTANT_WORKLOADS = {
     "check-then-insert": "double-click",
@@ -193,9 +193,7 @@ SCHEDULE_CAP = 500
 @contextmanager
 def redis_server() -> Iterator[str]:
     """A redis-server of this run on a free loopback port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
                                "--save", "", "--appendonly", "no"],
                               stdout=subprocess.PIPE, text=True)
@@ -213,12 +211,6 @@ def redis_server() -> Iterator[str]:
         stdout.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _command(script: str, flag: str, folder: str, port: int, correct: bool) -> str:
     return (f"{sys.executable} {EXAMPLES / script} --port {port} --db {folder}/{port}.db "
             f"--{flag} {{proxy}}{' --correct' if correct else ''}")
@@ -232,7 +224,7 @@ def free_running(example: str, script: str, flag: str, storage: str, folder: str
     from harness.scenarios.loader import load_scenario
     from harness.scenarios.trials import run_trials
 
-    port = _free_port()
+    port = free_port()
     service = ServiceProcess(_command(script, flag, folder, port, False), storage,
                              Path(folder) / f"{example}-free.log")
     target = open_target(f"http://127.0.0.1:{port}",
@@ -260,7 +252,7 @@ def through_runs(example: str, script: str, flag: str, storage: str, folder: str
 
     figures: dict[str, object] = {}
     for correct in (False, True):
-        port = _free_port()
+        port = free_port()
         with serving(target_text=f"http://127.0.0.1:{port}",
                      profile=str(EXAMPLES / f"{example}.profile.yaml"), tokens_file=None,
                      storage=storage, listen=None, health_path="/healthz", settle_ms=100.0,

@@ -48,6 +48,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from tests._servers import free_port
+
 TOKEN = "bench-token-4f9c2a7e1b"
 BODY = {"contract": "ticket_triage", "input": {"ticket": "printer on fire", "priority": 2}}
 WARMUP = 200
@@ -76,14 +78,6 @@ BARE_APP = textwrap.dedent(
 
 
 # -- processes ---------------------------------------------------------------------------------
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serving(args: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
     """Run a server process until the block ends; yield its base URL once /healthz answers."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -23,6 +22,7 @@ import pytest
 import yaml
 
 from harness.reports.schema import validate_results
+from tests._servers import free_port
 
 # over a few seconds each (drills, CI recipes): marked slow, so -n hands them out first
 pytestmark = pytest.mark.slow
@@ -31,12 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "examples" / "ci" / "failover-check.yml"
 XSD = ROOT / "tests" / "reports" / "junit.xsd"
 STEP_TIMEOUT_S = 600
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -80,7 +74,7 @@ def runner(tmp_path: Path) -> Iterator[Runner]:
            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
            "RUNNER_TEMP": str(tmp_path / "runner-temp"),
            "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md"),
-           "SERVICE_PORT": str(_free_port()), "NO_COLOR": "1"}
+           "SERVICE_PORT": str(free_port()), "NO_COLOR": "1"}
     (tmp_path / "runner-temp").mkdir()
     found = Runner(root, env)
     yield found
