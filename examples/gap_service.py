@@ -34,6 +34,11 @@ Each flaw below is one small change in ``GapIdempotencyMiddleware.__call__``:
 ``no-replay-header``  replays carry no ``Idempotent-Replayed: true``.
 ====================  ============================================================================
 
+``--hold-copies N`` makes a test independent of timing: the first request of a key runs its
+handler only once N - 1 duplicates of it have been merged or refused while it waited (at most
+``--hold-s``, default 30 s). A burst of N copies then surely meets the first one in flight, on
+however loaded a machine; single requests wait the whole ``--hold-s``, so it is for bursts only.
+
 Some flaws hide others, as they would in a real service: ``no-lock`` and ``inflight-only``
 replace the lock (``inflight-only`` stores nothing, so no storage flaw can show);
 ``sticky-lock`` returns before a 500 could be cached (``cache-5xx``); ``mutated-fingerprint``
@@ -94,9 +99,13 @@ class GapIdempotencyMiddleware:
     """A response-cache idempotency middleware with the chosen ``flaws``."""
 
     def __init__(self, app: ASGIApp, db: sqlite3.Connection, *,
-                 flaws: frozenset[str] = frozenset(DEFAULT_FLAWS), store_ms: float = 10.0) -> None:
+                 flaws: frozenset[str] = frozenset(DEFAULT_FLAWS), store_ms: float = 10.0,
+                 hold_copies: int = 0, hold_s: float = 30.0) -> None:
         self.app = app
         self.db = db
+        self.hold_copies, self.hold_s = hold_copies, hold_s
+        self.met: dict[str, int] = {}  # key -> duplicates merged or refused while it was held
+        self.all_met: dict[str, asyncio.Event] = {}
         self.flaws = flaws
         self.store_ms = store_ms
         self.locks: set[str] = set()  # keys in progress (like a Redis SETNX without a TTL)
@@ -138,12 +147,14 @@ class GapIdempotencyMiddleware:
         if "inflight-only" in self.flaws:
             waiting = self.in_flight.get(cache_key)
             if waiting is not None:
+                self._meet(cache_key)  # before it waits: the first one is surely still in flight
                 status, content, _ = await asyncio.shield(waiting)
                 await respond(send, status, content, self._replay_headers())
                 return
             self.in_flight[cache_key] = asyncio.get_running_loop().create_future()
         elif "no-lock" not in self.flaws:
             if cache_key in self.locks:
+                self._meet(cache_key)
                 refusal = ({"error": "conflict", "detail": "a request with this key exists"}
                            if "conflict-losers" in self.flaws
                            else {"error": "request_in_progress"})
@@ -151,7 +162,9 @@ class GapIdempotencyMiddleware:
                 return
             self.locks.add(cache_key)
 
-        # 3. run the handler
+        # 3. run the handler (with --hold-copies, once the other copies have met this one)
+        if self.hold_copies > 1:
+            await self._hold(cache_key)
         scope.setdefault("state", {})["json"] = body
         status, out_headers, content = await call_app(self.app, scope, raw)
         if "inflight-only" in self.flaws:
@@ -177,6 +190,22 @@ class GapIdempotencyMiddleware:
         self.locks.discard(cache_key)
         await respond(send, status, content)
 
+    def _meet(self, cache_key: str) -> None:
+        if self.hold_copies > 1:
+            self.met[cache_key] = met = self.met.get(cache_key, 0) + 1
+            if met >= self.hold_copies - 1:
+                self.all_met.setdefault(cache_key, asyncio.Event()).set()
+
+    async def _hold(self, cache_key: str) -> None:
+        met = self.all_met.setdefault(cache_key, asyncio.Event())
+        try:
+            await asyncio.wait_for(met.wait(), self.hold_s)
+        except TimeoutError:
+            print(f"--hold-copies: {self.met.get(cache_key, 0)} of {self.hold_copies - 1} "
+                  f"copies met the first in {self.hold_s:g} s; its handler runs now", flush=True)
+        self.met.pop(cache_key, None)
+        self.all_met.pop(cache_key, None)
+
     def _cached(self, cache_key: str) -> tuple[str, int, bytes] | None:
         row = self.db.execute("SELECT fingerprint, status, body FROM responses "
                               "WHERE cache_key = ?", (cache_key,)).fetchone()
@@ -190,7 +219,8 @@ def build(args: argparse.Namespace) -> ASGIApp:
     db = open_db(args.db)
     app = jobs_app(db, work_ms=args.work_ms, fail_file=args.fail_file)
     layer = GapIdempotencyMiddleware(app, db, flaws=parse_flaws(args.flaws),
-                                     store_ms=args.store_ms)
+                                     store_ms=args.store_ms, hold_copies=args.hold_copies,
+                                     hold_s=args.hold_s)
     return served(layer, report_ms=args.report_ms)
 
 
@@ -199,6 +229,11 @@ def options(parser: argparse.ArgumentParser) -> None:
                         help=f"comma-separated, from: {', '.join(FLAWS)}; or 'none'")
     parser.add_argument("--store-ms", type=float, default=10.0,
                         help="how long storing a response takes (the width of the gap)")
+    parser.add_argument("--hold-copies", type=int, default=0, metavar="N",
+                        help="the first request of a key runs its handler only once N - 1 "
+                        "duplicates met it in flight (a burst's copies, independent of timing)")
+    parser.add_argument("--hold-s", type=float, default=30.0,
+                        help="the longest --hold-copies waits (seconds)")
 
 
 if __name__ == "__main__":
