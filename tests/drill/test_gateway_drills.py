@@ -112,15 +112,18 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
     fallback once: 4 billed calls for one request (the old gateway drill saw the same), and the
     retries of a timed-out call are new attempts while its outcome is unknown; refusals are
     retried too but not billed. Measured unloaded: 12 calls for 3 intents in every failing drill.
-    On a starved machine an attempt can time out inside the proxy before it reaches the primary
-    (stop 49's CI: two intents showed one primary call): each intent is judged by the calls that
-    reached the fakes (drill.json: every intent, passed or not), at least one shows all three."""
+    On a starved machine an attempt can fail inside the proxy before it reaches the primary
+    (stop 49's CI: two intents showed one primary call; a later run: all three intents of the hang
+    drill two, and one each of late and reset, which times nothing out): each intent is judged by
+    the calls that reached the fakes (drill.json: every intent, passed or not), and at least one
+    of the three drills' nine intents shows all three."""
     proxy, ports = litellm
     code, runs, out = drill_gateway(tmp_path, proxy.url, ports, "litellm",
                                     {"Authorization": "Bearer ${LITELLM_MASTER_KEY}"},
                                     {"LITELLM_MASTER_KEY": MASTER_KEY}, model=LITELLM_MODEL)
     assert code == 1 and MASTER_KEY not in out, out
     reached(runs, out)
+    primary_calls = []
     for name in ("hang", "late", "reset"):
         assert runs[name]["verdict"] == "failed", detail(runs[name])
         found = only_broken(runs[name])
@@ -128,8 +131,10 @@ def test_litellm_proxy_through_the_drill_engine(litellm: tuple[LiteLLMProxy, Por
         # while the outcome is unknown (no hedge declared); a reset is resolved
         expected = {"billed_within_bound"} | ({"within_hedge"} if name != "reset" else set())
         assert set(found) == expected, detail(runs[name])
-        litellm_attempts_judged_by_their_calls(tmp_path, "litellm", name, runs[name])
+        primary_calls += litellm_attempts_judged_by_their_calls(tmp_path, "litellm", name,
+                                                                runs[name])
         assert runs[name]["billed_calls"] > 2 * TRIALS, (name, out)  # [4 per intent]
+    assert 3 in primary_calls, primary_calls  # LiteLLM's num_retries (2), seen whole
     for name in ("5xx", "overload-429"):  # refused (retried), then the fallback: 1 billed
         assert runs[name]["verdict"] == "passed", (name, out)
         assert runs[name]["billed_calls"] == TRIALS, (name, out)
@@ -264,16 +269,16 @@ def judged_per_intent(tmp_path: Path, report: str, name: str, run: dict[str, Any
 
 
 def litellm_attempts_judged_by_their_calls(tmp_path: Path, report: str, name: str,
-                                           run: dict[str, Any]) -> None:
+                                           run: dict[str, Any]) -> list[int]:
     """``judged_per_intent`` for ``billed_within_bound``: each call billed, the bound broken
-    exactly when more than ``policy.max_billed_calls`` (2) were billed; at least one intent
-    with all three primary calls."""
+    exactly when more than ``policy.max_billed_calls`` (2) were billed. Returns each intent's
+    primary calls."""
     bound = CHAT_PROFILE["drill"]["policy"]["max_billed_calls"]
     intents = judged_per_intent(tmp_path, report, name, run, "billed_within_bound",
                                 lambda calls: calls["primary"] + calls["fallback"] > bound)
     for intent in intents:
         assert intent["billed_completions"] == intent["calls"]["primary"] + 1, (name, intent)
-    assert any(intent["calls"]["primary"] == 3 for intent in intents), detail(run)
+    return [intent["calls"]["primary"] for intent in intents]
 
 
 def only_broken(run: dict[str, Any]) -> dict[str, int]:
