@@ -29,8 +29,6 @@ from tests.drill.conftest import provider_env
 pytestmark = pytest.mark.slow  # a service starts in 1-5 s (the SDKs' imports) on a loaded machine
 
 TIMEOUT_S = 0.5  # every service's provider timeout (its hedge delay, for the hedging ones)
-LATE_S = 0.9
-LATE = f"slow:{int(LATE_S * 1000)}"  # answers after the timeout, before the call is abandoned
 GENERATING_S = 5.0  # a provider still generating while the SDK retries (0.5 s + backoff each)
 OWNER = {"X-Owner": "alice"}
 QUEUE_TIMEOUT_S = 2.0  # the redelivering queue twin's provider timeout (its test says why)
@@ -249,11 +247,15 @@ def test_timeout_marks_failed_and_late_answer_overwrites(start_service: Any,
 
 def test_primary_not_aborted_replaces_the_reply(start_service: Any,
                                                 fakes: dict[str, Any]) -> None:
-    url = start(start_service, fakes, "no_abort_service.py")
-    late = submit(url, fakes, LATE)
-    assert late.providers() == ["fallback", "primary"], late.seen
+    # the primary's answer held until the fallback's result was seen (a service that waits 30 s
+    # on its calls, so that the answer still reaches it however loaded; with 0.9 s against its
+    # default 1.5 s, a loaded machine's answer once came after the call was abandoned)
+    url = start(start_service, fakes, "no_abort_service.py", "--abandon-after", "30")
+    late = held_run(url, fakes, "conformant", failed=False,
+                    after=lambda run: len(run.results()) == 2)
+    assert late.providers() == ["fallback", "primary"], late.seen  # the reply replaced
     assert ("failed", None) not in late.seen and late.billed == 2
-    hang = submit(url, fakes, "hang")
+    hang = held_run(url, fakes, "hang", failed=False)
     assert hang.providers() == ["fallback"] and hang.billed == 2
 
 
