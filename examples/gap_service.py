@@ -191,20 +191,26 @@ class GapIdempotencyMiddleware:
         await respond(send, status, content)
 
     def _meet(self, cache_key: str) -> None:
-        if self.hold_copies > 1:
-            self.met[cache_key] = met = self.met.get(cache_key, 0) + 1
-            if met >= self.hold_copies - 1:
-                self.all_met.setdefault(cache_key, asyncio.Event()).set()
+        """A duplicate met the first request of its key (merged or refused)."""
+        held = self.all_met.get(cache_key)
+        if held is None:
+            return  # no --hold-copies, or the first one was let go already
+        self.met[cache_key] = met = self.met.get(cache_key, 0) + 1
+        if met >= self.hold_copies - 1:
+            held.set()
 
     async def _hold(self, cache_key: str) -> None:
-        met = self.all_met.setdefault(cache_key, asyncio.Event())
+        """Wait until the other copies met this first one (called with no await between its
+        lock or in-flight entry and here, so no copy can meet it unseen)."""
+        self.all_met[cache_key] = held = asyncio.Event()
         try:
-            await asyncio.wait_for(met.wait(), self.hold_s)
+            await asyncio.wait_for(held.wait(), self.hold_s)
         except TimeoutError:
             print(f"--hold-copies: {self.met.get(cache_key, 0)} of {self.hold_copies - 1} "
                   f"copies met the first in {self.hold_s:g} s; its handler runs now", flush=True)
-        self.met.pop(cache_key, None)
-        self.all_met.pop(cache_key, None)
+        finally:
+            self.met.pop(cache_key, None)
+            self.all_met.pop(cache_key, None)
 
     def _cached(self, cache_key: str) -> tuple[str, int, bytes] | None:
         row = self.db.execute("SELECT fingerprint, status, body FROM responses "
