@@ -52,6 +52,7 @@ import asyncio
 import hashlib
 import json
 import sqlite3
+from dataclasses import dataclass, field
 
 from jobs_app import (  # type: ignore[import-not-found]
     ASGIApp,
@@ -85,6 +86,15 @@ CREATE TABLE IF NOT EXISTS responses (
 Answer = tuple[int, bytes, dict[str, str]]
 
 
+@dataclass
+class Hold:
+    """A first request held by ``--hold-copies``: the duplicates that met it so far, and the
+    event set once enough have."""
+
+    met: int = 0
+    all_met: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 def parse_flaws(text: str) -> frozenset[str]:
     flaws = {f.strip() for f in text.split(",") if f.strip() and f.strip() != "none"}
     unknown = sorted(flaws - set(FLAWS))
@@ -104,8 +114,7 @@ class GapIdempotencyMiddleware:
         self.app = app
         self.db = db
         self.hold_copies, self.hold_s = hold_copies, hold_s
-        self.met: dict[str, int] = {}  # key -> duplicates merged or refused while it was held
-        self.all_met: dict[str, asyncio.Event] = {}
+        self.holds: dict[str, Hold] = {}  # the keys whose first request is held
         self.flaws = flaws
         self.store_ms = store_ms
         self.locks: set[str] = set()  # keys in progress (like a Redis SETNX without a TTL)
@@ -192,25 +201,24 @@ class GapIdempotencyMiddleware:
 
     def _meet(self, cache_key: str) -> None:
         """A duplicate met the first request of its key (merged or refused)."""
-        held = self.all_met.get(cache_key)
-        if held is None:
+        hold = self.holds.get(cache_key)
+        if hold is None:
             return  # no --hold-copies, or the first one was let go already
-        self.met[cache_key] = met = self.met.get(cache_key, 0) + 1
-        if met >= self.hold_copies - 1:
-            held.set()
+        hold.met += 1
+        if hold.met >= self.hold_copies - 1:
+            hold.all_met.set()
 
     async def _hold(self, cache_key: str) -> None:
         """Wait until the other copies met this first one (called with no await between its
         lock or in-flight entry and here, so no copy can meet it unseen)."""
-        self.all_met[cache_key] = held = asyncio.Event()
+        self.holds[cache_key] = hold = Hold()
         try:
-            await asyncio.wait_for(held.wait(), self.hold_s)
+            await asyncio.wait_for(hold.all_met.wait(), self.hold_s)
         except TimeoutError:
-            print(f"--hold-copies: {self.met.get(cache_key, 0)} of {self.hold_copies - 1} "
-                  f"copies met the first in {self.hold_s:g} s; its handler runs now", flush=True)
+            print(f"--hold-copies: {hold.met} of {self.hold_copies - 1} copies met the first "
+                  f"in {self.hold_s:g} s; its handler runs now", flush=True)
         finally:
-            self.met.pop(cache_key, None)
-            self.all_met.pop(cache_key, None)
+            del self.holds[cache_key]
 
     def _cached(self, cache_key: str) -> tuple[str, int, bytes] | None:
         row = self.db.execute("SELECT fingerprint, status, body FROM responses "

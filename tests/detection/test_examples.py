@@ -81,8 +81,8 @@ def test_staggered_duplicates_get_through_where_a_burst_is_merged(
     burst = run_trials(scenario, held, trials=3, patterns=["burst"])
     _report(burst)
     assert burst.violated("burst") == 0
-    assert burst.histogram("burst")["same job"] + burst.histogram("burst")[
-        "in flight → same job"] == 3 * 7, burst.histogram("burst")
+    answers = burst.histogram("burst")
+    assert answers["same job"] + answers["in flight → same job"] == 3 * 7, answers
     # staggered over three of the first request's latencies: some copies come after it ended
     target = profiled(start_service("gap", "--flaws", "inflight-only", "--work-ms", "100").url)
     ts = run_trials(scenario, target, trials=3, patterns=["staggered"])
