@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from harness.contracts.certifier import plan, shard_plan
 from harness.contracts.lock_merge import SHARD_LOCK, merge_locks
 from harness.domain.errors import ConfigError
 from harness.domain.shard import Shard
+from tests import _cli
 from tests.contracts.conftest import Project, provider
 
 # its module fixtures are made once: under xdist every test of it runs on one worker
@@ -53,11 +52,10 @@ def run_shards(project: Project, total: int, out: Path,
     ks = only or tuple(range(1, total + 1))
     folders = [out / f"shard-{k}" for k in ks]
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "certify", "--providers",
-             str(project.providers_path), "--shard", f"{k}/{total}", "--report-dir",
-             str(folder), "--no-progress", "--quiet"],
-            cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        _cli.popen(
+            ["certify", "--providers", str(project.providers_path), "--shard", f"{k}/{total}",
+             "--report-dir", str(folder), "--no-progress", "--quiet"],
+            cwd=project.root, stdout=_cli.PIPE, stderr=_cli.STDOUT,
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "NO_COLOR": "1"})
         for k, folder in zip(ks, folders, strict=True)
     ]

@@ -3,14 +3,13 @@ scrubbed by whole tokens only, never of a word that is also the DSN's scheme, us
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.domain.redaction import redact, redact_about, redact_dsn, register_dsn
 from harness.providers.secrets import register_secret
+from tests import _cli
 
 KV_PASSWORD = "kvCanary-Pw-5Tq9"
 
@@ -23,11 +22,9 @@ def test_a_key_value_dsn_never_shows_its_password(command: list[str], tmp_path: 
     dsn = f"host=127.0.0.1 port=1 user=app password={KV_PASSWORD} dbname=jobs"
     root = Path(__file__).resolve().parents[2]
     (tmp_path / "providers.yaml").write_bytes((root / "providers.yaml").read_bytes())
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", *command, dsn], cwd=tmp_path, timeout=120,
-        capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root),
-                                             "HARNESS_TOKENS": "tok-aaaaaaaaa=alice"},
-    )
+    done = _cli.run([*command, dsn], cwd=tmp_path, timeout=120,
+                    env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root),
+                         "HARNESS_TOKENS": "tok-aaaaaaaaa=alice"})
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
     assert KV_PASSWORD not in output
