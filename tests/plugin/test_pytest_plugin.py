@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,16 @@ def test_without_a_target_scenario_files_are_not_collected(
     scenario_project.makepyfile(test_nothing="def test_ok():\n    pass\n")
     result = scenario_project.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(passed=1)
+
+
+def test_loading_the_plugin_imports_none_of_the_engine() -> None:
+    """Every pytest run in a venv with failover-harness installed loads the plugin (the entry
+    point): it must not pay for the engine (stores, targets, httpx, the runner) unless used."""
+    probe = ("import sys, pytest, harness.pytest_plugin; "
+             "print(sorted(m for m in sys.modules if m.startswith(('harness.', 'httpx'))))")
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
+                         text=True, timeout=120).stdout
+    assert out.strip() == "['harness.pytest_plugin']", out
 
 
 def test_the_fixtures_and_the_marker(scenario_project: pytest.Pytester) -> None:
