@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.domain.errors import ConfigError
-from harness.yamlsrc import MAX_ALIASES, load_yaml
+from harness.yamlsrc import MAX_ALIASES, MAX_DEPTH, load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,12 +42,13 @@ def test_a_hostile_yaml_file_is_refused_quickly_naming_file_and_line(
     text, line, said = CASES[name]
     path = tmp_path / "hostile.yaml"
     path.write_text(text, encoding="utf-8")
-    # CPU time, not wall time: the work the loader does before it refuses (a blow-up is seconds
-    # of CPU), which a loaded machine's waiting for a core does not inflate
-    started = time.process_time()
+    # CPU time of this thread, not wall time: the work the loader does before it refuses (a
+    # blow-up is seconds of CPU), which neither a loaded machine's waiting for a core nor the
+    # worker's other threads inflate
+    started = time.thread_time()
     with pytest.raises(ConfigError) as caught:
         load_yaml(path)
-    elapsed = time.process_time() - started
+    elapsed = time.thread_time() - started
     assert elapsed < 1.0, f"{name}: {elapsed:.2f} s of CPU"
     error = caught.value
     assert said in error.message and error.file == str(path) and error.fix
@@ -74,6 +75,28 @@ def test_a_non_utf8_providers_file_is_exit_2_with_the_line_and_a_fix(
     assert main(["gate", "--providers", "providers.yaml"]) == 2
     err = capsys.readouterr().err
     assert "providers.yaml:3: not UTF-8" in err and "\n  fix: " in err
+
+
+@pytest.mark.parametrize(("outer", "above"), [("", 0), ("a: ", 1), ("a:\n  b: ", 2)])
+@pytest.mark.parametrize(("opening", "closing", "inner"), [
+    ("[", "]", 0),  # the innermost [] holds nothing
+    ("{a: ", "}", 1),  # the innermost {a: } holds a null: one level more
+])
+def test_the_depth_limit_counts_every_level_once(outer: str, above: int, opening: str,
+                                                 closing: str, inner: int,
+                                                 tmp_path: Path) -> None:
+    """The scanner refuses a flow collection opened beyond the limit before the composer sees
+    it, and refuses nothing the composer would take: ``MAX_DEPTH`` levels in all load (the
+    block levels above, the flow collections, the innermost value), one more is refused."""
+    path = tmp_path / "nested.yaml"
+    for total, refused in ((MAX_DEPTH, False), (MAX_DEPTH + 1, True)):
+        flows = total - above - inner
+        path.write_text(outer + opening * flows + closing * flows + "\n", encoding="utf-8")
+        if refused:
+            with pytest.raises(ConfigError, match=f"nested deeper than {MAX_DEPTH} levels"):
+                load_yaml(path)
+        else:
+            assert load_yaml(path) is not None
 
 
 def test_anchors_and_merge_keys_in_moderation_still_load(tmp_path: Path) -> None:
