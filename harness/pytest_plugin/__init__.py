@@ -21,9 +21,12 @@ import importlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from harness.scenarios.runner import RunResult
 
 ENGINE = "harness.pytest_plugin.engine"
 
@@ -90,12 +93,12 @@ def fake_provider() -> Iterator[Callable[..., Any]]:
 
 
 @pytest.fixture
-def scenario_runner(request: pytest.FixtureRequest) -> Callable[..., Any]:
+def scenario_runner(request: pytest.FixtureRequest) -> Callable[..., RunResult]:
     """``scenario_runner(path_or_scenario, target=None, seed=None)`` runs one scenario and
     returns its result (``.status``, ``.checks``, ``.history``). The target defaults to the
     test's ``harness_target`` marker, then ``--harness-target``, then the embedded store."""
     marker = request.node.get_closest_marker("harness_target")
     default = (marker.args[0] if marker and marker.args
                else request.config.getoption("--harness-target") or "sqlite")
-    runner: Callable[..., Any] = _engine().scenario_runner(request.config, default)
+    runner: Callable[..., RunResult] = _engine().scenario_runner(request.config, default)
     return runner
