@@ -251,11 +251,16 @@ class IntentRun:
             now = e.now()
             if done_at is None and look.status in ("succeeded", "failed"):
                 done_at = now
+                if ev.stopped_waiting and now > deadline:  # the drill looked on (storing)
+                    ev.note += (f"; the job showed complete {now - deadline:.2f} s after it "
+                                "ran out (the drill looked on while an answer was stored)")
             holds.tick(e, ev, now, done_at is not None)
             if done_at is None and now > deadline:
                 self._release(ev, "the job did not finish within the drill's budget")
-                self._look(ev, job)
-                break
+                storing = self._storing_until(ev)
+                if storing is None or now > storing:
+                    self._look(ev, job)
+                    break
             if done_at is not None and settling_since is None:
                 settling_since = self._settling(ev, done_at, now)
             if settling_since is not None and self._quiet(ev, now, done_at or now):
@@ -286,6 +291,16 @@ class IntentRun:
         if look.status != "error":  # a look that read nothing saw nothing
             e.looked(self.tag, look.at, look.status in ("succeeded", "failed"))
         return look
+
+    def _storing_until(self, ev: IntentEvidence) -> float | None:
+        """The budget ran out with the job not complete: until when the drill looks on, because
+        a provider answered the intent less than ``settle_s`` before (or the release just let a
+        held answer go). On a loaded machine a service can take a while to store an answer it
+        got near the budget's end; a job that never shows it, ``settle_s`` after it went, is
+        the judge's "stored it late or not at all". None: no answer to wait for."""
+        answered = [c.ended_at for c in self.engine.calls(ev.tag)
+                    if c.outcome == "answered" and c.ended_at is not None]
+        return min(answered) + self.engine.settle_s if answered else None
 
     def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
         """The service is about to give up on a silent primary (its timeout is near) and has
