@@ -20,6 +20,7 @@ import fcntl
 import functools
 import importlib.util
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -30,6 +31,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from harness.tls import verifying
@@ -57,6 +59,22 @@ PORT_BLOCK = 500
 PORTS_FROM = 20_000
 _next_port = itertools.count()
 _held_block: list[int] = []  # the open lock file's descriptor, kept for the process's life
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet ``http.server`` handler for the small jobs services the drill tests drill:
+    :meth:`send_json` answers a JSON body."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def send_json(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 def tls() -> ssl.SSLContext:

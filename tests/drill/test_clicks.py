@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -21,7 +21,7 @@ import pytest
 from harness.drill.entry import DrillSettings, drill
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import DrillSection
-from tests._servers import free_port, tls
+from tests._servers import JsonHandler, free_port, tls
 from tests.drill.conftest import LOAD_MISSES, ROOT, load_caused
 
 #: the example drills run one at a time on one worker: each brings its own load (36
@@ -43,27 +43,16 @@ class Jobs:
         self.lock = threading.Lock()
         service = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 text = json.loads(self.rfile.read(int(self.headers["content-length"])))["text"]
                 status, job = service.create(self.headers["Idempotency-Key"], text)
-                self._send(status, job)
+                self.send_json(status, job)
 
             def do_GET(self) -> None:
                 with service.lock:
                     job = service.jobs.get(self.path.rsplit("/", 1)[-1])
-                self._send(200 if job else 404, job or {})
+                self.send_json(200 if job else 404, job or {})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +20,7 @@ from harness.providers.fake_server import FakeServer
 from harness.providers.recording import BODY_LIMIT, RecordingFake
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import DrillSection
-from tests._servers import free_port, tls
+from tests._servers import JsonHandler, free_port, tls
 
 
 class Forger:
@@ -34,30 +33,19 @@ class Forger:
         self.lock = threading.Lock()
         forger = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 text = json.loads(self.rfile.read(int(self.headers["content-length"])))["text"]
                 job = f"j{len(forger.jobs) + 1}"
                 with forger.lock:
                     forger.jobs[job] = {"id": job, "status": "running", "result": None}
                 threading.Thread(target=forger.work, args=(job, text), daemon=True).start()
-                self._send(201, {"id": job})
+                self.send_json(201, {"id": job})
 
             def do_GET(self) -> None:
                 with forger.lock:
                     job = forger.jobs.get(self.path.rsplit("/", 1)[-1])
-                self._send(200 if job else 404, job or {})
+                self.send_json(200 if job else 404, job or {})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

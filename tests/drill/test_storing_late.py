@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 
-from harness.drill.entry import DrillSettings, drill
+from harness.drill.entry import DrillOutcome, DrillSettings, drill
+from harness.drill.findings import IntentVerdict
 from harness.target.drill_profile import DrillProfile
 from harness.target.drill_section import DrillSection
-from tests._servers import free_port, tls
+from tests._servers import JsonHandler, free_port, tls
 
 PROVIDER_S, JOB_S, SETTLE_S = 0.2, 0.5, 3.0
 #: the drill's budget from the submit's answer: job_s + the late primary's delay
@@ -40,18 +41,7 @@ class LateJobs:
         self.stop = threading.Event()
         service = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
                 text = json.loads(self.rfile.read(int(self.headers["content-length"])))["text"]
                 key = self.headers["Idempotency-Key"]
@@ -59,12 +49,12 @@ class LateJobs:
                     job = service.jobs.setdefault(key, {"id": key, "status": "running",
                                                         "result": None})
                 threading.Thread(target=service.work, args=(key, text), daemon=True).start()
-                self._send(201, job)
+                self.send_json(201, job)
 
             def do_GET(self) -> None:
                 with service.lock:
                     job = service.jobs.get(self.path.rsplit("/", 1)[-1])
-                    self._send(200 if job else 404, dict(job) if job else {})
+                    self.send_json(200 if job else 404, dict(job) if job else {})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -110,16 +100,23 @@ def late(request: pytest.FixtureRequest) -> Iterator[tuple[LateJobs, int, int]]:
     thread.join(timeout=10)
 
 
-@pytest.mark.parametrize("late", [STORE_AFTER_S], indirect=True)
-def test_an_answer_stored_after_the_budget_ran_out_is_waited_for(
-        late: tuple[LateJobs, int, int]) -> None:
+def _drilled(late: tuple[LateJobs, int, int]) -> tuple[DrillOutcome, IntentVerdict, float]:
+    """One control intent against the service: the outcome, its verdict, when the primary's
+    answer went."""
     service, primary, fallback = late
     outcome = drill(DrillSettings(profile=_profile(primary, fallback), target=service.url,
                                   env={}, drills=("control",), trials=1, probe=False))
     [verdict] = outcome.results.verdicts["control"]
-    ev = verdict.evidence
-    answered = next(c.ended_at for c in ev.calls if c.outcome == "answered")
+    answered = next(c.ended_at for c in verdict.evidence.calls if c.outcome == "answered")
     assert answered is not None
+    return outcome, verdict, answered
+
+
+@pytest.mark.parametrize("late", [STORE_AFTER_S], indirect=True)
+def test_an_answer_stored_after_the_budget_ran_out_is_waited_for(
+        late: tuple[LateJobs, int, int]) -> None:
+    outcome, verdict, answered = _drilled(late)
+    ev = verdict.evidence
     shown = next(o.at for o in ev.observations if o.status == "succeeded")
     # the budget ran out between the answer and the job showing it (the path under test)
     assert "the job did not finish within the drill's budget" in ev.note, ev.note
@@ -130,13 +127,8 @@ def test_an_answer_stored_after_the_budget_ran_out_is_waited_for(
 
 @pytest.mark.parametrize("late", [None], indirect=True)
 def test_an_answer_never_stored_still_breaks_completed(late: tuple[LateJobs, int, int]) -> None:
-    service, primary, fallback = late
-    outcome = drill(DrillSettings(profile=_profile(primary, fallback), target=service.url,
-                                  env={}, drills=("control",), trials=1, probe=False))
-    [verdict] = outcome.results.verdicts["control"]
+    outcome, verdict, answered = _drilled(late)
     ev = verdict.evidence
-    answered = next(c.ended_at for c in ev.calls if c.outcome == "answered")
-    assert answered is not None
     # the drill looked on for settle_s after the answer before it judged
     assert ev.observations[-1].at >= answered + SETTLE_S, (answered, ev.observations[-1])
     completed = verdict.of("completed")
