@@ -40,8 +40,12 @@ class RedisQueue:
 
     def __init__(self, url: str, visibility: float, max_deliveries: int = 0, *,
                  connections: int = 64) -> None:
-        self.redis = redis.Redis.from_url(url, decode_responses=True,
-                                          max_connections=connections)
+        # a blocking pool: at its limit a command waits for a free connection (every worker
+        # holds one while it blocks in BLMOVE) instead of failing with "Too many connections"
+        # (a submit's LPUSH failed so under 36 intents at once on a loaded machine)
+        pool = redis.BlockingConnectionPool.from_url(url, decode_responses=True,
+                                                     max_connections=connections, timeout=30)
+        self.redis = redis.Redis(connection_pool=pool)
         self.redis.ping()
         prefix = f"drill-example:{uuid.uuid4().hex[:8]}"
         self.queue, self.processing, self.leases, self.deliveries, self.dead = (

@@ -34,7 +34,7 @@ from harness.drill.causes import NO_TIMEOUT, SLOW_LOOKS, UNSTARTED
 from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.drill.findings import ONE_JOB, Finding, IntentVerdict
-from harness.drill.winner import judge_winner, short, signed
+from harness.drill.winner import SLOW_FIX, judge_winner, near_timeout, short, signed
 from harness.target.drill_section import DrillSection
 
 #: (certified?, why) for a provider; None: no contract to judge against
@@ -71,7 +71,7 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
         _after_completion(ev, setup, chat),
         _billed(ev, setup),
         _cut(ev, drill, chat, winner),
-        _completed(ev, drill, chat),
+        _completed(ev, drill, chat, setup.section.timeouts.backstop),
         _certified(winner, setup),
     ]
     return out
@@ -333,7 +333,7 @@ def _cut(ev: IntentEvidence, drill: Drill, chat: bool, winner: Call | None) -> F
     return Finding("cut_not_success", "held", "the cut stream did not complete the job")
 
 
-def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
+def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float) -> Finding:
     if chat:
         sub = ev.submissions[-1]
         if sub.status == 200 and sub.stream_complete is not False:
@@ -373,9 +373,34 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
                        f"{last.raw_status!r}, which the profile does not list",
                        "list it under drill.observe.statuses (succeeded, failed, running or "
                        "unknown)")
+    unread = _answers_near_timeout(ev, last, cut)
+    if unread is not None:
+        return unread
     why, fix = _not_completed(ev, last)
     return Finding("completed", "broken", f"the job ended {last.raw_status!r} "
                    f"({last.status}) within timeouts.job_s: {why}", fix)
+
+
+def _answers_near_timeout(ev: IntentEvidence, last: Observation, cut: float
+                          ) -> Finding | None:
+    """The job shows no result, and every answer of the intent was kept back by the drill or
+    its fakes until near the service's own timeout (:func:`near_timeout`: held until the
+    backstop, or waiting for a look as long): a loaded service may have timed out on the call
+    as the answer went, and a timeout rightly leaves the job running. Whether it stores an
+    answer it reads is not known (None: an answer went in time, or none came)."""
+    answered = [c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None]
+    if last.status == "failed" or not answered or not all(near_timeout(c, cut)
+                                                             for c in answered):
+        return None
+    c = answered[0]
+    wait = ("was held until the fakes' backstop" if c.waited is None
+            else "waited for a look at the job")
+    return Finding("completed", "unknown", f"the job ended {last.raw_status!r} with no result, "
+                   f"and the answer of {c.ident} {wait}: it went "
+                   f"{(c.ended_at or c.at) - c.at:.3f} s after the call arrived, near the "
+                   "service's own timeout, which may have cut the call first (a timeout leaves "
+                   "the job running): whether the service stores an answer it reads is not known",
+                   SLOW_FIX, SLOW_LOOKS)
 
 
 def _not_completed(ev: IntentEvidence, last: Observation) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from harness.drill.findings import ONE_WINNER, Finding
 from harness.providers.received import SIGNATURE
 from harness.target.drill_section import DrillSection
 
-_SLOW_FIX = ("the looks at the job were slow: drill with a lower --concurrency or on a less "
+SLOW_FIX = ("the looks at the job were slow: drill with a lower --concurrency or on a less "
              "loaded machine")
 
 
@@ -93,7 +93,7 @@ def _left_while_held(ev: IntentEvidence, winner: Call) -> Finding | None:
                    "backstop lets a held answer go at three quarters of timeouts.provider_s), "
                    f"then asked again: {winner.ident}'s answer is the result. The hold changed "
                    "what the service did, so whether it keeps one winner when both answers "
-                   "reach it is not known", _SLOW_FIX + ", or set timeouts.provider_s to the "
+                   "reach it is not known", SLOW_FIX + ", or set timeouts.provider_s to the "
                    "service's own provider timeout", SLOW_LOOKS)
 
 
@@ -112,7 +112,7 @@ def _unlooked(ev: IntentEvidence, section: DrillSection, winner: Call) -> Findin
                        "answer of the intent, and the fakes let it go at their backstop (three "
                        "quarters of timeouts.provider_s after the call arrived) before a look at "
                        "the job saw what the earlier one did: a result shown before it may have "
-                       "been missed", _SLOW_FIX, SLOW_LOOKS)
+                       "been missed", SLOW_FIX, SLOW_LOOKS)
     cut = section.timeouts.backstop
     left = next((c for c in ev.calls if c.waited == "left" and c is not winner
                  and c.at >= (winner.ended_at or 0) and (c.ended_at or 0) - c.at >= cut), None)
@@ -123,19 +123,21 @@ def _unlooked(ev: IntentEvidence, section: DrillSection, winner: Call) -> Findin
                    f"service left the call {(left.ended_at or 0) - left.at:.3f} s after it "
                    "arrived, past the fakes' backstop (three quarters of timeouts.provider_s), "
                    "so the answer never reached it and whether it would have replaced the "
-                   "result is not known", _SLOW_FIX, SLOW_LOOKS)
+                   "result is not known", SLOW_FIX, SLOW_LOOKS)
 
 
-def _near_timeout(c: Call, cut: float) -> bool:
+def near_timeout(c: Call, cut: float) -> bool:
     """Whether the drill or its fakes kept the call's answer back until near the service's own
     timeout: it waited for a look and went at the backstop's three quarters of
     ``timeouts.provider_s`` or later, or it was held and the backstop, not the drill, let it
-    go. The service's clock starts before the fake sees the call, and a loaded service may
+    go (or whoever let it go, it went that late: a loaded fake writes late). The service's
+    clock starts before the fake sees the call, and a loaded service may
     read an answer that late after its timeout fired: that it reached the service is not
     known."""
+    went = (c.ended_at or 0) - c.at
     if c.waited is not None:
-        return (c.ended_at or 0) - c.at >= cut
-    return c.held and c.freed == "backstop"
+        return went >= cut
+    return c.held and (c.freed == "backstop" or went >= cut)
 
 
 def short(text: str | None, limit: int = 80) -> str:
@@ -151,14 +153,14 @@ def _lost_claim(ev: IntentEvidence, section: DrillSection, winner: Call,
     An answer that reached the service after the winner, or before it to the same question (a
     retry's, a re-run's: another step of the job asks something else), and is not the result
     lost a claim: the service records it among its races. One the drill or its fakes kept back
-    until near the service's own timeout (:func:`_near_timeout`) may have met that timeout: the
+    until near the service's own timeout (:func:`near_timeout`) may have met that timeout: the
     service may never have read it, so no race was owed."""
     lost = late + [c for c in answered if c not in late and c.prompt
                    and c.prompt == winner.prompt]
     if not lost or section.observe is None or section.observe.races is None:
         return None
     cut = section.timeouts.backstop
-    sure = [c for c in lost if not _near_timeout(c, cut)]
+    sure = [c for c in lost if not near_timeout(c, cut)]
     sure_late = [c for c in late if c in sure]
     which = (f"the late answer of {sure_late[0].ident} reached the service after the winner"
              if sure_late
@@ -183,4 +185,4 @@ def _lost_claim(ev: IntentEvidence, section: DrillSection, winner: Call,
                    "the service's own timeout (timeouts.provider_s "
                    f"{section.timeouts.provider_s:g} s): the service may have given up on it "
                    "unread, so its lost claim is not known, and no race was recorded",
-                   _SLOW_FIX, SLOW_LOOKS)
+                   SLOW_FIX, SLOW_LOOKS)

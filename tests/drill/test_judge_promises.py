@@ -3,6 +3,7 @@ the reason and the fix. Pure: no service, no fakes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -682,6 +683,32 @@ def test_judge_a_job_still_running_at_job_s_says_what_the_calls_show(
     assert completed is not None and completed.verdict == "broken"
     assert completed.message == f"the job ended 'running' (running) within timeouts.job_s: {why}"
     assert fix in completed.fix
+
+
+def test_judge_an_answer_held_until_the_service_timeout_and_never_shown_is_no_evidence(
+        tmp_path: Path) -> None:
+    """The fakes' backstop let the held fallback answer go (three quarters of provider_s after
+    the call arrived): a loaded service's own timeout may have cut the call first, and a
+    timeout rightly leaves the job running. Not 'stored it late or not at all' (the project's
+    CI saw that false alarm on the correct example): unknown, the load's, drilled again. An
+    answer the drill let go itself, never shown, still breaks the promise."""
+    looks = [_look(0.1), _look(4.9)]
+    backstop = judge_intent(_ev("hang", [HANG, HELD_FALLBACK], looks), DRILLS["hang"],
+                            _setup(tmp_path)).of("completed")
+    assert backstop is not None and backstop.verdict == "unknown", backstop
+    assert backstop.load == SLOW_LOOKS
+    assert "claude#1 was held until the fakes' backstop: it went 0.380 s" in backstop.message
+    # let go by the drill, but written as late (0.564 s after a call of a 0.5 s timeout: the
+    # project's CI, the sdk-retry-unresolved twin, a loaded fake): no evidence either
+    written_late = replace(HELD_FALLBACK, freed="drill", ended_at=HELD_FALLBACK.at + 0.564)
+    late = judge_intent(_ev("hang", [HANG, written_late], looks), DRILLS["hang"],
+                        _setup(tmp_path)).of("completed")
+    assert late is not None and (late.verdict, late.load) == ("unknown", SLOW_LOOKS), late
+    let_go = replace(HELD_FALLBACK, freed="drill", ended_at=HELD_FALLBACK.at + 0.05)
+    drilled = judge_intent(_ev("hang", [HANG, let_go], looks), DRILLS["hang"],
+                           _setup(tmp_path)).of("completed")
+    assert drilled is not None and drilled.verdict == "broken", drilled
+    assert "stored it late or not at all" in drilled.message
 
 
 def test_judge_a_job_reported_failed_or_in_a_status_the_profile_lacks(tmp_path: Path) -> None:
