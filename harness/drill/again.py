@@ -3,8 +3,9 @@ says so. Pure.
 
 A loaded machine can leave an intent without evidence for a promise: the drill could not look
 at the job twice while the fallback's answer was held, the service did not act on its timeout
-while watched, the late answer never reached the service, or the service had not started the
-job when the budget ran out (the load words of :mod:`harness.drill.causes`). Such an intent
+while watched, the late answer never reached the service, the service had not started the
+job when the budget ran out, or a provider asked in time answered only after it ran out (the
+load words of :mod:`harness.drill.causes`). Such an intent
 says *unknown*, honestly, but the unknown comes from the load, not from the service. After the
 round, the engine drills each such trial again as a fresh intent (a new tag and key, the same
 drill), at most :data:`REDRILLS` times, the fresh intents of a round all at once; the trial is

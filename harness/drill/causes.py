@@ -26,6 +26,7 @@ SLOW_LOOKS = "the looks at the job were slow"
 NO_TIMEOUT = "the service did not act on its timeout while watched"
 LATE_UNREACHED = "the late answer did not reach the service"
 UNSTARTED = "the service did not start the job within the budget"
+SLOW_JOB = "the job completed only after the budget ran out"
 
 
 def base_url_fix(fakes: Sequence[tuple[str, str, str]]) -> str:

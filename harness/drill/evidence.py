@@ -113,6 +113,10 @@ class IntentEvidence:
     races: int | None = None
     ended_at: float = 0.0
     stopped_waiting: bool = False  # calls were still open when the drill stopped waiting
+    #: when the drill's budget for the job ran out with the job not complete (None: it did not):
+    #: the drill then released the intent's calls, so a call asked after it is the release's
+    #: doing, not the service's own failover
+    budget_ended_at: float | None = None
     note: str = ""
     #: why the intent could not be drilled, from the service's answers (an id that cannot be
     #: put into a URL, a submit answer that is not JSON): (the cause, its fix); judged unknown

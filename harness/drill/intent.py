@@ -253,11 +253,13 @@ class IntentRun:
                 done_at = now
                 if ev.stopped_waiting and now > deadline:  # the drill looked on (storing)
                     ev.note += (f"; the job showed complete {now - deadline:.2f} s after it "
-                                "ran out (the drill looked on while an answer was stored)")
+                                "ran out (the drill looked on for a call asked in time)")
             holds.tick(e, ev, now, done_at is not None)
             if done_at is None and now > deadline:
+                if ev.budget_ended_at is None:
+                    ev.budget_ended_at = deadline
                 self._release(ev, "the job did not finish within the drill's budget")
-                storing = self._storing_until(ev)
+                storing = self._storing_until(ev, deadline)
                 if storing is None or now > storing:
                     self._look(ev, job)
                     break
@@ -292,15 +294,23 @@ class IntentRun:
             e.looked(self.tag, look.at, look.status in ("succeeded", "failed"))
         return look
 
-    def _storing_until(self, ev: IntentEvidence) -> float | None:
-        """The budget ran out with the job not complete: until when the drill looks on, because
-        a provider answered the intent less than ``settle_s`` before (or the release just let a
-        held answer go). On a loaded machine a service can take a while to store an answer it
-        got near the budget's end; a job that never shows it, ``settle_s`` after it went, is
-        the judge's "stored it late or not at all". None: no answer to wait for."""
-        answered = [c.ended_at for c in self.engine.calls(ev.tag)
-                    if c.outcome == "answered" and c.ended_at is not None]
-        return min(answered) + self.engine.settle_s if answered else None
+    def _storing_until(self, ev: IntentEvidence, deadline: float) -> float | None:
+        """The budget ran out with the job not complete: until when the drill looks on. A
+        provider asked before it ran out answered less than ``settle_s`` ago: until
+        ``settle_s`` after that answer (on a loaded machine a service can take a while to store
+        an answer it got near the budget's end; a job that never shows it is the judge's
+        "stored it late or not at all"). Such a call still answering: while it does, at most
+        2 x ``provider_s`` + 0.3 s more, then that ``settle_s``. A call asked after the budget
+        ran out (the drill's release provoked it) is waited for by no one. None: nothing to
+        wait for."""
+        e = self.engine
+        calls = [c for c in e.calls(ev.tag) if c.at <= deadline]
+        answered = [c.ended_at for c in calls if c.outcome == "answered" and c.ended_at is not None]
+        if answered:
+            return min(answered) + e.settle_s
+        if any(c.ended_at is None for c in calls):
+            return deadline + self._patience() + e.settle_s
+        return None
 
     def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
         """The service is about to give up on a silent primary (its timeout is near) and has

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from harness.domain.words import counted
 from harness.drill import causes
-from harness.drill.causes import NO_TIMEOUT, SLOW_LOOKS, UNSTARTED
+from harness.drill.causes import NO_TIMEOUT, SLOW_JOB, SLOW_LOOKS, UNSTARTED
 from harness.drill.drills import HELD_LOOKS, Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
 from harness.drill.findings import ONE_JOB, Finding, IntentVerdict
@@ -163,9 +163,12 @@ def _timeout(ev: IntentEvidence, drill: Drill, chat: bool) -> Finding:
 def _timed_out(ev: IntentEvidence) -> bool:
     """Evidence that the service acted on the primary's timeout: it called a fallback, gave up
     on the primary (abandoned, late), or said itself the job's outcome is unknown."""
-    return (any(c.role == "fallback" for c in ev.calls)
-            or any(c.role == "primary" and c.outcome in ("abandoned", "late") for c in ev.calls)
+    end = ev.budget_ended_at  # a call asked after the drill released the intent's calls is
+    own = [c for c in ev.calls if end is None or c.at <= end]  # the release's doing
+    return (any(c.role == "fallback" for c in own)
+            or any(c.role == "primary" and c.outcome in ("abandoned", "late") for c in own)
             or any(o.status == "unknown" for o in ev.observations))
+
 
 def _unseen_hold(ev: IntentEvidence) -> Finding | None:
     """The fallback's answer was held so that the job is seen between the service's timeout and
@@ -361,7 +364,7 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float) -> Find
         return Finding("completed", "unknown", "the job was never observed",
                        "check drill.observe (path, status_field)")
     if last.status == "succeeded":
-        return Finding("completed", "held", f"{last.raw_status!r}")
+        return _after_budget(ev) or Finding("completed", "held", f"{last.raw_status!r}")
     if last.status == "error":  # no verdict from an answer the drill could not read
         return Finding("completed", "unknown", f"the last look at the job got "
                        f"{last.error or 'no readable answer'}",
@@ -379,6 +382,40 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float) -> Find
     why, fix = _not_completed(ev, last)
     return Finding("completed", "broken", f"the job ended {last.raw_status!r} "
                    f"({last.status}) within timeouts.job_s: {why}", fix)
+
+
+#: the fix for a job slower than its budget
+SLOW_JOB_FIX = ("raise timeouts.job_s if the service takes that long by design; on a loaded "
+                "machine, a lower --concurrency")
+
+
+def _after_budget(ev: IntentEvidence) -> Finding | None:
+    """The job showed complete only after the drill's budget ran out (the drill looked on for
+    the calls asked in time): with an answer that came in time and was stored after, it held
+    (None); with an answer to a call asked in time that came after, a loaded machine may have
+    slowed the service that much: unknown, the load's (drilled again); with only an answer to a
+    call asked after, which the drill's release of the intent's calls provoked: broken."""
+    end = ev.budget_ended_at
+    answered = sorted((c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None),
+                      key=lambda c: c.ended_at or 0.0)
+    if end is None or not answered or (answered[0].ended_at or 0.0) <= end:
+        return None
+    c = answered[0]
+
+    def at(t: float | None) -> str:
+        return f"{(t or 0.0) - ev.started_at:.3f} s"
+
+    slow = SLOW_JOB_FIX
+    if c.at <= end:
+        return Finding("completed", "unknown", f"{SLOW_JOB}: {c.ident} was asked at {at(c.at)}, "
+                       f"before the drill's budget ran out at {at(end)}, and answered at "
+                       f"{at(c.ended_at)}; the job showed its answer after. A loaded machine "
+                       "can slow a service that much, so whether it keeps timeouts.job_s is not "
+                       "known", slow, SLOW_JOB)
+    return Finding("completed", "broken", f"the job completed only with {c.ident}'s answer, "
+                   f"asked at {at(c.at)}, after the drill's budget ran out at {at(end)} and it "
+                   "released the intent's calls: failover did not happen within "
+                   "timeouts.job_s", slow)
 
 
 def _answers_near_timeout(ev: IntentEvidence, last: Observation, cut: float
@@ -410,8 +447,7 @@ def _not_completed(ev: IntentEvidence, last: Observation) -> tuple[str, str]:
     def at(t: float) -> str:
         return f"{t - ev.started_at:.3f} s"
 
-    slow = ("raise timeouts.job_s if the service takes that long by design; on a loaded "
-            "machine, a lower --concurrency")
+    slow = SLOW_JOB_FIX
     answered = sorted((c.ended_at, c.provider) for c in ev.calls
                       if c.outcome == "answered" and c.ended_at is not None)
     if last.status == "failed":  # a drill without a timeout: the service gave up

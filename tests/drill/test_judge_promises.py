@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.drill.causes import NO_TIMEOUT, SLOW_LOOKS
+from harness.drill.causes import NO_TIMEOUT, SLOW_JOB, SLOW_LOOKS
 from harness.drill.drills import DRILLS
 from harness.drill.evidence import Call, IntentEvidence, Observation, Submission
 from harness.drill.findings import IntentVerdict
@@ -709,6 +709,36 @@ def test_judge_an_answer_held_until_the_service_timeout_and_never_shown_is_no_ev
                            _setup(tmp_path)).of("completed")
     assert drilled is not None and drilled.verdict == "broken", drilled
     assert "stored it late or not at all" in drilled.message
+
+
+@pytest.mark.parametrize(("fallback", "verdict", "said"), [
+    # asked and answered in time, stored after the budget ran out (the drill looked on): held
+    (Call("claude", "fallback", 1, 4.0, 4.2, "answered", "conformant"), "held", "'done'"),
+    # asked in time, answered after: a loaded machine may have slowed it: unknown, the load's
+    (Call("claude", "fallback", 1, 4.2, 4.7, "answered", "conformant"), "unknown",
+     f"{SLOW_JOB}: claude#1 was asked at 4.200 s, before the drill's budget ran out at 4.500 s, "
+     "and answered at 4.700 s"),
+    # asked only after the drill released the hung primary: the release's doing, not failover
+    (Call("claude", "fallback", 1, 4.6, 4.7, "answered", "conformant"), "broken",
+     "the job completed only with claude#1's answer, asked at 4.600 s, after the drill's budget "
+     "ran out at 4.500 s and it released the intent's calls"),
+])
+def test_judge_a_job_that_completed_after_the_budget_ran_out(
+        tmp_path: Path, fallback: Call, verdict: str, said: str) -> None:
+    released = Call("gpt", "primary", 1, 0.01, 4.55, "released", "hang")
+    ev = _ev("hang", [released, fallback], [_look(0.1), _look(4.5), _done(ANSWER, 5.0)])
+    ev.budget_ended_at = 4.5
+    judged = judge_intent(ev, DRILLS["hang"], _setup(tmp_path))
+    completed = judged.of("completed")
+    assert completed is not None and completed.verdict == verdict, completed
+    assert said in completed.message
+    assert completed.load == (SLOW_JOB if verdict == "unknown" else "")
+    timeout = judged.of("timeout_not_failure")
+    assert timeout is not None
+    if fallback.at > 4.5:  # a fallback the release provoked is no evidence of a timeout
+        assert (timeout.verdict, timeout.load) == ("unknown", NO_TIMEOUT), timeout
+    else:
+        assert timeout.verdict != "unknown" or timeout.load != NO_TIMEOUT, timeout
 
 
 def test_judge_a_job_reported_failed_or_in_a_status_the_profile_lacks(tmp_path: Path) -> None:
