@@ -364,7 +364,7 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float) -> Find
         return Finding("completed", "unknown", "the job was never observed",
                        "check drill.observe (path, status_field)")
     if last.status == "succeeded":
-        return _after_budget(ev) or Finding("completed", "held", f"{last.raw_status!r}")
+        return _after_budget(ev, drill) or Finding("completed", "held", f"{last.raw_status!r}")
     if last.status == "error":  # no verdict from an answer the drill could not read
         return Finding("completed", "unknown", f"the last look at the job got "
                        f"{last.error or 'no readable answer'}",
@@ -389,12 +389,15 @@ SLOW_JOB_FIX = ("raise timeouts.job_s if the service takes that long by design; 
                 "machine, a lower --concurrency")
 
 
-def _after_budget(ev: IntentEvidence) -> Finding | None:
+def _after_budget(ev: IntentEvidence, drill: Drill) -> Finding | None:
     """The job showed complete only after the drill's budget ran out (the drill looked on for
-    the calls asked in time): with an answer that came in time and was stored after, it held
-    (None); with an answer to a call asked in time that came after, a loaded machine may have
-    slowed the service that much: unknown, the load's (drilled again); with only an answer to a
-    call asked after, which the drill's release of the intent's calls provoked: broken."""
+    the calls asked in time). With an answer that came in time and was stored after, it held
+    (None). With an answer to a call asked in time that came after, a loaded machine may have
+    slowed the service that much: unknown, the load's (drilled again). With only an answer to a
+    call asked after, which the drill's release of the intent's calls provoked (a hung primary
+    reset): in a timeout drill the service had not given up on its primary within the budget,
+    no timeout of its own or too loaded to reach it (unknown, as ``timeout_not_failure`` says);
+    else broken, failover did not happen in time."""
     end = ev.budget_ended_at
     answered = sorted((c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None),
                       key=lambda c: c.ended_at or 0.0)
@@ -405,17 +408,22 @@ def _after_budget(ev: IntentEvidence) -> Finding | None:
     def at(t: float | None) -> str:
         return f"{(t or 0.0) - ev.started_at:.3f} s"
 
-    slow = SLOW_JOB_FIX
     if c.at <= end:
         return Finding("completed", "unknown", f"{SLOW_JOB}: {c.ident} was asked at {at(c.at)}, "
                        f"before the drill's budget ran out at {at(end)}, and answered at "
                        f"{at(c.ended_at)}; the job showed its answer after. A loaded machine "
                        "can slow a service that much, so whether it keeps timeouts.job_s is not "
-                       "known", slow, SLOW_JOB)
-    return Finding("completed", "broken", f"the job completed only with {c.ident}'s answer, "
-                   f"asked at {at(c.at)}, after the drill's budget ran out at {at(end)} and it "
-                   "released the intent's calls: failover did not happen within "
-                   "timeouts.job_s", slow)
+                       "known", SLOW_JOB_FIX, SLOW_JOB)
+    said = (f"the job completed only with {c.ident}'s answer, asked at {at(c.at)}, after the "
+            f"drill's budget ran out at {at(end)} and it released the intent's calls")
+    if drill.timeout and not _timed_out(ev):
+        return Finding("completed", "unknown", f"{said}; the service had not given up on its "
+                       "primary by then, so whether it fails over by itself within "
+                       "timeouts.job_s is not known", "check timeouts.provider_s against the "
+                       "service's timeout; a service too loaded to reach its timeout within "
+                       "timeouts.job_s: a lower --concurrency", NO_TIMEOUT)
+    return Finding("completed", "broken", f"{said}: failover did not happen within "
+                   "timeouts.job_s", SLOW_JOB_FIX)
 
 
 def _answers_near_timeout(ev: IntentEvidence, last: Observation, cut: float

@@ -718,10 +718,11 @@ def test_judge_an_answer_held_until_the_service_timeout_and_never_shown_is_no_ev
     (Call("claude", "fallback", 1, 4.2, 4.7, "answered", "conformant"), "unknown",
      f"{SLOW_JOB}: claude#1 was asked at 4.200 s, before the drill's budget ran out at 4.500 s, "
      "and answered at 4.700 s"),
-    # asked only after the drill released the hung primary: the release's doing, not failover
-    (Call("claude", "fallback", 1, 4.6, 4.7, "answered", "conformant"), "broken",
+    # asked only after the drill released the hung primary: the release's doing, not failover;
+    # the service had not given up on the primary in the budget (no timeout, or too loaded)
+    (Call("claude", "fallback", 1, 4.6, 4.7, "answered", "conformant"), "unknown",
      "the job completed only with claude#1's answer, asked at 4.600 s, after the drill's budget "
-     "ran out at 4.500 s and it released the intent's calls"),
+     "ran out at 4.500 s and it released the intent's calls; the service had not given up"),
 ])
 def test_judge_a_job_that_completed_after_the_budget_ran_out(
         tmp_path: Path, fallback: Call, verdict: str, said: str) -> None:
@@ -732,13 +733,27 @@ def test_judge_a_job_that_completed_after_the_budget_ran_out(
     completed = judged.of("completed")
     assert completed is not None and completed.verdict == verdict, completed
     assert said in completed.message
-    assert completed.load == (SLOW_JOB if verdict == "unknown" else "")
+    assert completed.load == ("" if verdict == "held" else
+                              NO_TIMEOUT if fallback.at > 4.5 else SLOW_JOB)
     timeout = judged.of("timeout_not_failure")
     assert timeout is not None
     if fallback.at > 4.5:  # a fallback the release provoked is no evidence of a timeout
         assert (timeout.verdict, timeout.load) == ("unknown", NO_TIMEOUT), timeout
     else:
         assert timeout.verdict != "unknown" or timeout.load != NO_TIMEOUT, timeout
+
+
+def test_judge_a_failover_the_release_provoked_in_a_drill_without_a_timeout_is_broken(
+        tmp_path: Path) -> None:
+    """5xx: the primary refused at once and the service asked its fallback only after the
+    budget ran out: no timeout to wait for, failover did not happen in time."""
+    refused = Call("gpt", "primary", 1, 0.01, 0.05, "refused", "status:500", status=500)
+    late = Call("claude", "fallback", 1, 4.6, 4.7, "answered", "conformant")
+    ev = _ev("5xx", [refused, late], [_look(0.1), _look(4.5), _done(ANSWER, 5.0)])
+    ev.budget_ended_at = 4.5
+    completed = judge_intent(ev, DRILLS["5xx"], _setup(tmp_path)).of("completed")
+    assert completed is not None and completed.verdict == "broken", completed
+    assert completed.message.endswith("failover did not happen within timeouts.job_s")
 
 
 def test_judge_a_job_reported_failed_or_in_a_status_the_profile_lacks(tmp_path: Path) -> None:
