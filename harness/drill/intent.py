@@ -256,10 +256,10 @@ class IntentRun:
                                 "ran out (the drill looked on for a call asked in time)")
             holds.tick(e, ev, now, done_at is not None)
             if done_at is None and now > deadline:
-                if ev.budget_ended_at is None:
-                    ev.budget_ended_at = deadline
+                if ev.budget_ended_at is None:  # the calls asked until the release are its
+                    ev.budget_ended_at = e.now()  # own; the release may provoke others
                 self._release(ev, "the job did not finish within the drill's budget")
-                storing = self._storing_until(ev, deadline)
+                storing = self._storing_until(ev, ev.budget_ended_at)
                 if storing is None or now > storing:
                     self._look(ev, job)
                     break
@@ -297,20 +297,19 @@ class IntentRun:
     def _storing_until(self, ev: IntentEvidence, deadline: float) -> float | None:
         """The budget ran out with the job not complete: until when the drill looks on. A
         provider asked before it ran out answered less than ``settle_s`` ago: until
-        ``settle_s`` after that answer (on a loaded machine a service can take a while to store
-        an answer it got near the budget's end; a job that never shows it is the judge's
-        "stored it late or not at all"). Such a call still answering: while it does, at most
-        2 x ``provider_s`` + 0.3 s more, then that ``settle_s``. A call asked after the budget
-        ran out (the drill's release provoked it) is waited for by no one. None: nothing to
-        wait for."""
+        ``settle_s`` after the latest such answer (on a loaded machine a service can take a
+        while to store an answer it got near the budget's end; a job that never shows it is
+        the judge's "stored it late or not at all"). Such a call still answering: while it
+        does, at most 2 x ``provider_s`` + 0.3 s more, then that ``settle_s``. A call asked
+        after the budget ran out (the drill's release provoked it) is waited for by no one.
+        None: nothing to wait for."""
         e = self.engine
         calls = [c for c in e.calls(ev.tag) if c.at <= deadline]
-        answered = [c.ended_at for c in calls if c.outcome == "answered" and c.ended_at is not None]
-        if answered:
-            return min(answered) + e.settle_s
+        until = [c.ended_at + e.settle_s for c in calls
+                 if c.outcome == "answered" and c.ended_at is not None]
         if any(c.ended_at is None for c in calls):
-            return deadline + self._patience() + e.settle_s
-        return None
+            until.append(deadline + self._patience() + e.settle_s)
+        return max(until, default=None)
 
     def _giving_up(self, ev: IntentEvidence, now: float) -> bool:
         """The service is about to give up on a silent primary (its timeout is near) and has

@@ -71,7 +71,7 @@ def judge_intent(ev: IntentEvidence, drill: Drill, setup: Setup) -> IntentVerdic
         _after_completion(ev, setup, chat),
         _billed(ev, setup),
         _cut(ev, drill, chat, winner),
-        _completed(ev, drill, chat, setup.section.timeouts.backstop),
+        _completed(ev, drill, chat, setup.section.timeouts.backstop, winner),
         _certified(winner, setup),
     ]
     return out
@@ -336,7 +336,8 @@ def _cut(ev: IntentEvidence, drill: Drill, chat: bool, winner: Call | None) -> F
     return Finding("cut_not_success", "held", "the cut stream did not complete the job")
 
 
-def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float) -> Finding:
+def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float,
+               winner: Call | None) -> Finding:
     if chat:
         sub = ev.submissions[-1]
         if sub.status == 200 and sub.stream_complete is not False:
@@ -364,7 +365,8 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float) -> Find
         return Finding("completed", "unknown", "the job was never observed",
                        "check drill.observe (path, status_field)")
     if last.status == "succeeded":
-        return _after_budget(ev, drill) or Finding("completed", "held", f"{last.raw_status!r}")
+        return (_after_budget(ev, drill, winner)
+                or Finding("completed", "held", f"{last.raw_status!r}"))
     if last.status == "error":  # no verdict from an answer the drill could not read
         return Finding("completed", "unknown", f"the last look at the job got "
                        f"{last.error or 'no readable answer'}",
@@ -376,7 +378,7 @@ def _completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float) -> Find
                        f"{last.raw_status!r}, which the profile does not list",
                        "list it under drill.observe.statuses (succeeded, failed, running or "
                        "unknown)")
-    unread = _answers_near_timeout(ev, last, cut)
+    unread = _answers_near_timeout(ev, last, cut) or _provoked(ev, drill)
     if unread is not None:
         return unread
     why, fix = _not_completed(ev, last)
@@ -389,21 +391,21 @@ SLOW_JOB_FIX = ("raise timeouts.job_s if the service takes that long by design; 
                 "machine, a lower --concurrency")
 
 
-def _after_budget(ev: IntentEvidence, drill: Drill) -> Finding | None:
+def _after_budget(ev: IntentEvidence, drill: Drill, winner: Call | None) -> Finding | None:
     """The job showed complete only after the drill's budget ran out (the drill looked on for
-    the calls asked in time). With an answer that came in time and was stored after, it held
-    (None). With an answer to a call asked in time that came after, a loaded machine may have
-    slowed the service that much: unknown, the load's (drilled again). With only an answer to a
-    call asked after, which the drill's release of the intent's calls provoked (a hung primary
-    reset): in a timeout drill the service had not given up on its primary within the budget,
-    no timeout of its own or too loaded to reach it (unknown, as ``timeout_not_failure`` says);
-    else broken, failover did not happen in time."""
+    the calls asked in time). Judged by the answer that is the result (the winner; else the
+    first answer). It came in time and was stored after: held (None). Its call was asked in
+    time and it came after: a loaded machine may have slowed the service that much: unknown,
+    the load's (drilled again). Its call was asked after, provoked by the drill's release of
+    the intent's calls (a hung primary reset): :func:`_provoked`, else broken."""
     end = ev.budget_ended_at
     answered = sorted((c for c in ev.calls if c.outcome == "answered" and c.ended_at is not None),
                       key=lambda c: c.ended_at or 0.0)
-    if end is None or not answered or (answered[0].ended_at or 0.0) <= end:
+    if end is None or not answered:
         return None
-    c = answered[0]
+    c = winner if winner is not None and winner.ended_at is not None else answered[0]
+    if (c.ended_at or 0.0) <= end:
+        return None
 
     def at(t: float | None) -> str:
         return f"{(t or 0.0) - ev.started_at:.3f} s"
@@ -416,14 +418,26 @@ def _after_budget(ev: IntentEvidence, drill: Drill) -> Finding | None:
                        "known", SLOW_JOB_FIX, SLOW_JOB)
     said = (f"the job completed only with {c.ident}'s answer, asked at {at(c.at)}, after the "
             f"drill's budget ran out at {at(end)} and it released the intent's calls")
-    if drill.timeout and not _timed_out(ev):
-        return Finding("completed", "unknown", f"{said}; the service had not given up on its "
-                       "primary by then, so whether it fails over by itself within "
-                       "timeouts.job_s is not known", "check timeouts.provider_s against the "
-                       "service's timeout; a service too loaded to reach its timeout within "
-                       "timeouts.job_s: a lower --concurrency", NO_TIMEOUT)
-    return Finding("completed", "broken", f"{said}: failover did not happen within "
-                   "timeouts.job_s", SLOW_JOB_FIX)
+    return _provoked(ev, drill, said) or Finding(
+        "completed", "broken", f"{said}: failover did not happen within timeouts.job_s",
+        SLOW_JOB_FIX)
+
+
+def _provoked(ev: IntentEvidence, drill: Drill, said: str = "") -> Finding | None:
+    """A timeout drill whose budget ran out before the service gave up on its primary (no
+    fallback asked, no call given up, until the drill released the intent's calls): no timeout
+    of its own, or too loaded to reach it, as ``timeout_not_failure`` says. Whatever the job
+    did after the release (a failover the reset provoked, stored or not) says nothing of
+    ``completed``: unknown (None: not so)."""
+    if ev.budget_ended_at is None or not drill.timeout or _timed_out(ev):
+        return None
+    said = said or (f"the drill's budget ran out at {ev.budget_ended_at - ev.started_at:.3f} s "
+                    "and it released the intent's calls")
+    return Finding("completed", "unknown", f"{said}; the service had not given up on its "
+                   "primary by then, so whether it fails over by itself within "
+                   "timeouts.job_s is not known", "check timeouts.provider_s against the "
+                   "service's timeout; a service too loaded to reach its timeout within "
+                   "timeouts.job_s: a lower --concurrency", NO_TIMEOUT)
 
 
 def _answers_near_timeout(ev: IntentEvidence, last: Observation, cut: float
@@ -438,8 +452,9 @@ def _answers_near_timeout(ev: IntentEvidence, last: Observation, cut: float
                                                              for c in answered):
         return None
     c = answered[0]
-    wait = ("was held until the fakes' backstop" if c.waited is None
-            else "waited for a look at the job")
+    wait = ("waited for a look at the job" if c.waited is not None
+            else "was held until the fakes' backstop" if c.freed == "backstop"
+            else "was held and written late")
     return Finding("completed", "unknown", f"the job ended {last.raw_status!r} with no result, "
                    f"and the answer of {c.ident} {wait}: it went "
                    f"{(c.ended_at or c.at) - c.at:.3f} s after the call arrived, near the "

@@ -130,14 +130,17 @@ def near_timeout(c: Call, cut: float) -> bool:
     """Whether the drill or its fakes kept the call's answer back until near the service's own
     timeout: it waited for a look and went at the backstop's three quarters of
     ``timeouts.provider_s`` or later, or it was held and the backstop, not the drill, let it
-    go (or whoever let it go, it went that late: a loaded fake writes late). The service's
+    go (or, for a held fallback, whoever let it go, it went that late: a loaded fake writes
+    late). The service's
     clock starts before the fake sees the call, and a loaded service may
     read an answer that late after its timeout fired: that it reached the service is not
     known."""
     went = (c.ended_at or 0) - c.at
     if c.waited is not None:
         return went >= cut
-    return c.held and (c.freed == "backstop" or went >= cut)
+    # a held fallback's backstop is at ``cut``: written that late, whoever let it go, it went
+    # near the timeout; a late primary is held on purpose far longer (not near it then)
+    return c.held and (c.freed == "backstop" or (c.role == "fallback" and went >= cut))
 
 
 def short(text: str | None, limit: int = 80) -> str:

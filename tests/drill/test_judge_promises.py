@@ -285,6 +285,11 @@ def test_judge_a_late_answer_that_never_reached_the_service_is_no_evidence(
     delivered = Call("gpt", "primary", 1, 0.01, 0.9, "answered", "conformant", held=True)
     ev = _ev("late", [delivered, FALLBACK], [_done(ANSWER, 0.6), _done(ANSWER, 1.0)], races=1)
     assert _findings(ev, setup)["one_winner_per_job"] == "held"
+    # the drill held it on purpose far past the backstop, then let it go: delivered, and the
+    # service recorded no race: its lost claim is sure (a late primary is not "near timeout")
+    ev = _ev("late", [replace(delivered, freed="drill"), FALLBACK],
+             [_done(ANSWER, 0.6), _done(ANSWER, 1.0)], races=0)
+    assert _findings(ev, setup)["one_winner_per_job"] == "broken"
 
 
 HELD_FALLBACK = Call("claude", "fallback", 1, 0.53, 0.91, "answered", "conformant", held=True,
@@ -741,6 +746,22 @@ def test_judge_a_job_that_completed_after_the_budget_ran_out(
         assert (timeout.verdict, timeout.load) == ("unknown", NO_TIMEOUT), timeout
     else:
         assert timeout.verdict != "unknown" or timeout.load != NO_TIMEOUT, timeout
+
+
+def test_judge_a_job_not_complete_after_a_failover_the_release_provoked_is_no_evidence(
+        tmp_path: Path) -> None:
+    """hang: the service had not given up on its primary when the budget ran out; the drill's
+    release reset it, the service then asked its fallback, and the job showed no result by the
+    last look: no timeout of its own, or too loaded to reach it. Unknown, not 'stored it late
+    or not at all'."""
+    released = Call("gpt", "primary", 1, 0.01, 4.55, "released", "hang")
+    provoked = Call("claude", "fallback", 1, 4.6, 4.62, "answered", "conformant")
+    ev = _ev("hang", [released, provoked], [_look(0.1), _look(4.5), _look(4.7)])
+    ev.budget_ended_at = 4.5
+    completed = judge_intent(ev, DRILLS["hang"], _setup(tmp_path)).of("completed")
+    assert completed is not None and (completed.verdict, completed.load) == (
+        "unknown", NO_TIMEOUT), completed
+    assert "had not given up on its primary" in completed.message
 
 
 def test_judge_a_failover_the_release_provoked_in_a_drill_without_a_timeout_is_broken(
