@@ -19,6 +19,8 @@ import pytest
 from harness.drill.causes import SLOW_JOB, SLOW_LOOKS
 from harness.providers.fake_server import FakeServer
 from harness.providers.recording import RecordingFake
+from harness.target.drill_profile import DrillProfile
+from harness.target.drill_section import DrillSection
 from tests import _forkserver
 from tests._servers import tls
 
@@ -144,3 +146,21 @@ def fakes() -> Iterator[dict[str, FakeServer]]:
     yield servers
     for server in servers.values():
         server.stop()
+
+
+def jobs_profile(name: str, primary: int, fallback: int, timeouts: dict[str, float],
+                 **more: Any) -> DrillProfile:
+    """The drill profile of the small jobs services of these tests (``POST /jobs`` with an
+    ``Idempotency-Key``, ``GET /jobs/{id}`` with ``status`` and ``result.text``), gpt the
+    primary and claude the fallback on the given ports; ``more``: other sections (a policy)."""
+    return DrillProfile(name, DrillSection.model_validate({
+        "submit": {"path": "/jobs", "headers": {"Idempotency-Key": "{key}"},
+                   "body": {"text": "summarise {tag}"}},
+        "observe": {"path": "/jobs/{job_id}", "result_field": "result.text", "poll_s": 0.02,
+                    "statuses": {"succeeded": ["succeeded"], "failed": ["failed"],
+                                 "running": ["running"]}},
+        "providers": [{"name": "gpt", "wire": "openai", "role": "primary", "port": primary},
+                      {"name": "claude", "wire": "anthropic", "role": "fallback",
+                       "port": fallback}],
+        "timeouts": timeouts, **more,
+    }))

@@ -20,9 +20,8 @@ import pytest
 
 from harness.drill.entry import DrillSettings, drill
 from harness.target.drill_profile import DrillProfile
-from harness.target.drill_section import DrillSection
 from tests._servers import JsonHandler, free_port, tls
-from tests.drill.conftest import LOAD_MISSES, ROOT, load_caused
+from tests.drill.conftest import LOAD_MISSES, ROOT, jobs_profile, load_caused
 
 #: the example drills run one at a time on one worker: each brings its own load (36
 #: intents at once), and two at once on two cores judged timing, not the service
@@ -87,18 +86,9 @@ class Jobs:
 
 
 def _profile(primary: int, fallback: int) -> DrillProfile:
-    return DrillProfile("clicks", DrillSection.model_validate({
-        "submit": {"path": "/jobs", "headers": {"Idempotency-Key": "{key}"},
-                   "body": {"text": "summarise {tag}"}},
-        "observe": {"path": "/jobs/{job_id}", "result_field": "result.text", "poll_s": 0.02,
-                    "statuses": {"succeeded": ["succeeded"], "failed": ["failed"],
-                                 "running": ["running"]}},
-        "providers": [{"name": "gpt", "wire": "openai", "role": "primary", "port": primary},
-                      {"name": "claude", "wire": "anthropic", "role": "fallback",
-                       "port": fallback}],
-        "timeouts": {"provider_s": TIMEOUT_S, "job_s": 3, "settle_s": 0.3},
-        "policy": {"hedge": {"allowed": True, "after_s": TIMEOUT_S}},
-    }))
+    return jobs_profile("clicks", primary, fallback,
+                        {"provider_s": TIMEOUT_S, "job_s": 3, "settle_s": 0.3},
+                        policy={"hedge": {"allowed": True, "after_s": TIMEOUT_S}})
 
 
 @pytest.fixture(params=[True, False], ids=["barrier", "plain"])

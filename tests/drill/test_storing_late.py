@@ -19,8 +19,8 @@ import pytest
 from harness.drill.entry import DrillOutcome, DrillSettings, drill
 from harness.drill.findings import IntentVerdict
 from harness.target.drill_profile import DrillProfile
-from harness.target.drill_section import DrillSection
 from tests._servers import JsonHandler, free_port, tls
+from tests.drill.conftest import jobs_profile
 
 PROVIDER_S, JOB_S, SETTLE_S = 0.2, 0.5, 3.0
 #: the drill's budget from the submit's answer: job_s + the late primary's delay
@@ -74,17 +74,8 @@ class LateJobs:
 
 
 def _profile(primary: int, fallback: int) -> DrillProfile:
-    return DrillProfile("late-store", DrillSection.model_validate({
-        "submit": {"path": "/jobs", "headers": {"Idempotency-Key": "{key}"},
-                   "body": {"text": "summarise {tag}"}},
-        "observe": {"path": "/jobs/{job_id}", "result_field": "result.text", "poll_s": 0.02,
-                    "statuses": {"succeeded": ["succeeded"], "failed": ["failed"],
-                                 "running": ["running"]}},
-        "providers": [{"name": "gpt", "wire": "openai", "role": "primary", "port": primary},
-                      {"name": "claude", "wire": "anthropic", "role": "fallback",
-                       "port": fallback}],
-        "timeouts": {"provider_s": PROVIDER_S, "job_s": JOB_S, "settle_s": SETTLE_S},
-    }))
+    return jobs_profile("late-store", primary, fallback,
+                        {"provider_s": PROVIDER_S, "job_s": JOB_S, "settle_s": SETTLE_S})
 
 
 @pytest.fixture
