@@ -72,7 +72,8 @@ def workers(timeline: str) -> None:
 
 def cpu(entries: list[dict[str, object]]) -> None:
     """CPU seconds of the run (tests/_timeline.py): in all, by the test processes (each xdist
-    worker: its own, its reaped subprocesses', its embedded PostgreSQL's exited backends);
+    worker: its own, its reaped subprocesses', its embedded PostgreSQL's exited backends, its
+    fork server's reaped services);
     under xdist the controller's line, whose reaped children are the workers and the zygote
     with the fork servers' services; of that, in the tests themselves, before the first test,
     the controller, and outside any test (session servers, the services of the fork servers);
@@ -81,7 +82,7 @@ def cpu(entries: list[dict[str, object]]) -> None:
         value = entry.get(key, 0)
         return float(value) if isinstance(value, int | float) else 0.0
 
-    keys = ("cpu", "children", "pg")
+    keys = ("cpu", "children", "pg", "forked")
     # a worker's session teardown (its servers stopping) is outside any test
     tests = [e for e in entries if not e.get("summary") and not e.get("session")]
     if not any("cpu" in e for e in tests):

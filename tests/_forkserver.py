@@ -142,7 +142,7 @@ def reap(children: set[int], sock: socket.socket | None) -> None:
     """Reap the children that exited, reporting each exit status on ``sock`` (if any)."""
     while children:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -151,8 +151,8 @@ def reap(children: set[int], sock: socket.socket | None) -> None:
         if sock is None:
             continue
         with contextlib.suppress(OSError):
-            sock.send(json.dumps({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
-                      .encode())
+            sock.send(json.dumps({"exited": pid, "code": os.waitstatus_to_exitcode(status),
+                                  "cpu": usage.ru_utime + usage.ru_stime}).encode())
 
 
 def take_output(out: int) -> None:
@@ -331,6 +331,7 @@ class _Client:
         self.sock, self.lock, self.changed = ours, threading.Lock(), threading.Condition()
         self.started: list[int] = []
         self.exits: dict[int, int] = {}
+        self.cpu = 0.0  # CPU seconds of the children reaped so far (with their own children)
         self.ready = threading.Event()
         self.closed = False
         threading.Thread(target=self._read, daemon=True, name="forkserver").start()
@@ -355,6 +356,7 @@ class _Client:
                 event = json.loads(message)
                 if "exited" in event:
                     self.exits[event["exited"]] = event["code"]
+                    self.cpu += float(event.get("cpu", 0.0))
                 elif "started" in event:
                     self.started.append(event["started"])
                 elif "ready" in event:

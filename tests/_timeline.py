@@ -3,7 +3,9 @@
 the Unix times its setup began and its teardown ended, and the CPU seconds (user + system) it
 cost from setup to teardown: ``cpu`` of the test process itself (its threads: in-process
 servers too), ``children`` of the subprocesses it started and reaped, and ``pg`` of the embedded
-PostgreSQL's backends that exited meanwhile (the server detaches, so no rusage sees it). At its
+PostgreSQL's backends that exited meanwhile (the server detaches, so no rusage sees it), and
+``forked`` of the fork server's children (tests/_forkserver.py: services, CLI runs) that it
+reaped meanwhile, as ``wait4`` reports them (a service's CPU counts where it ends). At its
 end each process adds one ``summary`` line: CPU before its first test (start-up and collection)
 and in all. ``.ci/timing.py`` reads the file: when each worker finished and what the last one
 ran last (a parallel run's critical path), and where the CPU went.
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import _forkserver
 from tests._servers import PG_PIDFILES
 
 ENV = "HARNESS_TEST_TIMELINE"
@@ -51,6 +54,12 @@ def _pg_cpu() -> float:
             continue
         ticks += sum(int(value) for value in fields[11:15])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _forked() -> float:
+    """CPU seconds of the fork server's children (services, CLI runs) reaped so far."""
+    client = _forkserver._client
+    return client[0].cpu if client else 0.0
 
 
 def _spawned(event: str, args: tuple[object, ...]) -> None:
@@ -96,7 +105,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
     path = os.environ.get(ENV)
     if not path:
         return (yield)
-    start, (own, kids), pg = time.time(), _cpu(), _pg_cpu()
+    start, (own, kids), pg, forked = time.time(), _cpu(), _pg_cpu(), _forked()
     if not _first:
         _first.append((own, kids))
     del _spawns[:]
@@ -110,7 +119,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
         entry: dict[str, object] = {
             "worker": _worker(), "test": item.nodeid, "start": round(start, 3),
             "end": round(last[0], 3), "cpu": round(last[1][0] - own, 3),
-            "children": round(last[1][1] - kids, 3), "pg": round(last[2] - pg, 3)}
+            "children": round(last[1][1] - kids, 3), "pg": round(last[2] - pg, 3),
+            "forked": round(_forked() - forked, 3)}
         if _spawns:
             entry["spawns"] = list(_spawns)
         _write(path, entry)

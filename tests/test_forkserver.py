@@ -93,6 +93,24 @@ def test_an_error_in_the_script_is_its_exit_status_and_traceback(tmp_path: Path)
     assert "Traceback" in out and "RuntimeError: the service broke" in out, out
 
 
+def test_a_reaped_service_s_cpu_is_reported_to_its_test_process(tmp_path: Path) -> None:
+    """The fork server reports each exit with the child's CPU (``wait4``): the timeline
+    charges a service to the test it ran in, not to "outside any test"."""
+    busy = tmp_path / "busy_service.py"
+    busy.write_text("import time\nend = time.process_time() + 0.3\n"
+                    "while time.process_time() < end:\n    pass\n")
+    client = _forkserver._Client()
+    try:
+        before = client.cpu
+        process = client.start([str(busy)], dict(os.environ), str(tmp_path), True)
+        assert process.wait(timeout=30) == 0
+        assert process.stdout is not None
+        process.stdout.close()
+        assert 0.3 <= client.cpu - before < 30, client.cpu - before
+    finally:
+        client.close()
+
+
 def test_with_the_fork_server_off_it_is_a_plain_popen(script: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(_forkserver.ENV, "0")
