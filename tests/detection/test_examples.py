@@ -14,6 +14,13 @@ from harness.scenarios.targets.base import Target
 from harness.scenarios.trials import TrialSet, run_trials
 from tests.detection.conftest import SQL_PROFILE, Start
 
+#: how long the gap service takes to store a response after it released its lock: straddle
+#: copies land in the last third of the first request's measured latency, so the gap must be
+#: most of that latency, with room for a loaded machine to start the handler late (60 ms left
+#: 1 of 6 and 0 of 2 copies in the gap on a machine slowed to twice its speed; the wait is
+#: wall time, not CPU)
+STORE_MS = "200"
+
 
 def _rates(ts: TrialSet) -> dict[str, dict[str, int]]:
     return {c: {p: r.failed for p, r in rates.items()} for c, rates in ts.failures().items()}
@@ -46,9 +53,9 @@ def test_the_correct_service_keeps_every_promise_under_every_pattern(
 def test_straddle_catches_a_lock_released_before_the_response_is_stored(
         start_service: Start, profiled: Callable[..., Target],
         detection: dict[str, Scenario]) -> None:
-    # a wide gap (60 ms to store the response) so scheduling jitter on a loaded machine does
+    # a wide gap (STORE_MS to store the response) so scheduling jitter on a loaded machine does
     # not move the copies out of it
-    target = profiled(start_service("gap", "--flaws", "store-gap", "--store-ms", "60",
+    target = profiled(start_service("gap", "--flaws", "store-gap", "--store-ms", STORE_MS,
                                     process=True).url)
     ts = run_trials(detection["duplicate_arrivals"], target, trials=6, patterns=["straddle"])
     _report(ts)
@@ -181,7 +188,7 @@ def test_side_effects_by_sql_and_a_fault_by_command(
         tmp_path: Path) -> None:
     flag = tmp_path / "fail-next"
     fault = {"handler_error": {"command": ["touch", str(flag)]}}
-    for kind, flaws in (("correct", []), ("gap", ["--flaws", "store-gap", "--store-ms", "60"])):
+    for kind, flaws in (("correct", []), ("gap", ["--flaws", "store-gap", "--store-ms", STORE_MS])):
         service = start_service(kind, "--fail-file", str(flag), *flaws, process=True)
         db = f"sqlite:///{service.db}"
         target = profiled(service.url, SQL_PROFILE, env={"JOBS_DB": db}, faults=fault)
