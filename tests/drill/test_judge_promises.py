@@ -748,6 +748,23 @@ def test_judge_a_job_that_completed_after_the_budget_ran_out(
         assert timeout.verdict != "unknown" or timeout.load != NO_TIMEOUT, timeout
 
 
+def test_judge_a_job_complete_after_the_budget_by_its_result_not_its_earliest_answer(
+        tmp_path: Path) -> None:
+    """hang: claude#1 answered in time, and the job's result is claude#2's answer, asked in time
+    and answered after the budget ran out: judged by the result (a loaded machine: unknown,
+    SLOW_JOB), not by the earlier answer the job never showed (that would be held)."""
+    released = Call("gpt", "primary", 1, 0.01, 4.55, "released", "hang")
+    early = Call("claude", "fallback", 1, 0.53, 0.56, "answered", "conformant")
+    result = Call("claude", "fallback", 2, 2.0, 4.7, "answered", "conformant")
+    ev = _ev("hang", [released, early, result],
+             [_look(0.1), _look(4.5), _done(signature("claude", 2, TAG), 5.0)])
+    ev.budget_ended_at = 4.5
+    completed = judge_intent(ev, DRILLS["hang"], _setup(tmp_path)).of("completed")
+    assert completed is not None and (completed.verdict, completed.load) == (
+        "unknown", SLOW_JOB), completed
+    assert "claude#2 was asked at 2.000 s" in completed.message, completed.message
+
+
 def test_judge_a_job_not_complete_after_a_failover_the_release_provoked_is_no_evidence(
         tmp_path: Path) -> None:
     """hang: the service had not given up on its primary when the budget ran out; the drill's
