@@ -463,6 +463,12 @@ def connect() -> _Client:
     return _Client()
 
 
+def reaped_cpu() -> float:
+    """CPU seconds of this process's fork server's children reaped so far (0 before it
+    started): what the test timeline charges to each test (tests/_timeline.py)."""
+    return _client[0].cpu if _client else 0.0
+
+
 def stop() -> None:
     """End this process's fork server, if it started: its children killed and reaped, and it
     reaped too when it is this process's own (the zygote reaps those it forked)."""

@@ -56,12 +56,6 @@ def _pg_cpu() -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _forked() -> float:
-    """CPU seconds of the fork server's children (services, CLI runs) reaped so far."""
-    client = _forkserver._client
-    return client[0].cpu if client else 0.0
-
-
 def _spawned(event: str, args: tuple[object, ...]) -> None:
     if event != "subprocess.Popen":
         return
@@ -105,7 +99,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
     path = os.environ.get(ENV)
     if not path:
         return (yield)
-    start, (own, kids), pg, forked = time.time(), _cpu(), _pg_cpu(), _forked()
+    start, (own, kids), pg, forked = time.time(), _cpu(), _pg_cpu(), _forkserver.reaped_cpu()
     if not _first:
         _first.append((own, kids))
     del _spawns[:]
@@ -120,7 +114,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
             "worker": _worker(), "test": item.nodeid, "start": round(start, 3),
             "end": round(last[0], 3), "cpu": round(last[1][0] - own, 3),
             "children": round(last[1][1] - kids, 3), "pg": round(last[2] - pg, 3),
-            "forked": round(_forked() - forked, 3)}
+            "forked": round(_forkserver.reaped_cpu() - forked, 3)}
         if _spawns:
             entry["spawns"] = list(_spawns)
         _write(path, entry)

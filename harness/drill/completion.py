@@ -8,6 +8,8 @@ release provoked, an answer held until near the service's own timeout). And
 
 from __future__ import annotations
 
+from functools import partial
+
 from harness.drill.causes import NO_TIMEOUT, SLOW_JOB, SLOW_LOOKS
 from harness.drill.drills import Drill
 from harness.drill.evidence import Call, IntentEvidence, Observation
@@ -75,6 +77,11 @@ def completed(ev: IntentEvidence, drill: Drill, chat: bool, cut: float,
                    f"({last.status}) within timeouts.job_s: {why}", fix)
 
 
+def _since(ev: IntentEvidence, t: float | None) -> str:
+    """``t`` in seconds after the intent started, as the messages say it."""
+    return f"{(t or 0.0) - ev.started_at:.3f} s"
+
+
 #: the fix for a job slower than its budget
 SLOW_JOB_FIX = ("raise timeouts.job_s if the service takes that long by design; on a loaded "
                 "machine, a lower --concurrency")
@@ -95,10 +102,7 @@ def _after_budget(ev: IntentEvidence, drill: Drill, winner: Call | None) -> Find
     c = winner if winner is not None and winner.ended_at is not None else answered[0]
     if (c.ended_at or 0.0) <= end:
         return None
-
-    def at(t: float | None) -> str:
-        return f"{(t or 0.0) - ev.started_at:.3f} s"
-
+    at = partial(_since, ev)
     if c.at <= end:
         return Finding("completed", "unknown", f"{SLOW_JOB}: {c.ident} was asked at {at(c.at)}, "
                        f"before the drill's budget ran out at {at(end)}, and answered at "
@@ -156,9 +160,7 @@ def _not_completed(ev: IntentEvidence, last: Observation) -> tuple[str, str]:
     """Why a job was not done at its last look, from the calls: reported failed; an answer
     it had by then and did not show; an answer that came after the look; a provider still
     answering when the drill stopped; a fallback it left; or no fallback at all."""
-    def at(t: float) -> str:
-        return f"{t - ev.started_at:.3f} s"
-
+    at = partial(_since, ev)
     slow = SLOW_JOB_FIX
     answered = sorted((c.ended_at, c.provider) for c in ev.calls
                       if c.outcome == "answered" and c.ended_at is not None)

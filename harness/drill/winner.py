@@ -131,8 +131,7 @@ def near_timeout(c: Call, cut: float) -> bool:
     timeout: it waited for a look and went at the backstop's three quarters of
     ``timeouts.provider_s`` or later, or it was held and the backstop, not the drill, let it
     go (or, for a held fallback, whoever let it go, it went that late: a loaded fake writes
-    late). The service's
-    clock starts before the fake sees the call, and a loaded service may
+    late). The service's clock starts before the fake sees the call, and a loaded service may
     read an answer that late after its timeout fired: that it reached the service is not
     known."""
     went = (c.ended_at or 0) - c.at

@@ -53,8 +53,6 @@ def test_the_correct_service_keeps_every_promise_under_every_pattern(
 def test_straddle_catches_a_lock_released_before_the_response_is_stored(
         start_service: Start, profiled: Callable[..., Target],
         detection: dict[str, Scenario]) -> None:
-    # a wide gap (STORE_MS to store the response) so scheduling jitter on a loaded machine does
-    # not move the copies out of it
     target = profiled(start_service("gap", "--flaws", "store-gap", "--store-ms", STORE_MS,
                                     process=True).url)
     ts = run_trials(detection["duplicate_arrivals"], target, trials=6, patterns=["straddle"])
