@@ -60,11 +60,15 @@ from tests import _watchdog
 
 ENV = "HARNESS_TEST_FORKSERVER"
 ZYGOTE_ENV = "HARNESS_TEST_ZYGOTE"  # the run's zygote's socket (tests/_zygote.py)
-#: what the example services import, and the CLI's commands (``python -m harness.cli``), each
-#: imported in the fork server and never run there: a child runs ``harness.cli`` itself
+#: what the example services import, and every command of the CLI (``python -m harness.cli``),
+#: each imported in the fork server and never run there: a child runs ``harness.cli`` itself.
+#: ``module:function`` also calls a cache's function once: the HTML report's template, compiled
+#: (0.13 CPU-s in each CLI child that writes a report)
 PRELOAD = ("httpx", "openai", "anthropic", "redis", "harness.commands.certify",
-           "harness.commands.check", "harness.commands.drill", "harness.commands.fake_provider",
-           "harness.commands.scenarios", "harness.commands.serve")
+           "harness.commands.check", "harness.commands.drill", "harness.commands.explore",
+           "harness.commands.export", "harness.commands.fake_provider", "harness.commands.gate",
+           "harness.commands.merge", "harness.commands.replay", "harness.commands.scenarios",
+           "harness.commands.serve", "harness.reports.html:_template")
 #: what Python reads from the environment when it starts (besides PYTHONPATH, which a child
 #: applies itself): a CLI child whose environment differs in any of them execs a fresh Python
 STARTUP_PREFIXES = ("PYTHON", "LC_")
@@ -87,8 +91,11 @@ def preload(names: list[str] | tuple[str, ...]) -> None:
     _PRISTINE.update(env=dict(os.environ), filters=list(warnings.filters),
                      path=[p for p in sys.path[1:] if str(Path(p).resolve()) not in own])
     for name in names:
+        module, _, warm = name.partition(":")
         with contextlib.suppress(ImportError):  # a child without it fails as `python` would
-            importlib.import_module(name)
+            imported = importlib.import_module(module)
+            if warm:
+                getattr(imported, warm)()
     # what the imports made lives as long as the children: out of their collector's sight
     # (CPython's advice for a process that forks: no full collection walks it again in each
     # child, nor copies its pages by touching their reference counts)

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ import pytest
 
 from tests import _forkserver, _zygote
 
+ROOT = Path(__file__).resolve().parents[1]
 PRELOAD = ("wave",)  # a module nothing here imports: a service sees it only if preloaded
 
 SCRIPT = """\
@@ -109,6 +111,19 @@ def test_a_reaped_service_s_cpu_is_reported_to_its_test_process(tmp_path: Path) 
         assert 0.3 <= client.cpu - before < 30, client.cpu - before
     finally:
         client.close()
+
+
+def test_a_preloaded_module_function_is_called_once_so_children_inherit_its_cache() -> None:
+    """``module:function`` in the preload list imports the module and calls the function
+    (the report template's cache); a name without one is only imported. In a Python of its
+    own: ``preload`` freezes that process's objects."""
+    probe = ("import sys, platform; from tests import _forkserver; "
+             "_forkserver.preload(['platform:uname', 'wave', 'no_such_module_here:f']); "
+             "print(platform._uname_cache is not None, 'wave' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"], done.stdout
 
 
 def test_with_the_fork_server_off_it_is_a_plain_popen(script: Path,
