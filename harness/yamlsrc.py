@@ -7,31 +7,40 @@ contracts, scenarios and target profiles.
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from harness.domain.errors import ConfigError
+
+#: libyaml's parser (PyYAML's wheels carry it); None in a PyYAML built without it, whose
+#: pure-Python loader then reads every file
+_CParser: Any = getattr(importlib.import_module("yaml.cyaml") if yaml.__with_libyaml__ else None,
+                        "CParser", None)
 
 # Limits on what a config file may ask of the loader, each refused in milliseconds.
 MAX_DEPTH = 64  # nested collections; a config needs a handful
 MAX_ALIASES = 100  # *alias uses; YAML anchors are rare in configs, a bomb needs many
 MAX_VALUES = 200_000  # values after alias expansion (the "billion laughs" measure)
 # C0 controls other than tab, LF and CR; DEL; C1 controls. YAML allows none of them raw.
+_T = TypeVar("_T")
+_BLOCK_COMMENT = re.compile(r"[|>][-+0-9]*#")  # a block scalar's header, a comment right after
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
-class _LimitedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, composing at most :data:`MAX_DEPTH` levels and
-    :data:`MAX_ALIASES` aliases (its composer recurses, and an alias costs nothing to write)."""
+class _Limits(yaml.composer.Composer):
+    """A composer of at most :data:`MAX_DEPTH` levels and :data:`MAX_ALIASES` aliases (its
+    composer recurses, and an alias costs nothing to write)."""
 
-    def __init__(self, text: str, source: str) -> None:
-        super().__init__(text)
-        self.source, self.depth, self.aliases = source, 0, 0
+    source: str
+    depth: int
+    aliases: int
+    peek_event: Callable[[], yaml.Event]  # the parser's
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
@@ -52,6 +61,14 @@ class _LimitedLoader(yaml.SafeLoader):
         finally:
             self.depth -= 1
 
+
+class _LimitedLoader(_Limits, yaml.SafeLoader):
+    """PyYAML's safe loader (pure Python), within the limits; the one whose errors are said."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__(text)
+        self.source, self.depth, self.aliases = source, 0, 0
+
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:
         """A ``[`` or ``{`` beyond :data:`MAX_DEPTH` open ones, refused by the scanner: each
         open one may start a simple key, so the scanner reads up to 1,024 characters ahead of
@@ -61,6 +78,47 @@ class _LimitedLoader(yaml.SafeLoader):
         if self.flow_level >= MAX_DEPTH:
             raise _too_deep(self.source, self.line + 1)
         super().fetch_flow_collection_start(TokenClass)
+
+
+if _CParser is not None:
+    class _FastLoader(_Limits, yaml.constructor.SafeConstructor, yaml.resolver.Resolver,
+                      _CParser):
+        """The same loader with libyaml's reader, scanner and parser (in C, PyYAML's
+        ``CSafeLoader``: about six times faster) under the same Python composer, limits and
+        constructor: the same data and nodes, each starting at the same line (and column,
+        but for an empty value's). What nothing reads may differ: a block collection's end,
+        a block sequence's ``flow_style``."""
+
+        def __init__(self, text: str, source: str) -> None:
+            _CParser.__init__(self, text)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+            self.source, self.depth, self.aliases = source, 0, 0
+
+        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+            node: yaml.ScalarNode = super().compose_scalar_node(anchor)
+            node.style = node.style or None  # a plain scalar: None, as the Python parser says
+            return node
+
+
+def _fast(text: str) -> bool:
+    """Whether libyaml may read ``text``: where it accepts what PyYAML refuses (a tab between
+    tokens, a ``?`` in a flow collection, a comment right after a block scalar's ``|`` or
+    ``>``), PyYAML reads it, so that the file is refused as before. libyaml refuses the rest
+    of what PyYAML refuses (tests/faults/test_yaml_loaders.py); its error is never said:
+    PyYAML reads the file again and says its own."""
+    return (_CParser is not None and "\t" not in text
+            and not ("?" in text and ("{" in text or "[" in text))
+            and _BLOCK_COMMENT.search(text) is None)
+
+
+def _loaders(text: str, source: str) -> Iterator[Any]:
+    """The loaders that read ``text`` in turn: the fast one first where it may, then PyYAML's
+    own when the fast one failed (its error is the one said)."""
+    if _fast(text):
+        yield _FastLoader(text, source)
+    yield _LimitedLoader(text, source)
 
 
 def _too_deep(source: str, line: int | None) -> ConfigError:
@@ -87,14 +145,29 @@ def compose_tree(text: str, source: str) -> yaml.Node | None:
     their :class:`ConfigError` quotes nothing of the text; a syntax error stays a
     ``yaml.YAMLError`` for the caller to word (the tokens file never quotes a line)."""
     check_text(text, source)
-    loader = _LimitedLoader(text, source)
-    try:
-        root = loader.get_single_node()
+
+    def tree(loader: Any) -> yaml.Node | None:
+        root: yaml.Node | None = loader.get_single_node()
         if root is not None:
             _check_expansion(root, source)
         return root
-    finally:
-        loader.dispose()
+
+    return _read(text, source, tree)
+
+
+def _read(text: str, source: str, build: Callable[[Any], _T]) -> _T:
+    """``build(loader)`` with the first of :func:`_loaders` that reads ``text`` whole; the
+    last one's error when none does."""
+    loaders = _loaders(text, source)
+    for loader in loaders:
+        try:
+            return build(loader)
+        except Exception:
+            if isinstance(loader, _LimitedLoader):
+                raise
+        finally:
+            loader.dispose()
+    raise AssertionError("the pure-Python loader comes last")  # pragma: no cover
 
 
 def compose_checked(
@@ -103,15 +176,18 @@ def compose_checked(
     """The node tree and the plain data of one YAML document; ConfigError on bad YAML, a
     control character, excessive nesting or alias expansion."""
     check_text(text, source)
-    loader = _LimitedLoader(text, source)
-    try:
-        root = loader.get_single_node()
+
+    def checked(loader: Any) -> tuple[yaml.Node, Any]:
+        root: yaml.Node | None = loader.get_single_node()
         if root is None:
             raise ConfigError("the file is empty", file=source, line=1,
                               fix=empty_fix or "write the document (see the docs/ example)")
         _check_expansion(root, source)
         _check_duplicates(root, source, set())
-        data = loader.construct_document(root)
+        return root, loader.construct_document(root)
+
+    try:
+        return _read(text, source, checked)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -135,9 +211,6 @@ def compose_checked(
     except RecursionError:  # a guard behind the depth limit: never an internal error
         raise ConfigError(f"nested deeper than {MAX_DEPTH} levels", file=source,
                           fix="flatten the structure; a config needs only a few levels") from None
-    finally:
-        loader.dispose()
-    return root, data
 
 
 _KEY_VALUE = re.compile(r"^(\s*)(?:- )?[^\s#:][^:#]*:\s+[^\s#|>&*]")  # key: value on one line
