@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +30,7 @@ MAX_VALUES = 200_000  # values after alias expansion (the "billion laughs" measu
 # C0 controls other than tab, LF and CR; DEL; C1 controls. YAML allows none of them raw.
 _T = TypeVar("_T")
 _BLOCK_COMMENT = re.compile(r"[|>][-+0-9]*#")  # a block scalar's header, a comment right after
+_TAG_THEN_FLOW = re.compile(r"![^\s,\[\]{}]*[,\[\]{}]")  # libyaml ends a tag at , [ ] { }
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -103,22 +104,22 @@ if _CParser is not None:
 
 
 def _fast(text: str) -> bool:
-    """Whether libyaml may read ``text``: where it accepts what PyYAML refuses (a tab between
-    tokens, a ``?`` in a flow collection, a comment right after a block scalar's ``|`` or
-    ``>``), PyYAML reads it, so that the file is refused as before. libyaml refuses the rest
-    of what PyYAML refuses (tests/faults/test_yaml_loaders.py); its error is never said:
-    PyYAML reads the file again and says its own."""
-    return (_CParser is not None and "\t" not in text
+    """Whether libyaml may read ``text``: where it reads what PyYAML refuses or reads
+    otherwise (a tab between tokens, a ``?`` in a flow collection, a comment right after a
+    block scalar's ``|`` or ``>``, a tag followed by ``,`` ``[`` ``]`` ``{`` or ``}``, a byte
+    order mark after the first character), PyYAML reads it, so that the file is read or
+    refused as before. libyaml refuses the rest of what PyYAML refuses
+    (tests/faults/test_yaml_loaders.py); its error is never said: PyYAML reads the file again
+    and says its own."""
+    return (_CParser is not None and "\t" not in text and "\ufeff" not in text[1:]
             and not ("?" in text and ("{" in text or "[" in text))
-            and _BLOCK_COMMENT.search(text) is None)
+            and _BLOCK_COMMENT.search(text) is None and _TAG_THEN_FLOW.search(text) is None)
 
 
-def _loaders(text: str, source: str) -> Iterator[Any]:
-    """The loaders that read ``text`` in turn: the fast one first where it may, then PyYAML's
-    own when the fast one failed (its error is the one said)."""
-    if _fast(text):
-        yield _FastLoader(text, source)
-    yield _LimitedLoader(text, source)
+def _loaders(text: str) -> list[Any]:
+    """The loaders (classes) that read ``text`` in turn: the fast one first where it may, then
+    PyYAML's own when the fast one failed (its error is the one said)."""
+    return [_FastLoader, _LimitedLoader] if _fast(text) else [_LimitedLoader]
 
 
 def _too_deep(source: str, line: int | None) -> ConfigError:
@@ -158,16 +159,22 @@ def compose_tree(text: str, source: str) -> yaml.Node | None:
 def _read(text: str, source: str, build: Callable[[Any], _T]) -> _T:
     """``build(loader)`` with the first of :func:`_loaders` that reads ``text`` whole; the
     last one's error when none does."""
-    loaders = _loaders(text, source)
-    for loader in loaders:
+    *first, last = _loaders(text)
+    for kind in first:
+        loader = None
         try:
+            loader = kind(text, source)
             return build(loader)
-        except Exception:
-            if isinstance(loader, _LimitedLoader):
-                raise
+        except Exception:  # PyYAML's loader reads it again and says its error
+            continue
         finally:
-            loader.dispose()
-    raise AssertionError("the pure-Python loader comes last")  # pragma: no cover
+            if loader is not None:
+                loader.dispose()
+    loader = last(text, source)
+    try:
+        return build(loader)
+    finally:
+        loader.dispose()
 
 
 def compose_checked(

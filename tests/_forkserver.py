@@ -94,8 +94,10 @@ def preload(names: list[str] | tuple[str, ...]) -> None:
         module, _, warm = name.partition(":")
         with contextlib.suppress(ImportError):  # a child without it fails as `python` would
             imported = importlib.import_module(module)
-            if warm:
-                getattr(imported, warm)()
+            # a cache not warmed (a template being edited) is a child's to fill, or to fail on
+            with contextlib.suppress(Exception):
+                if warm:
+                    getattr(imported, warm)()
     # what the imports made lives as long as the children: out of their collector's sight
     # (CPython's advice for a process that forks: no full collection walks it again in each
     # child, nor copies its pages by touching their reference counts)
