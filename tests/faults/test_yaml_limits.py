@@ -26,6 +26,9 @@ CASES = {
     "nul": ("version: 1\nname: a\x00b\n", 2, "U+0000"),
     "esc": ('version: 1\nname: "a\x1b[31mb"\n', 2, "U+001B"),
     "del": ("version: 1\n\n\nname: a\x7f\n", 4, "U+007F"),
+    # a noncharacter YAML refuses (PyYAML's reader, when its loader is made): it escaped as a
+    # raw yaml.reader.ReaderError before the loader was made inside compose_checked's try
+    "noncharacter": ("version: 1\nname: a\uffffb\n", 2, "special characters are not allowed"),
     "deep-flow": ("a: " + "[" * 20_000 + "]" * 20_000 + "\n", 1, "nested deeper"),
     "deep-block": "".join(f"{'  ' * i}k{i}:\n" for i in range(200)) + "  " * 200 + "x: 1\n",
     "alias-bomb": (_bomb(), 6, "expand it to more than"),  # a5: 10^6 values
@@ -56,7 +59,7 @@ def test_a_hostile_yaml_file_is_refused_quickly_naming_file_and_line(
         assert error.line == line
 
 
-@pytest.mark.parametrize("name", ["nul", "esc", "deep-flow", "alias-bomb"])
+@pytest.mark.parametrize("name", ["nul", "esc", "deep-flow", "alias-bomb", "noncharacter"])
 def test_the_cli_exits_2_for_a_hostile_providers_file(name: str, tmp_path: Path, capsys,
                                                       monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
