@@ -5,6 +5,7 @@ the engine's watcher hears of every arrival and end."""
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import httpx
@@ -127,8 +128,14 @@ def test_a_tags_answers_go_one_at_a_time_with_a_look_in_between_at_any_fake() ->
     waits for a look (whatever it saw) that began after it arrived; never looked at, an answer
     goes at its backstop."""
     after = AfterAnswer()
-    gpt = RecordingFake("openai-chat", name="gpt", signed=True, after_answer=after)
-    claude = RecordingFake("openai-chat", name="claude", signed=True, after_answer=after)
+    # one clock for both, as a drill gives its fakes (harness/drill/serving.py): the shared
+    # AfterAnswer compares one fake's times with the other's (with a clock each, the second
+    # fake's made 0.5 s later on a loaded machine, the re-run's call seemed to arrive before
+    # the answer it follows, and waited for a look that saw the job complete)
+    epoch = time.monotonic()
+    gpt = RecordingFake("openai-chat", name="gpt", signed=True, after_answer=after, epoch=epoch)
+    claude = RecordingFake("openai-chat", name="claude", signed=True, after_answer=after,
+                           epoch=epoch)
     gpt.script_tag(A, "conformant", hold=True, look_max_s=30)  # held by the drill's script
     claude.script_tag(A, "conformant", look_max_s=30)
     gpt.script_tag(B, "conformant", look_max_s=0.05)
