@@ -27,10 +27,10 @@ _CParser: Any = getattr(importlib.import_module("yaml.cyaml") if yaml.__with_lib
 MAX_DEPTH = 64  # nested collections; a config needs a handful
 MAX_ALIASES = 100  # *alias uses; YAML anchors are rare in configs, a bomb needs many
 MAX_VALUES = 200_000  # values after alias expansion (the "billion laughs" measure)
-# C0 controls other than tab, LF and CR; DEL; C1 controls. YAML allows none of them raw.
 _T = TypeVar("_T")
 _BLOCK_COMMENT = re.compile(r"[|>][-+0-9]*#")  # a block scalar's header, a comment right after
 _TAG_THEN_FLOW = re.compile(r"![^\s,\[\]{}]*[,\[\]{}]")  # libyaml ends a tag at , [ ] { }
+# C0 controls other than tab, LF and CR; DEL; C1 controls. YAML allows none of them raw.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
@@ -116,12 +116,6 @@ def _fast(text: str) -> bool:
             and _BLOCK_COMMENT.search(text) is None and _TAG_THEN_FLOW.search(text) is None)
 
 
-def _loaders(text: str) -> list[Any]:
-    """The loaders (classes) that read ``text`` in turn: the fast one first where it may, then
-    PyYAML's own when the fast one failed (its error is the one said)."""
-    return [_FastLoader, _LimitedLoader] if _fast(text) else [_LimitedLoader]
-
-
 def _too_deep(source: str, line: int | None) -> ConfigError:
     return ConfigError(f"nested deeper than {MAX_DEPTH} levels", file=source, line=line,
                        fix="flatten the structure; a config needs only a few levels")
@@ -157,20 +151,19 @@ def compose_tree(text: str, source: str) -> yaml.Node | None:
 
 
 def _read(text: str, source: str, build: Callable[[Any], _T]) -> _T:
-    """``build(loader)`` with the first of :func:`_loaders` that reads ``text`` whole; the
-    last one's error when none does."""
-    *first, last = _loaders(text)
-    for kind in first:
-        loader = None
+    """``build(loader)`` with libyaml's loader where :func:`_fast` allows it; with PyYAML's
+    own when it does not, or when libyaml's failed (PyYAML's error is the one said)."""
+    if _fast(text):
+        fast = None
         try:
-            loader = kind(text, source)
-            return build(loader)
+            fast = _FastLoader(text, source)
+            return build(fast)
         except Exception:  # PyYAML's loader reads it again and says its error
-            continue
+            pass
         finally:
-            if loader is not None:
-                loader.dispose()
-    loader = last(text, source)
+            if fast is not None:
+                fast.dispose()
+    loader = _LimitedLoader(text, source)
     try:
         return build(loader)
     finally:
