@@ -7,7 +7,6 @@ contracts, scenarios and target profiles.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,10 +17,11 @@ import yaml
 
 from harness.domain.errors import ConfigError
 
-#: libyaml's parser (PyYAML's wheels carry it); None in a PyYAML built without it, whose
-#: pure-Python loader then reads every file
-_CParser: Any = getattr(importlib.import_module("yaml.cyaml") if yaml.__with_libyaml__ else None,
-                        "CParser", None)
+_CParser: Any
+try:  # libyaml's parser (PyYAML's wheels carry it)
+    from yaml._yaml import CParser as _CParser
+except ImportError:  # a PyYAML built without it: its pure-Python loader reads every file
+    _CParser = None
 
 # Limits on what a config file may ask of the loader, each refused in milliseconds.
 MAX_DEPTH = 64  # nested collections; a config needs a handful

@@ -39,9 +39,10 @@ def check(start_service: Callable[..., Any], tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("FALLBACK_PORT", str(fallback))
     monkeypatch.chdir(tmp_path)  # no providers.yaml, no scenarios/ of the checkout
     # check-then-insert's gap (its create's other work between look-up and insert) is 1 s, not
-    # the default 0.25 s, as in test_examples_drills.py: a whole-suite run once had the service,
-    # busy with the drill's intents beside the scenarios, take the double click's copies one
-    # after the other over more than 0.25 s, so they never raced in it (double_click held)
+    # the default 0.25 s, as in test_examples_drills.py: in a whole-suite run the service, busy
+    # with the drill's intents beside the scenarios, reached the double click's later copies
+    # more than 0.25 s after the first (they saw its job running), so none raced (double_click
+    # held)
     gap = ["--check-gap", "1.0"] if defect == "check-then-insert" else []
     service = start_service("correct_service.py", ["--timeout", "0.5", "--defect", defect, *gap],
                             provider_env(primary, fallback))
