@@ -110,12 +110,14 @@ def send_spaced(call: Callable[[], T], offsets_s: Sequence[float]) -> tuple[list
     """Run ``call`` once per offset, each on its own thread: all threads meet at a barrier, then
     copy *i* waits until ``offsets_s[i]`` after the release and sends. Returns the results in copy
     order and when each copy was really sent (seconds after the release)."""
-    return send_copies(lambda _: call(), offsets_s)
+    results, sent, _ = send_copies(lambda _: call(), offsets_s)
+    return results, sent
 
 
 def send_copies(call: Callable[[int], T],
-                offsets_s: Sequence[float]) -> tuple[list[T], list[float]]:
-    """:func:`send_spaced` where copy *i* runs ``call(i)`` (a mixed group: its own body)."""
+                offsets_s: Sequence[float]) -> tuple[list[T], list[float], list[float]]:
+    """:func:`send_spaced` where copy *i* runs ``call(i)`` (a mixed group: its own body); also
+    returns when each copy's call returned (seconds after the release)."""
     n = len(offsets_s)
     release = [0.0]
 
@@ -125,6 +127,7 @@ def send_copies(call: Callable[[int], T],
     barrier = threading.Barrier(n, action=released)
     results: list[Any] = [None] * n
     sent = [0.0] * n
+    answered = [0.0] * n
     errors: list[BaseException] = []
 
     def copy(i: int) -> None:
@@ -135,6 +138,7 @@ def send_copies(call: Callable[[int], T],
                 time.sleep(left)  # spacing arrivals is the behaviour under test
             sent[i] = time.perf_counter() - release[0]
             results[i] = call(i)
+            answered[i] = time.perf_counter() - release[0]
         except BaseException as exc:  # re-raised on the caller's thread
             errors.append(exc)
 
@@ -145,4 +149,10 @@ def send_copies(call: Callable[[int], T],
         thread.join()
     if errors:
         raise errors[0]
-    return results, sent
+    return results, sent, answered
+
+
+def in_flight_together(sent_ms: Sequence[float], answered_ms: Sequence[float]) -> bool:
+    """Whether every copy of a group was sent before the first answer came back: the copies
+    were in flight together (the race the group asks for could happen)."""
+    return bool(sent_ms) and max(sent_ms) <= min(answered_ms)

@@ -94,9 +94,13 @@ def timeline_of(history: Sequence[Op], duration: float,
 
 def _group_lanes(history: Sequence[Op],
                  arrivals: Sequence[Mapping[str, Any]]) -> Timeline | None:
-    """The first concurrent group as it happened: each copy sent at its planned offset, waiting
-    while the service answered "in progress" (its busy time), then answered."""
-    offsets = [float(o) for o in (arrivals[0].get("offsets_ms") or ())]
+    """The first concurrent group as it happened: each copy sent (when it really was; a run
+    recorded before that was measured: its planned offset), waiting while the service answered
+    "in progress" (its busy time), then answered (when its answer came back)."""
+    group = arrivals[0]
+    planned = [float(o) for o in (group.get("offsets_ms") or ())]
+    offsets = [float(o) for o in (group.get("sent_ms") or planned)]
+    answers = [float(o) for o in (group.get("answered_ms") or ())]
     lanes: list[Lane] = []
     last = 0.0
     for op in history:
@@ -105,9 +109,11 @@ def _group_lanes(history: Sequence[Op],
             continue
         if int(n) > len(offsets):
             continue
-        sent = offsets[int(n) - 1] / 1000
+        copy = int(n) - 1
+        sent = offsets[copy] / 1000
         value = op.value
         busy = float(value.get("busy_ms") or 0) / 1000
+        end = answers[copy] / 1000 if copy < len(answers) else sent + busy
         if op.type == "ok":
             kind = "created" if value.get("created") else "replayed"
             label = "201 created" if value.get("created") else "the job (a replay)"
@@ -115,12 +121,15 @@ def _group_lanes(history: Sequence[Op],
             kind, label = "refused", f"{value.get('status', '')} {value.get('error', '')}".strip()
         else:
             kind, label = "unknown", "no answer"
-        events = [TimelineEvent(sent, "started", f"sent at +{sent * 1000:g} ms")]
+        plan = (f" (planned +{planned[copy]:g} ms)" if answers and copy < len(planned)
+                and group.get("pattern") != "burst" else "")
+        events = [TimelineEvent(sent, "started", f"sent at +{sent * 1000:g} ms{plan}")]
         if busy:
-            events.append(TimelineEvent(sent + busy, "dispatched",
+            events.append(TimelineEvent(min(sent + busy, end), "dispatched",
                                         f"in progress for {busy * 1000:.0f} ms, then retried"))
-        events.append(TimelineEvent(sent + busy, kind, label))
-        last = max(last, sent + busy)
+        events.append(TimelineEvent(end, kind, label + (f" at +{end * 1000:g} ms"
+                                                        if answers else "")))
+        last = max(last, end)
         lanes.append(Lane(op.process, "", tuple(events), kind))
     if not lanes:
         return None

@@ -73,6 +73,7 @@ class Play:
         self.target: Target | None = None
         self.seed, self.pattern = 0, "burst"
         self.plans: list[dict[str, Any]] = []
+        self.measured: dict[str, list[float]] | None = None  # the last group's real times
         self.unrun: list[dict[str, Any]] = []
         #: name → why the step that should have bound it did not (a refusal, no answer)
         self.unbound: dict[str, tuple[str, str]] = {}
@@ -163,7 +164,8 @@ class Play:
             self.history.complete(invoke, type_, result)
             return [reply]
         copies = copies or [(value, call)] * n
-        replies, _ = arrivals.send_copies(lambda i: copies[i][1](), offsets_s or (0.0,) * n)
+        replies, sent, answered = arrivals.send_copies(lambda i: copies[i][1](),
+                                                       offsets_s or (0.0,) * n)
         first = sorted(range(n), key=lambda i: (_RANK[op_type(replies[i])], -replies[i].status,
                                                 replies[i].code))
         if name_first and replies[first[0]].ok:
@@ -179,6 +181,10 @@ class Play:
                    for k, i in enumerate(order)]
         for invoke, i in zip(invokes, order, strict=True):
             self.history.complete(invoke, *judged[i])
+        # when each copy was really sent and answered (ms after the release), in the order of
+        # the history's process/1..n: evidence that the copies were in flight together
+        self.measured = {"sent_ms": [round(sent[i] * 1000, 3) for i in order],
+                         "answered_ms": [round(answered[i] * 1000, 3) for i in order]}
         return [replies[i] for i in order]
 
     def _judge(
@@ -267,9 +273,10 @@ class Play:
                 self.jobs[step.save] = str(raw)
                 self.aliases.name(str(raw), step.save)
 
-        offsets = None
+        offsets, planned = None, None
         if step.concurrent > 1:
             offsets = self._plan(step, value, on_ok).offsets_s
+            planned, self.measured = self.plans[-1], None
         copies = None
         if action.others:
             copies = [self._copy(step, action, value, key, i) for i in range(step.concurrent)]
@@ -277,6 +284,9 @@ class Play:
                                lambda: self.session.create_job(owner, key, intent.text),
                                on_ok, n=step.concurrent, name_first=name_first,
                                offsets_s=offsets, copies=copies)
+        if planned is not None and self.measured is not None:
+            planned.update(self.measured, together=arrivals.in_flight_together(
+                self.measured["sent_ms"], self.measured["answered_ms"]))
         if step.save and step.save not in self.jobs:
             self.unbound[step.save] = self._refused(step, replies[0])
 

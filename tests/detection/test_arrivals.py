@@ -13,6 +13,8 @@ import pytest
 
 from harness.domain.errors import ConfigError
 from harness.scenarios import arrivals
+from harness.scenarios.emit import timeline_of
+from harness.scenarios.history import Op
 from harness.scenarios.loader import load_scenario
 from harness.scenarios.model import Fault, Scenario
 from harness.scenarios.replay import replay
@@ -121,6 +123,13 @@ def test_a_run_folder_replays_its_schedule_of_arrivals(
     plan = first.arrivals[0]
     assert plan["fractions"] == second.arrivals[0]["fractions"] != other.arrivals[0]["fractions"]
     assert plan["latency_ms"] > 0 and plan["offsets_ms"][0] == 0.0
+    # each copy as it really went, in the history's order of copies: never sent before its
+    # planned offset (sorted, the sends dominate the plan), never answered before it was sent
+    sent, answered = plan["sent_ms"], plan["answered_ms"]
+    assert len(sent) == len(answered) == len(plan["offsets_ms"])
+    assert all(s >= o for s, o in zip(sorted(sent), sorted(plan["offsets_ms"]), strict=True))
+    assert all(a >= s for s, a in zip(sent, answered, strict=True))
+    assert plan["together"] is (max(sent) <= min(answered))
     calibration = [op for op in first.history if op.process == "calibrate"]
     assert len(calibration) == 2 * arrivals.CALIBRATION_SAMPLES
     folder = write_run(first, tmp_path)
@@ -129,3 +138,55 @@ def test_a_run_folder_replays_its_schedule_of_arrivals(
     again = replay(folder, target)
     assert again.result is not None and again.result.status == "held"
     assert again.result.arrivals[0]["fractions"] == plan["fractions"]
+
+
+def test_each_copy_s_real_send_and_answer_are_measured() -> None:
+    """The first copies' calls return only once the last copy was sent (an event, not a
+    sleep): in flight together. Then a group whose first answer comes back before a copy
+    planned 1 s later is sent: not together."""
+    last_sent = threading.Event()
+
+    def held(i: int) -> int:
+        if i == 2:
+            last_sent.set()
+        else:
+            assert last_sent.wait(timeout=10)
+        return i
+
+    results, sent, answered = arrivals.send_copies(held, (0.0, 0.0, 0.02))
+    assert results == [0, 1, 2] and sent[2] >= 0.02
+    assert all(a >= s for s, a in zip(sent, answered, strict=True))
+    assert arrivals.in_flight_together([s * 1000 for s in sent], [a * 1000 for a in answered])
+    # the first copy's call returns at once; the second is sent 1 s after the release (the
+    # spacing under test; a loaded machine delays a returning thread by far less)
+    _, sent, answered = arrivals.send_copies(lambda i: i, (0.0, 1.0))
+    assert sent[1] >= 1.0 and answered[0] < sent[1]
+    assert not arrivals.in_flight_together([s * 1000 for s in sent],
+                                           [a * 1000 for a in answered])
+    assert not arrivals.in_flight_together([0.0, 300.0], [1.5, 301.0])
+    assert arrivals.in_flight_together([0.0, 0.4], [2.0, 2.1])
+    assert not arrivals.in_flight_together([], [])
+
+
+def test_the_group_s_timeline_shows_when_each_copy_really_went() -> None:
+    """A lane per copy at its measured send and answer (process/k is the k-th measured copy);
+    a run recorded before sends were measured keeps its planned offsets."""
+    history = []
+    for k, (kind, value) in enumerate([("ok", {"job": "j", "created": True}),
+                                        ("ok", {"job": "j", "created": False, "busy_ms": 40.0})]):
+        history.append(Op(2 * k, 0.0, "w", f"alice/{k + 1}", "invoke", "create", {}))
+        history.append(Op(2 * k + 1, 0.0, "w", f"alice/{k + 1}", kind, "create", value))
+    plan = {"pattern": "staggered", "offsets_ms": [0.0, 30.0]}
+    measured = {**plan, "sent_ms": [0.25, 31.5], "answered_ms": [12.0, 80.0], "together": False}
+    timeline = timeline_of(history, 1.0, [measured])
+    assert timeline is not None
+    first, second = ([(e.t, e.kind, e.label) for e in lane.events] for lane in timeline.lanes)
+    assert first == [(0.00025, "started", "sent at +0.25 ms (planned +0 ms)"),
+                     (0.012, "created", "201 created at +12 ms")]
+    assert second[0] == (0.0315, "started", "sent at +31.5 ms (planned +30 ms)")
+    assert second[1][:2] == (pytest.approx(0.0715), "dispatched")  # in progress for 40 ms
+    assert second[2] == (0.08, "replayed", "the job (a replay) at +80 ms")
+    old = timeline_of(history, 1.0, [plan])
+    assert old is not None
+    assert [(e.t, e.kind) for e in old.lanes[1].events] == [
+        (0.03, "started"), (pytest.approx(0.07), "dispatched"), (pytest.approx(0.07), "replayed")]
