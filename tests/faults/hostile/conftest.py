@@ -32,9 +32,11 @@ drill:
   providers:
     - {name: gpt, wire: openai, role: primary, port: "${PRIMARY_PORT}"}
     - {name: claude, wire: anthropic, role: fallback, port: "${FALLBACK_PORT}"}
-  timeouts: {provider_s: 0.2, job_s: 0.6}
+  timeouts: {provider_s: 0.2, job_s: 0.6, settle_s: 0.5}
   policy: {max_billed_calls: 2, hedge: {allowed: false}}
 """
+# settle_s: the quiet period after a job completes (by default 5 s for a jobs service, for a
+# queue's redelivery); the probes make every provider call before they answer the submit
 
 
 @pytest.fixture
