@@ -98,7 +98,9 @@ def _group_lanes(history: Sequence[Op],
     recorded before that was measured: its planned offset), waiting while the service answered
     "in progress" (its busy time), then answered (when its answer came back)."""
     group = arrivals[0]
-    planned = [float(o) for o in (group.get("offsets_ms") or ())]
+    # copy k of the history: its planned offset (the plan's own list is in the order the
+    # copies' threads were made, which a run recorded before the measurement maps as is)
+    planned = [float(o) for o in (group.get("planned_ms") or group.get("offsets_ms") or ())]
     offsets = [float(o) for o in (group.get("sent_ms") or planned)]
     answers = [float(o) for o in (group.get("answered_ms") or ())]
     lanes: list[Lane] = []

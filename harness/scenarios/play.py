@@ -164,8 +164,8 @@ class Play:
             self.history.complete(invoke, type_, result)
             return [reply]
         copies = copies or [(value, call)] * n
-        replies, sent, answered = arrivals.send_copies(lambda i: copies[i][1](),
-                                                       offsets_s or (0.0,) * n)
+        offsets = offsets_s or (0.0,) * n
+        replies, sent, answered = arrivals.send_copies(lambda i: copies[i][1](), offsets)
         first = sorted(range(n), key=lambda i: (_RANK[op_type(replies[i])], -replies[i].status,
                                                 replies[i].code))
         if name_first and replies[first[0]].ok:
@@ -181,9 +181,10 @@ class Play:
                    for k, i in enumerate(order)]
         for invoke, i in zip(invokes, order, strict=True):
             self.history.complete(invoke, *judged[i])
-        # when each copy was really sent and answered (ms after the release), in the order of
-        # the history's process/1..n: evidence that the copies were in flight together
-        self.measured = {"sent_ms": [round(sent[i] * 1000, 3) for i in order],
+        # when each copy was planned, really sent and answered (ms after the release), in the
+        # order of the history's process/1..n: evidence that the copies were in flight together
+        self.measured = {"planned_ms": [round(offsets[i] * 1000, 3) for i in order],
+                         "sent_ms": [round(sent[i] * 1000, 3) for i in order],
                          "answered_ms": [round(answered[i] * 1000, 3) for i in order]}
         return [replies[i] for i in order]
 

@@ -127,7 +127,8 @@ def test_a_run_folder_replays_its_schedule_of_arrivals(
     # planned offset (sorted, the sends dominate the plan), never answered before it was sent
     sent, answered = plan["sent_ms"], plan["answered_ms"]
     assert len(sent) == len(answered) == len(plan["offsets_ms"])
-    assert all(s >= o for s, o in zip(sorted(sent), sorted(plan["offsets_ms"]), strict=True))
+    assert sorted(plan["planned_ms"]) == pytest.approx(sorted(plan["offsets_ms"]), abs=0.002)
+    assert all(s >= o for s, o in zip(sent, plan["planned_ms"], strict=True))
     assert all(a >= s for s, a in zip(sent, answered, strict=True))
     assert plan["together"] is (max(sent) <= min(answered))
     calibration = [op for op in first.history if op.process == "calibrate"]
@@ -177,7 +178,10 @@ def test_the_group_s_timeline_shows_when_each_copy_really_went() -> None:
         history.append(Op(2 * k, 0.0, "w", f"alice/{k + 1}", "invoke", "create", {}))
         history.append(Op(2 * k + 1, 0.0, "w", f"alice/{k + 1}", kind, "create", value))
     plan = {"pattern": "staggered", "offsets_ms": [0.0, 30.0]}
-    measured = {**plan, "sent_ms": [0.25, 31.5], "answered_ms": [12.0, 80.0], "together": False}
+    # the history's copies in another order than the plan's threads: process/1 is the thread
+    # planned at +0 ms, the plan's second
+    measured = {"pattern": "staggered", "offsets_ms": [30.0, 0.0], "planned_ms": [0.0, 30.0],
+                "sent_ms": [0.25, 31.5], "answered_ms": [12.0, 80.0], "together": False}
     timeline = timeline_of(history, 1.0, [measured])
     assert timeline is not None
     first, second = ([(e.t, e.kind, e.label) for e in lane.events] for lane in timeline.lanes)
