@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.domain import payload_digest
 from harness.scenarios import arrivals
+from harness.scenarios.groups import record_group
 from harness.scenarios.history import History, OpType
 from harness.scenarios.model import (
     Cancel,
@@ -33,10 +34,10 @@ from harness.scenarios.scheduler import (
 )
 from harness.scenarios.targets.base import Reply, Target, TargetSession
 from harness.scenarios.targets.side_effects import CounterUnsettled
+from harness.scenarios.unrun import describe, missing_replies, where
 from harness.scenarios.values import (
     Aliases,
     attempt_value,
-    canonical_value,
     error_value,
     fingerprint_as_compared,
     job_value,
@@ -46,7 +47,6 @@ from harness.scenarios.values import (
     reply_extras,
 )
 
-_RANK = {"ok": 0, "fail": 1, "info": 2}
 BARRIER_TIMEOUT_S = arrivals.BARRIER_TIMEOUT_S
 
 
@@ -73,7 +73,6 @@ class Play:
         self.target: Target | None = None
         self.seed, self.pattern = 0, "burst"
         self.plans: list[dict[str, Any]] = []
-        self.measured: dict[str, list[float]] | None = None  # the last group's real times
         self.unrun: list[dict[str, Any]] = []
         #: name → why the step that should have bound it did not (a refusal, no answer)
         self.unbound: dict[str, tuple[str, str]] = {}
@@ -85,7 +84,7 @@ class Play:
     # -- scheduling ---------------------------------------------------------------------------
     def run(self) -> None:
         for step in self.scenario.steps:
-            process, what = self._describe(step)
+            process, what = describe(step)
             self.scheduler.at(
                 step.at, process, what, partial(self._step, step), needs=step.names_used()
             )
@@ -105,21 +104,6 @@ class Play:
             self.history.observe_side_effects(moment, count())
         except CounterUnsettled as exc:  # the service was still working: unknown, with why
             self.history.observe_side_effects(moment, None, why=str(exc))
-
-    @staticmethod
-    def _describe(step: Step) -> tuple[str, str]:
-        action = step.action
-        if isinstance(action, Create):
-            return step.actor, f"create {step.save or action.key}"
-        if isinstance(action, RunAttempt):
-            return f"worker:{action.name}", f"start {action.name}"
-        if isinstance(action, Crash):
-            return "nemesis", f"crash {action.attempt}"
-        if isinstance(action, Cancel):
-            return step.actor, f"cancel {action.attempt}"
-        if isinstance(action, Fault):
-            return "nemesis", f"fault {action.kind}"
-        return step.actor, f"{step.kind} {step.names_used()[0]}"
 
     def _step(self, step: Step) -> None:
         action = step.action
@@ -152,9 +136,11 @@ class Play:
         name_first: Callable[[Reply], None] | None = None,
         offsets_s: tuple[float, ...] | None = None,
         copies: list[tuple[dict[str, Any], Callable[[], Reply]]] | None = None,
+        times: dict[str, Any] | None = None,
     ) -> list[Reply]:
         """Invoke ``call`` (``n`` times at once), record the ops, return the replies.
-        ``copies``: per copy, its own invoke value and call (a mixed group)."""
+        ``copies``: per copy, its own invoke value and call (a mixed group); ``times``: the
+        group's plan, which gets when each copy went (:func:`.groups.record_group`)."""
         if n == 1:
             invoke = self.history.invoke(process, f, value)
             reply = call()
@@ -163,30 +149,9 @@ class Play:
             type_, result = self._judge(reply, on_ok)
             self.history.complete(invoke, type_, result)
             return [reply]
-        copies = copies or [(value, call)] * n
-        offsets = offsets_s or (0.0,) * n
-        replies, sent, answered = arrivals.send_copies(lambda i: copies[i][1](), offsets)
-        first = sorted(range(n), key=lambda i: (_RANK[op_type(replies[i])], -replies[i].status,
-                                                replies[i].code))
-        if name_first and replies[first[0]].ok:
-            name_first(replies[first[0]])  # before judging: the job gets the scenario's name
-        values = [canonical_value(v) for v, _ in copies]
-        judged = [self._judge(r, on_ok) for r in replies]
-        # identical requests are interchangeable: a canonical order, whichever thread ran first
-        order = sorted(range(n), key=lambda i: (values[i], _RANK[judged[i][0]],
-                                                not judged[i][1].get("created"),
-                                                canonical_value(judged[i][1]), -replies[i].status,
-                                                replies[i].code))
-        invokes = [self.history.invoke(f"{process}/{k + 1}", f, copies[i][0])
-                   for k, i in enumerate(order)]
-        for invoke, i in zip(invokes, order, strict=True):
-            self.history.complete(invoke, *judged[i])
-        # when each copy was planned, really sent and answered (ms after the release), in the
-        # order of the history's process/1..n: evidence that the copies were in flight together
-        self.measured = {"planned_ms": [round(offsets[i] * 1000, 3) for i in order],
-                         "sent_ms": [round(sent[i] * 1000, 3) for i in order],
-                         "answered_ms": [round(answered[i] * 1000, 3) for i in order]}
-        return [replies[i] for i in order]
+        return record_group(self.history, process, f, copies or [(value, call)] * n,
+                            offsets_s or (0.0,) * n, partial(self._judge, on_ok=on_ok),
+                            name_first, times)
 
     def _judge(
         self, reply: Reply, on_ok: Callable[[Reply], dict[str, Any]]
@@ -213,41 +178,21 @@ class Play:
                 "unmapped": unmapped}
 
     # -- steps that did not happen -------------------------------------------------------------
-    def _where(self, step: Step) -> str:
-        line = f"line {step.line}, " if step.line else ""
-        return f"step {step.index + 1} ({line}{self._describe(step)[1]})"
-
     def _refused(self, step: Step, reply: Reply, what: str = "") -> tuple[str, str]:
         """Why ``step`` did not give the script what it needs, and the likely fix."""
         answer = (f"got no answer ({reply.detail or reply.code})" if reply.status == 0
                   else f"was refused {reply.status} {reply.code}")
-        return f"{self._where(step)}{what} {answer}", likely_fix(reply)
+        return f"{where(step)}{what} {answer}", likely_fix(reply)
 
     def _not_run(self, step: Step, name: str) -> None:
         why, fix = self.unbound.get(name, (f"no earlier step bound {name!r}",
                                            "check the scenario's save: and names"))
         self.unrun.append({"step": step.index + 1, "line": step.line, "kind": step.kind,
-                           "why": f"{self._where(step)} did not run: {why}", "fix": fix})
+                           "why": f"{where(step)} did not run: {why}", "fix": fix})
 
     def missing_replies(self) -> list[dict[str, Any]]:
         """Expected replies of steps that ran but never came (a worker that stopped early)."""
-        out: list[dict[str, Any]] = []
-        not_run = {u["step"] for u in self.unrun}
-        for step in self.scenario.steps:
-            if not step.expect or step.index + 1 in not_run:
-                continue
-            attempt = isinstance(step.action, RunAttempt)
-            keys: list[str | None] = list(step.expect) if attempt else [None]
-            for key in keys:
-                if (step.index, key) in self.replied:
-                    continue
-                name = step.action.name if isinstance(step.action, RunAttempt) else ""
-                why, fix = self.stopped.get(name, ("it never happened", "see the history"))
-                what = f"its {key} reply" if key else "its answer"
-                out.append({"step": step.index + 1, "line": step.line, "kind": step.kind,
-                            "why": f"{self._where(step)}: {what} was expected but never came: "
-                                   f"{why}", "fix": fix})
-        return out
+        return missing_replies(self.scenario, self.unrun, self.replied, self.stopped)
 
     # -- jobs ---------------------------------------------------------------------------------
     def _sent(self, intent: IntentSpec) -> IntentSpec:
@@ -277,17 +222,14 @@ class Play:
         offsets, planned = None, None
         if step.concurrent > 1:
             offsets = self._plan(step, value, on_ok).offsets_s
-            planned, self.measured = self.plans[-1], None
+            planned = self.plans[-1]
         copies = None
         if action.others:
             copies = [self._copy(step, action, value, key, i) for i in range(step.concurrent)]
         replies = self._record(owner, "create", value,
                                lambda: self.session.create_job(owner, key, intent.text),
                                on_ok, n=step.concurrent, name_first=name_first,
-                               offsets_s=offsets, copies=copies)
-        if planned is not None and self.measured is not None:
-            planned.update(self.measured, together=arrivals.in_flight_together(
-                self.measured["sent_ms"], self.measured["answered_ms"]))
+                               offsets_s=offsets, copies=copies, times=planned)
         if step.save and step.save not in self.jobs:
             self.unbound[step.save] = self._refused(step, replies[0])
 
