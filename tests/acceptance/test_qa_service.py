@@ -78,7 +78,7 @@ def test_one_url_passes_everything_but_the_replicas_scenario_which_is_not_applic
 def test_the_detection_suite_passes_with_its_side_effects_counted(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    service = qa_service()
+    service = qa_service("--idle-ms", "1000")  # see the first test (qa Q21)
     reports = tmp_path / "reports"
     code, text = run(["scenarios", "run", str(DETECTION), "--target", service.url,
                       "--target-profile", str(PROFILE), "--tokens-file", str(service.tokens),
@@ -183,7 +183,7 @@ operations:
 def test_a_profile_that_describes_api_md_gives_no_false_alarm(
         qa_service: Callable[..., QaService], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    service = qa_service()
+    service = qa_service("--idle-ms", "1000")  # see the first test (qa Q21)
     profile = tmp_path / "api-md.profile.yaml"
     profile.write_text(API_MD_PROFILE, "utf-8")
     reports = tmp_path / "reports"
@@ -273,7 +273,7 @@ CAUGHT_BY = {
 def test_each_deliberate_bug_in_the_independent_service_is_caught(
         qa_service: Callable[..., QaService], tmp_path: Path, flaw: str,
         capsys: pytest.CaptureFixture[str]) -> None:
-    service = qa_service("--flaws", flaw)
+    service = qa_service("--flaws", flaw, "--idle-ms", "1000")  # see the first test (qa Q21)
     scenario = CAUGHT_BY[flaw]
     path = DETECTION / f"{scenario}.yaml" if scenario == "replay_fidelity" else \
         SCENARIOS / f"{scenario}.yaml"
