@@ -13,7 +13,7 @@ from harness.scenarios.history import History, OpType
 from harness.scenarios.targets.base import Reply
 from harness.scenarios.values import canonical_value, op_type
 
-RANK = {"ok": 0, "fail": 1, "info": 2}
+_RANK = {"ok": 0, "fail": 1, "info": 2}
 Judge = Callable[[Reply], tuple[OpType, dict[str, Any]]]
 
 
@@ -29,13 +29,13 @@ def record_group(history: History, process: str, f: str,
     ``together``: evidence that the copies were in flight together."""
     n = len(copies)
     replies, sent, answered = arrivals.send_copies(lambda i: copies[i][1](), offsets_s)
-    first = min(range(n), key=lambda i: (RANK[op_type(replies[i])], -replies[i].status,
+    first = min(range(n), key=lambda i: (_RANK[op_type(replies[i])], -replies[i].status,
                                          replies[i].code))
     if name_first and replies[first].ok:
         name_first(replies[first])  # before judging: the job gets the scenario's name
     values = [canonical_value(v) for v, _ in copies]
     judged = [judge(r) for r in replies]
-    order = sorted(range(n), key=lambda i: (values[i], RANK[judged[i][0]],
+    order = sorted(range(n), key=lambda i: (values[i], _RANK[judged[i][0]],
                                             not judged[i][1].get("created"),
                                             canonical_value(judged[i][1]), -replies[i].status,
                                             replies[i].code))

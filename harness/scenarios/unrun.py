@@ -41,13 +41,13 @@ def missing_replies(scenario: Scenario, unrun: list[dict[str, Any]],
     for step in scenario.steps:
         if not step.expect or step.index + 1 in not_run:
             continue
-        attempt = isinstance(step.action, RunAttempt)
-        keys: list[str | None] = list(step.expect) if attempt else [None]
+        attempt = step.action if isinstance(step.action, RunAttempt) else None
+        keys: list[str | None] = list(step.expect) if attempt is not None else [None]
+        why, fix = stopped.get(attempt.name if attempt is not None else "",
+                               ("it never happened", "see the history"))
         for key in keys:
             if (step.index, key) in replied:
                 continue
-            name = step.action.name if isinstance(step.action, RunAttempt) else ""
-            why, fix = stopped.get(name, ("it never happened", "see the history"))
             what = f"its {key} reply" if key else "its answer"
             out.append({"step": step.index + 1, "line": step.line, "kind": step.kind,
                         "why": f"{where(step)}: {what} was expected but never came: {why}",
