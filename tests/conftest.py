@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from harness.store import SqlStore, open_store
-from tests import _bytecode, _forkserver, _servers, _zygote
+from tests import _affinity, _bytecode, _forkserver, _servers, _zygote
 from tests.gateways.servers import gateway, portkey  # noqa: F401  (one of each per session)
 
 pytest_plugins = ["pytester", "tests._timeline"]
@@ -91,6 +91,7 @@ def _groups_file(testrunuid: str) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
+        _affinity.pin_worker(config.workerinput["workerid"])  # before it starts any server
         return
     _bytecode.prepare(config)  # once, before the workers start, on two cores (tests/_bytecode.py)
     if config.pluginmanager.has_plugin("xdist") and config.getoption("testrunuid", None) is None:

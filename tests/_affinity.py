@@ -1,0 +1,61 @@
+"""One core per pytest-xdist worker: a worker and the servers it starts share it.
+
+Under ``-n`` each worker (``gwN``) keeps to one of the cores the run may use (``N`` modulo
+their number), before it starts anything: every thread of the worker, and what it starts later
+inherits it (its embedded PostgreSQL, whose backends are forked from the postmaster, its Redis,
+the gateways, the command-line runs it spawns). The services of the fork servers are forked by
+the run's zygote (tests/_zygote.py), which is not a worker, and keep every core: a drill's
+service, its fakes and the drill's own process may still spread a burst over both.
+
+Why: the heaviest tests are made of round trips between threads and processes (explore's
+schedules: each storage step a hand-off from the controller's thread to a client's thread and a
+round trip to PostgreSQL). Measured on the 2-core machine (2026-12-07): a round trip between two
+processes over a socket cost 7 µs of CPU on each side when both ran on one core and 17 µs when
+the kernel put them on two (a wake-up on the other core is an interrupt to it, and on this
+virtual machine an exit to the hypervisor); a hand-off between two threads by a condition 23 µs
+against 40. One explore test alone (2,000 schedules on PostgreSQL) took 18.7 CPU-s pinned and
+27.1 not; the whole suite 569-571 CPU-s pinned and 682 not, in alternating runs
+(docs/testing.md).
+
+``HARNESS_TEST_PIN=0`` turns it off. Nothing happens without ``os.sched_setaffinity`` (not
+Linux), with one core, or in a process that is not an xdist worker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+ENV = "HARNESS_TEST_PIN"
+_before: list[set[int]] = []  # the cores this process could use before it was pinned
+
+
+def run_cores() -> list[int]:
+    """The cores this run may use: this process's before it was pinned, else its own now."""
+    if _before:
+        return sorted(_before[0])
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def pin_worker(worker_id: str) -> int | None:
+    """Keep this process (all its threads) to one core, chosen by the xdist worker id
+    (``gw3``: the fourth of the usable cores, counting round); the core, or None when nothing
+    was pinned (turned off, not a worker's id, one core, or no affinity on this system)."""
+    if os.environ.get(ENV, "1") == "0" or not hasattr(os, "sched_setaffinity"):
+        return None
+    number = re.fullmatch(r"gw(\d+)", worker_id)
+    cores = sorted(os.sched_getaffinity(0))
+    if number is None or len(cores) < 2:
+        return None
+    core = cores[int(number.group(1)) % len(cores)]
+    _before.append(set(cores))
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: this thread only, and the threads it starts later
+        threads = [0]
+    for tid in threads:
+        try:
+            os.sched_setaffinity(tid, {core})
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return core

@@ -1,0 +1,82 @@
+"""tests/_affinity.py: an xdist worker keeps to one core, and so does what it starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import _affinity
+
+ROOT = Path(__file__).resolve().parents[1]
+CORES = _affinity.run_cores()  # in a pinned worker: the run's cores, not the worker's one
+needs_two_cores = pytest.mark.skipif(len(CORES) < 2, reason="pinning needs two usable cores "
+                                     "and os.sched_setaffinity (Linux)")
+
+# A process on the run's cores (argv[2]; the worker running this test has one) that starts a
+# thread, asks to be pinned as argv[1], then reports the cores of each of its threads (the one
+# started before, the main one, one started after) and of a child process.
+PROBE = """
+import json, os, subprocess, sys, threading
+os.sched_setaffinity(0, json.loads(sys.argv[2]))
+from tests._affinity import pin_worker
+go, seen = threading.Event(), {}
+def record(name):
+    go.wait(10)
+    seen[name] = sorted(os.sched_getaffinity(0))
+before = threading.Thread(target=record, args=("thread started before",))
+before.start()
+core = pin_worker(sys.argv[1])
+go.set()
+before.join(10)
+after = threading.Thread(target=record, args=("thread started after",))
+after.start()
+after.join(10)
+seen["main thread"] = sorted(os.sched_getaffinity(0))
+child = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                       capture_output=True, text=True, check=True, timeout=30)
+seen["child process"] = json.loads(child.stdout)
+print(json.dumps({"core": core, "seen": seen}))
+"""
+NAMES = ("thread started before", "thread started after", "main thread", "child process")
+
+
+def probe(worker_id: str, **env: str) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", PROBE, worker_id, json.dumps(CORES)], cwd=ROOT,
+                          timeout=60, capture_output=True, text=True, env={**os.environ, **env})
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+@needs_two_cores
+@pytest.mark.parametrize("number", [0, 1, 3])
+def test_a_worker_and_what_it_starts_keep_to_one_core_chosen_by_its_number(number: int) -> None:
+    expected = CORES[number % len(CORES)]
+    result = probe(f"gw{number}", **{_affinity.ENV: "1"})
+    assert result["core"] == expected
+    assert result["seen"] == {name: [expected] for name in NAMES}
+
+
+@needs_two_cores
+@pytest.mark.parametrize(("worker_id", "env"), [("gw2", {_affinity.ENV: "0"}),
+                                                 ("master", {}), ("gw", {}), ("gw1x", {})])
+def test_nothing_is_pinned_when_turned_off_or_not_a_worker(worker_id: str,
+                                                           env: dict[str, str]) -> None:
+    result = probe(worker_id, **env)
+    assert result["core"] is None
+    assert result["seen"] == {name: CORES for name in NAMES}
+
+
+@needs_two_cores
+def test_this_xdist_worker_runs_on_its_core() -> None:
+    """The wiring (tests/conftest.py): a worker of this run is pinned before its first test."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None or os.environ.get(_affinity.ENV) == "0":
+        pytest.skip("not an xdist worker, or pinning turned off (HARNESS_TEST_PIN=0)")
+    number = int(worker.removeprefix("gw"))
+    assert os.sched_getaffinity(0) == {CORES[number % len(CORES)]}
