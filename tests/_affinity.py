@@ -27,13 +27,13 @@ import os
 import re
 
 ENV = "HARNESS_TEST_PIN"
-_before: list[set[int]] = []  # the cores this process could use before it was pinned
+_before: list[int] = []  # the cores this process could use before it was pinned
 
 
 def run_cores() -> list[int]:
     """The cores this run may use: this process's before it was pinned, else its own now."""
     if _before:
-        return sorted(_before[0])
+        return list(_before)
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
@@ -48,7 +48,7 @@ def pin_worker(worker_id: str) -> int | None:
     if number is None or len(cores) < 2:
         return None
     core = cores[int(number.group(1)) % len(cores)]
-    _before.append(set(cores))
+    _before[:] = cores
     try:
         threads = [int(tid) for tid in os.listdir("/proc/self/task")]
     except OSError:  # no /proc: this thread only, and the threads it starts later
