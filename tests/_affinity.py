@@ -17,8 +17,13 @@ against 40. One explore test alone (2,000 schedules on PostgreSQL) took 18.7 CPU
 27.1 not; the whole suite 569-571 CPU-s pinned and 682 not, in alternating runs
 (docs/testing.md).
 
-``HARNESS_TEST_PIN=0`` turns it off. Nothing happens without ``os.sched_setaffinity`` (not
-Linux), with one core, or in a process that is not an xdist worker.
+Off by default, ``HARNESS_TEST_PIN=1`` turns it on: in clean-clone runs with it on, drill tests
+of example services whose threads stalled for seconds under load failed in three runs of eight
+(the Redis redelivery twin in all three; its Redis, a subprocess of the worker, shares the
+worker's core), against three of thirteen before it, two of those on causes fixed since
+(docs/testing-history.md, "Twenty-sixth round"). Nothing happens without
+``os.sched_setaffinity`` (not Linux), with one core, or in a process that is not an xdist
+worker.
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ def run_cores() -> list[int]:
 def pin_worker(worker_id: str) -> int | None:
     """Keep this process (all its threads) to one core, chosen by the xdist worker id
     (``gw3``: the fourth of the usable cores, counting round); the core, or None when nothing
-    was pinned (turned off, not a worker's id, one core, or no affinity on this system)."""
-    if os.environ.get(ENV, "1") == "0" or not hasattr(os, "sched_setaffinity"):
+    was pinned (not turned on, not a worker's id, one core, or no affinity on this system)."""
+    if os.environ.get(ENV, "0") != "1" or not hasattr(os, "sched_setaffinity"):
         return None
     number = re.fullmatch(r"gw(\d+)", worker_id)
     cores = sorted(os.sched_getaffinity(0))
