@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import hashlib
 import json
 import os
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -401,9 +403,18 @@ def arguments(doc: str | None, **extra: tuple[type, Any, str]) -> argparse.Names
     for name, (kind, default, text) in extra.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default, help=text)
     args = parser.parse_args()
+    stacks_on_signal()
     if not args.db:
         args.db = os.path.join(tempfile.mkdtemp(prefix="drill-example-"), "jobs.db")
     return args
+
+
+def stacks_on_signal() -> None:
+    """``kill -USR1 <pid>`` prints every thread's stack to stderr, the service running on: in C,
+    without the interpreter's lock, so it answers even when a thread holding the lock is stuck
+    (what a service that stopped answering is doing)."""
+    if hasattr(faulthandler, "register"):  # not on Windows
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def store_of(args: argparse.Namespace) -> Store:

@@ -4,8 +4,10 @@ loopback and recording fake providers. The real Redis for the queue example is t
 
 from __future__ import annotations
 
+import collections
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -40,6 +42,8 @@ LOAD_CAUSES = ("the drill could not look twice", "the service never acted on its
                "the late answer of", SLOW_JOB)
 LOAD_MISSES = 2
 START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
+STACKS_FIRST_S = 5.0  # Service.stacks: its first line (a C signal handler; the pipe's pump)
+STACKS_QUIET_S = 0.5  # … and the end of the dump: no line for this long
 
 
 def load_caused(unknown: Any) -> bool:
@@ -61,6 +65,7 @@ class Service:
             [sys.executable, str(EXAMPLES / script), "--port", "0", *args], env,
             start_new_session=True)
         lines: queue.Queue[str] = queue.Queue()
+        self._lines = lines  # what it prints, line by line (also in the log)
         self._pumping = threading.Thread(target=self._pump, args=(lines,), daemon=True)
         self._pumping.start()
         try:
@@ -94,6 +99,36 @@ class Service:
                 raise RuntimeError(f"{self.script} exited with {self.process.returncode}:\n"
                                    f"{self.log.read_text()[-3000:]}")
 
+    def stacks(self, first_s: float = STACKS_FIRST_S, quiet_s: float = STACKS_QUIET_S) -> str:
+        """What the service is doing now, for a failure's message: its process's and threads'
+        states and kernel waits (Linux's /proc), then every thread's Python stack, which the
+        example services print on SIGUSR1 (jobkit.stacks_on_signal: C code that needs no
+        interpreter lock, so a service frozen by a stuck thread answers too). The stacks are the
+        lines it printed from the signal until it was quiet for ``quiet_s`` (none within
+        ``first_s``: a stopped or gone process, or one that does not print them)."""
+        if self.process.poll() is not None:
+            return f"{self.script} (pid {self.process.pid}) has exited: {self.process.returncode}"
+        text = [f"{self.script}: {_proc_states(self.process.pid)}"]
+        while True:  # what it printed before is in the log, not in its stacks
+            try:
+                self._lines.get_nowait()
+            except queue.Empty:
+                break
+        os.kill(self.process.pid, signal.SIGUSR1)
+        wait = first_s
+        while True:
+            try:
+                line = self._lines.get(timeout=wait)
+            except queue.Empty:
+                break
+            if not line:  # it exited
+                break
+            text.append(line.rstrip("\n"))
+            wait = quiet_s
+        if len(text) == 1:
+            text.append(f"(no stacks printed within {first_s} s of SIGUSR1)")
+        return "\n".join(text)
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -105,6 +140,24 @@ class Service:
         self._pumping.join(timeout=10)  # it ends at the pipe's EOF
         if self.process.stdout is not None:  # else an unraisable ResourceWarning fails a test
             self.process.stdout.close()
+
+
+def _proc_states(pid: int) -> str:
+    """``process P: state S; threads: 30 S futex_do_wait, 2 R -`` from /proc: how many threads
+    in each state and kernel wait (R running, S sleeping, D in the kernel unkillably, T
+    stopped)."""
+    def state(stat: str) -> str:
+        return stat.rsplit(")", 1)[1].split()[0]
+
+    try:
+        head = f"process {pid}: state {state(Path(f'/proc/{pid}/stat').read_text())}"
+        threads: collections.Counter[str] = collections.Counter()
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            wchan = (task / "wchan").read_text().strip() or "-"
+            threads[f"{state((task / 'stat').read_text())} {wchan}"] += 1
+    except (OSError, IndexError):
+        return f"process {pid}: no /proc"
+    return f"{head}; threads: " + ", ".join(f"{n} {what}" for what, n in threads.most_common())
 
 
 def provider_env(primary_port: int | None, fallback_port: int | None) -> dict[str, str]:

@@ -76,7 +76,12 @@ def drill(start_service: Callable[..., Any], tmp_path: Path, script: str, profil
     for event in json.loads(results.read_text("utf-8"))["events"]:
         if event["type"] == "drill_run":
             rates[event["drill"]] = {p["promise"]: p for p in event["promises"]}
-    return done.returncode, rates, done.stdout + done.stderr, results
+    out = done.stdout + done.stderr
+    if done.returncode == 3 or any(r["unknown"] for ps in rates.values() for r in ps.values()):
+        # no evidence for some intent: what the service is doing now, for the failure's message
+        # (a service seen frozen under load once: no answer, no thread running; docs/testing.md)
+        out += "\nthe service after the drill: " + service.stacks()
+    return done.returncode, rates, out, results
 
 
 def broken(rates: Rates) -> dict[tuple[str, str], int]:

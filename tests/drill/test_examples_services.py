@@ -8,6 +8,7 @@ do it under the same conditions. test_examples_drills.py then checks what the en
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -24,7 +25,7 @@ from harness.providers.fake_server import FakeServer
 from harness.providers.received import SIGNATURE
 from harness.providers.recording import RecordingFake
 from tests._servers import tls
-from tests.drill.conftest import provider_env
+from tests.drill.conftest import EXAMPLES, provider_env
 
 pytestmark = pytest.mark.slow  # a service starts in 1-5 s (the SDKs' imports) on a loaded machine
 
@@ -485,3 +486,23 @@ def test_the_twins_recall_is_judged_on_their_rule_only() -> None:
     assert figures["check-then-insert"]["verdict"] == "fail"  # 90 % < 95 %
     assert figures["correct"]["verdict"] == "fail"
     assert figures["redis-redelivery"]["verdict"] == "unknown"
+
+
+@pytest.mark.parametrize(("script", "waits_in"), [("correct_service.py", "serve_forever"),
+                                                  ("no_abort_service.py", "asyncio_run")])
+def test_a_service_prints_every_threads_stack_on_sigusr1_and_runs_on(
+        start_service: Any, fakes: dict[str, Any], script: str, waits_in: str) -> None:
+    # what a drill test shows of a service that left intents without evidence (a frozen one)
+    env = provider_env(fakes["primary"].port, fakes["fallback"].port)
+    service = start_service(script, ["--timeout", str(TIMEOUT_S)], env)
+    stacks = service.stacks()
+    lines = stacks.splitlines()
+    assert re.fullmatch(rf"{script}: process {service.process.pid}: state [RS]; threads: .+",
+                        lines[0]), stacks
+    assert any(line.strip().startswith("Current thread 0x") or line.startswith("Thread 0x")
+               for line in lines), stacks
+    assert any(f"in {waits_in}" in line for line in lines), stacks  # the main thread's wait
+    assert any(line.strip().startswith(f'File "{EXAMPLES / script}"') for line in lines), stacks
+    # the dump did not stop it, and the next one holds the main thread once, not the last dump
+    assert post(service.url, "k1", "a").status_code == 201
+    assert sum(f"in {waits_in}" in line for line in service.stacks().splitlines()) == 1
