@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,9 @@ LOAD_CAUSES = ("the drill could not look twice", "the service never acted on its
                "the late answer of", SLOW_JOB)
 LOAD_MISSES = 2
 START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
-STACKS_FIRST_S = 5.0  # Service.stacks: its first line (a C signal handler; the pipe's pump)
-STACKS_QUIET_S = 0.5  # … and the end of the dump: no line for this long
+STACKS_FIRST_S = 5.0  # Service.stacks: the dump's main thread (a C handler; the pipe's pump)
+STACKS_QUIET_S = 0.5  # … and then the end of the dump: no line for this long
+STACKS_TRIES = 3  # dumps asked for at most, when one was cut short (Service.stacks)
 
 
 def load_caused(unknown: Any) -> bool:
@@ -103,31 +105,46 @@ class Service:
         """What the service is doing now, for a failure's message: its process's and threads'
         states and kernel waits (Linux's /proc), then every thread's Python stack, which the
         example services print on SIGUSR1 (jobkit.stacks_on_signal: C code that needs no
-        interpreter lock, so a service frozen by a stuck thread answers too). The stacks are the
-        lines it printed from the signal until it was quiet for ``quiet_s`` (none within
-        ``first_s``: a stopped or gone process, or one that does not print them)."""
+        interpreter lock, so a service frozen by a stuck thread answers too). A dump is the
+        lines it printed from the signal until its main thread's stack ended (none within
+        ``first_s``: a stopped or gone process, or one that does not print them). The handler
+        walks the threads without a lock, so a thread ending meanwhile can cut a dump short
+        (seen under load: a thread with no frame, then a garbage id, then nothing): a dump
+        without the main thread's first frame (``in <module>``) is asked for again, three
+        times at most, and the last is shown."""
         if self.process.poll() is not None:
             return f"{self.script} (pid {self.process.pid}) has exited: {self.process.returncode}"
-        text = [f"{self.script}: {_proc_states(self.process.pid)}"]
-        while True:  # what it printed before is in the log, not in its stacks
+        states = f"{self.script}: {_proc_states(self.process.pid)}"
+        dump: list[str] = []
+        for _ in range(STACKS_TRIES):
+            dump = self._dump(first_s, quiet_s)
+            if not dump or any(line.endswith(" in <module>") for line in dump):
+                break
+        return "\n".join([states, *(dump or [f"(no stacks printed within {first_s} s of "
+                                                "SIGUSR1)"])])
+
+    def _dump(self, first_s: float, quiet_s: float) -> list[str]:
+        """The lines the service prints after one SIGUSR1 (those before are in the log only):
+        until ``first_s`` has passed, or, once the main thread's first frame came (the handler
+        prints the main thread last), until no line came for ``quiet_s``."""
+        while True:
             try:
                 self._lines.get_nowait()
             except queue.Empty:
                 break
         os.kill(self.process.pid, signal.SIGUSR1)
-        wait = first_s
+        lines: list[str] = []
+        deadline, main = time.monotonic() + first_s, False
         while True:
+            wait = quiet_s if main else deadline - time.monotonic()
             try:
-                line = self._lines.get(timeout=wait)
+                line = self._lines.get(timeout=max(wait, 0.0))
             except queue.Empty:
-                break
+                return lines
             if not line:  # it exited
-                break
-            text.append(line.rstrip("\n"))
-            wait = quiet_s
-        if len(text) == 1:
-            text.append(f"(no stacks printed within {first_s} s of SIGUSR1)")
-        return "\n".join(text)
+                return lines
+            lines.append(line.rstrip("\n"))
+            main = main or lines[-1].endswith(" in <module>")
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -151,12 +168,16 @@ def _proc_states(pid: int) -> str:
 
     try:
         head = f"process {pid}: state {state(Path(f'/proc/{pid}/stat').read_text())}"
-        threads: collections.Counter[str] = collections.Counter()
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            wchan = (task / "wchan").read_text().strip() or "-"
-            threads[f"{state((task / 'stat').read_text())} {wchan}"] += 1
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except (OSError, IndexError):
         return f"process {pid}: no /proc"
+    threads: collections.Counter[str] = collections.Counter()
+    for task in tasks:
+        try:
+            wchan = (task / "wchan").read_text().strip() or "-"
+            threads[f"{state((task / 'stat').read_text())} {wchan}"] += 1
+        except (OSError, IndexError):  # the thread ended meanwhile
+            continue
     return f"{head}; threads: " + ", ".join(f"{n} {what}" for what, n in threads.most_common())
 
 
