@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -409,12 +410,31 @@ def arguments(doc: str | None, **extra: tuple[type, Any, str]) -> argparse.Names
     return args
 
 
+STACKS_END = "-- end of stacks --"
+
+
 def stacks_on_signal() -> None:
-    """``kill -USR1 <pid>`` prints every thread's stack to stderr, the service running on: in C,
-    without the interpreter's lock, so it answers even when a thread holding the lock is stuck
-    (what a service that stopped answering is doing)."""
+    """``kill -USR1 <pid>`` prints every thread's stack to stderr, then ``-- end of stacks --``,
+    the service running on (a consistent picture: taken between two bytecodes of the main
+    thread). A service whose threads cannot run (one of them stuck holding the interpreter's
+    lock) cannot answer that: ``kill -USR2 <pid>`` prints the stacks from C, without the lock
+    (faulthandler; on threads that are running it can read a frame while it changes and stop
+    part way, so it is the second choice)."""
+    signal.signal(signal.SIGUSR1, _print_stacks)
     if hasattr(faulthandler, "register"):  # not on Windows
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        faulthandler.register(signal.SIGUSR2, all_threads=True)
+
+
+def _print_stacks(signum: int, frame: Any) -> None:
+    # raw writes: the interrupted code may be inside a write to stderr (its buffer's lock)
+    text = []
+    for ident, top in sys._current_frames().items():
+        text.append(f"Thread {ident:#x} (most recent call last):\n")
+        text.extend(traceback.format_stack(top))
+    text.append(STACKS_END + "\n")
+    data = "".join(text).encode("utf-8", "replace")
+    while data:
+        data = data[os.write(2, data):]
 
 
 def store_of(args: argparse.Namespace) -> Store:

@@ -43,9 +43,9 @@ LOAD_CAUSES = ("the drill could not look twice", "the service never acted on its
                "the late answer of", SLOW_JOB)
 LOAD_MISSES = 2
 START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
-STACKS_FIRST_S = 5.0  # Service.stacks: the dump's main thread (a C handler; the pipe's pump)
-STACKS_QUIET_S = 0.5  # … and then the end of the dump: no line for this long
-STACKS_TRIES = 3  # dumps asked for at most, when one was cut short (Service.stacks)
+STACKS_FIRST_S = 5.0  # Service.stacks: the end of a service's stacks after its signal
+STACKS_QUIET_S = 0.5  # … or, printed from C (SIGUSR2), no line for this long
+STACKS_END = "-- end of stacks --"  # the line after them (examples/drill/jobkit.py)
 
 
 def load_caused(unknown: Any) -> bool:
@@ -103,48 +103,47 @@ class Service:
 
     def stacks(self, first_s: float = STACKS_FIRST_S, quiet_s: float = STACKS_QUIET_S) -> str:
         """What the service is doing now, for a failure's message: its process's and threads'
-        states and kernel waits (Linux's /proc), then every thread's Python stack, which the
-        example services print on SIGUSR1 (jobkit.stacks_on_signal: C code that needs no
-        interpreter lock, so a service frozen by a stuck thread answers too). A dump is the
-        lines it printed from the signal until its main thread's stack ended (none within
-        ``first_s``: a stopped or gone process, or one that does not print them). The handler
-        walks the threads without a lock, so a thread ending meanwhile can cut a dump short
-        (seen under load: a thread with no frame, then a garbage id, then nothing): a dump
-        without the main thread's first frame (``in <module>``) is asked for again, three
-        times at most, and the last is shown."""
+        states and kernel waits (Linux's /proc), then every thread's stack, which the example
+        services print on SIGUSR1 up to an end line (jobkit.stacks_on_signal). One whose
+        threads cannot run gives none within ``first_s``: then SIGUSR2, whose stacks come from C
+        without the interpreter's lock (faulthandler; read until no line came for
+        ``quiet_s``)."""
         if self.process.poll() is not None:
             return f"{self.script} (pid {self.process.pid}) has exited: {self.process.returncode}"
-        states = f"{self.script}: {_proc_states(self.process.pid)}"
-        dump: list[str] = []
-        for _ in range(STACKS_TRIES):
-            dump = self._dump(first_s, quiet_s)
-            if not dump or any(line.endswith(" in <module>") for line in dump):
-                break
-        return "\n".join([states, *(dump or [f"(no stacks printed within {first_s} s of "
-                                                "SIGUSR1)"])])
+        text = [f"{self.script}: {_proc_states(self.process.pid)}"]
+        dump, ended = self._dump(signal.SIGUSR1, first_s, None)
+        if ended:
+            return "\n".join([*text, *dump])
+        text += [*dump, f"(no end of its stacks within {first_s} s of SIGUSR1: its threads do "
+                 "not run; SIGUSR2, the stacks from C:)"]
+        dump, _ = self._dump(signal.SIGUSR2, first_s, quiet_s)
+        return "\n".join([*text, *(dump or [f"(none within {first_s} s)"])])
 
-    def _dump(self, first_s: float, quiet_s: float) -> list[str]:
-        """The lines the service prints after one SIGUSR1 (those before are in the log only):
-        until ``first_s`` has passed, or, once the main thread's first frame came (the handler
-        prints the main thread last), until no line came for ``quiet_s``."""
+    def _dump(self, sig: int, first_s: float, quiet_s: float | None) -> tuple[list[str], bool]:
+        """The lines the service prints after ``sig`` (those before are in the log only), up
+        to jobkit's end line (then True), for ``first_s`` at most, or until no line came for
+        ``quiet_s`` once one did."""
         while True:
             try:
                 self._lines.get_nowait()
             except queue.Empty:
                 break
-        os.kill(self.process.pid, signal.SIGUSR1)
+        os.kill(self.process.pid, sig)
         lines: list[str] = []
-        deadline, main = time.monotonic() + first_s, False
+        deadline = time.monotonic() + first_s
         while True:
-            wait = quiet_s if main else deadline - time.monotonic()
+            wait = deadline - time.monotonic()
+            if lines and quiet_s is not None:
+                wait = min(wait, quiet_s)
             try:
                 line = self._lines.get(timeout=max(wait, 0.0))
             except queue.Empty:
-                return lines
+                return lines, False
             if not line:  # it exited
-                return lines
+                return lines, False
+            if line.rstrip("\n") == STACKS_END:
+                return lines, True
             lines.append(line.rstrip("\n"))
-            main = main or lines[-1].endswith(" in <module>")
 
     def stop(self) -> None:
         if self.process.poll() is None:
