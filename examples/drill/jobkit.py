@@ -390,7 +390,9 @@ def serve_stdlib(store: Store, start_worker: Callable[[dict[str, Any]], None],
 
 # -- configuration ------------------------------------------------------------------------------
 def arguments(doc: str | None, **extra: tuple[type, Any, str]) -> argparse.Namespace:
-    """The options every service has (and ``extra``: name -> (type, default, help))."""
+    """The options every service has (and ``extra``: name -> (type, default, help)). Every
+    service calls it first, from its main thread, so it also sets up the stacks on a signal
+    (:func:`stacks_on_signal`)."""
     parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: a free port (printed)")

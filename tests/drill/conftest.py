@@ -45,7 +45,8 @@ LOAD_MISSES = 2
 START_TIMEOUT_S = 30.0  # a Python service with the SDKs imports in ~1-3 s; loaded machine: more
 STACKS_FIRST_S = 5.0  # Service.stacks: the end of a service's stacks after its signal
 STACKS_QUIET_S = 0.5  # … or, printed from C (SIGUSR2), no line for this long
-STACKS_END = "-- end of stacks --"  # the line after them (examples/drill/jobkit.py)
+STACKS_END = "-- end of stacks --"  # jobkit.STACKS_END (the examples are not importable here;
+# test_examples_services.py's stacks test fails if the two differ)
 
 
 def load_caused(unknown: Any) -> bool:
