@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -507,3 +508,75 @@ def test_a_service_prints_every_threads_stack_on_sigusr1_and_runs_on(
     # the dump did not stop it, and the next one holds the main thread once, not the last dump
     assert post(service.url, "k1", "a").status_code == 201
     assert sum(f"in {waits_in}" in line for line in service.stacks().splitlines()) == 1
+
+
+#: a service whose threads cannot run: after its answer to ``POST /freeze``, one thread sits in a
+#: C call that keeps the interpreter's lock (ctypes.PyDLL never releases it), with SIGUSR1 and
+#: SIGUSR2 blocked there so that the kernel hands both to the main thread; that one then waits
+#: for the lock forever, so jobkit's SIGUSR1 handler (Python code) can never run
+FROZEN_SERVICE = '''
+import ctypes, signal, sys, threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+sys.path.insert(0, {drill!r})
+import jobkit
+
+jobkit.stacks_on_signal()
+
+
+def hold_the_interpreters_lock():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGUSR1, signal.SIGUSR2}})
+    print("frozen", flush=True)
+    ctypes.PyDLL(None).sleep(60)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def do_POST(self):
+        self.do_GET()
+        self.wfile.flush()
+        threading.Thread(target=hold_the_interpreters_lock, name="frozen").start()
+
+    def log_message(self, *args):
+        pass
+
+
+server = HTTPServer(("127.0.0.1", 0), Handler)
+print(f"listening on http://127.0.0.1:{{server.server_port}}", flush=True)
+server.serve_forever()
+'''
+
+
+def test_a_service_whose_threads_cannot_run_prints_its_stacks_from_c_on_sigusr2(
+        start_service: Any, tmp_path: Path) -> None:
+    # the freeze a drill once met (a service silent for seconds, its watcher thread too): the
+    # Python dump cannot come, so Service.stacks falls back to faulthandler's, read without the
+    # interpreter's lock
+    script = tmp_path / "frozen_service.py"
+    script.write_text(FROZEN_SERVICE.format(drill=str(EXAMPLES)), encoding="utf-8")
+    service = start_service(str(script), [], {"PYTHONUNBUFFERED": "1"})
+    assert httpx.post(f"{service.url}/freeze", timeout=10).status_code == 200
+    printed = None
+    while printed != "frozen\n":  # the thread is in place (its answer came first)
+        printed = service._lines.get(timeout=10)
+        assert printed, service.log.read_text(encoding="utf-8")  # "": it exited
+    # and holds the lock: the main thread, whose loop answered /healthz, answers no more
+    with pytest.raises(httpx.TimeoutException):
+        httpx.get(f"{service.url}/healthz", timeout=1.0)
+    stacks = service.stacks(first_s=3.0)
+    lines = stacks.splitlines()
+    assert re.match(rf"{re.escape(str(script))}: process {service.process.pid}: state [RS];",
+                    lines[0]), stacks
+    fallback = lines.index("(no end of its stacks within 3.0 s of SIGUSR1: its threads do not "
+                           "run; SIGUSR2, the stacks from C:)")
+    assert fallback == 1, stacks  # nothing of the Python dump came
+    from_c = lines[fallback + 1:]
+    # faulthandler's format: every thread, most recent call first, the frozen one in its C call
+    assert sum(line.startswith(("Thread 0x", "Current thread 0x")) for line in from_c) >= 2, stacks
+    assert any(re.fullmatch(rf'  File "{re.escape(str(script))}", line \d+ in '
+                            r"hold_the_interpreters_lock", line) for line in from_c), stacks
+    assert any(line.endswith(" in serve_forever") for line in from_c), stacks  # the main thread
