@@ -25,12 +25,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PRELOAD = ("wave",)  # a module nothing here imports: a service sees it only if preloaded
 
 SCRIPT = """\
-import json, os, signal, sys
+import gc, json, os, signal, sys
 import helper  # beside the script: sys.path[0] is the script's folder
 print(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": os.environ.get("PROBE"),
                   "other": os.environ.get("NOT_PASSED"), "pid": os.getpid(),
                   "sid": os.getsid(0), "name": __name__, "helper": helper.VALUE,
-                  "ppid": os.getppid(), "preloaded": "wave" in sys.modules}), flush=True)
+                  "ppid": os.getppid(), "preloaded": "wave" in sys.modules,
+                  "gc": gc.get_threshold()}), flush=True)
 print("to stderr", file=sys.stderr, flush=True)
 if sys.argv[1] == "wait":
     print("waiting", flush=True)
@@ -67,6 +68,8 @@ def test_a_forked_service_runs_its_script_as_python_would(script: Path, tmp_path
     assert seen["sid"] == process.pid  # a session of its own
     assert (seen["name"], seen["helper"]) == ("__main__", "beside")
     assert second == "to stderr"
+    # the one setting that differs from a fresh Python's (tests/_forkserver.py says why)
+    assert tuple(seen["gc"]) == _forkserver.CHILD_GC_THRESHOLDS != (700, 10, 10)
 
 
 def test_a_forked_service_is_stopped_by_a_signal(script: Path) -> None:
