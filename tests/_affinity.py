@@ -24,12 +24,21 @@ worker's core), against three of thirteen before it, two of those on causes fixe
 (docs/testing-history.md, "Twenty-sixth round"). Nothing happens without
 ``os.sched_setaffinity`` (not Linux), with one core, or in a process that is not an xdist
 worker.
+
+What stays on without it: :func:`one_core`, a block during which a test's process keeps to one
+core, for the explore searches only (tests/explore/test_search.py), whose costs are hand-offs
+between the threads of one process: their eight 2,000-schedule tests took 37-39 CPU-s in it and
+49-52 without, two runs each beside two busy loops (alike on an idle machine: 36-37 and 37-39).
+The explore runs through a service (test_through.py) gained nothing measurable (38-48 and
+39-50): their hand-offs cross into the service's process and Redis, so they are left alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Iterator
 
 ENV = "HARNESS_TEST_PIN"
 _before: list[int] = []  # the cores this process could use before it was pinned
@@ -64,3 +73,42 @@ def pin_worker(worker_id: str) -> int | None:
         except OSError:  # a thread that ended meanwhile
             continue
     return core
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: this thread only
+        return [0]
+
+
+@contextlib.contextmanager
+def one_core() -> Iterator[int | None]:
+    """For a block, whether or not ``HARNESS_TEST_PIN`` is on: this process's threads, and the
+    threads and processes it starts meanwhile, keep to one core (an xdist worker's by its
+    number, as :func:`pin_worker` chooses; else the first); after it, the threads get back the
+    cores they had (the ones started meanwhile: every core this process had). For the explore
+    searches, hand-offs between the controller's thread and the clients' threads and nothing
+    else: on one core each costs about half the CPU (the module's docstring). A process it
+    starts keeps the core: start servers before the block. Yields the core, or None when
+    nothing was pinned (already pinned, one core, or no affinity on this system)."""
+    if _before or not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    number = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
+    if len(cores) < 2:
+        yield None
+        return
+    core = cores[int(number.group(1)) % len(cores) if number else 0]
+    saved: dict[int, set[int]] = {}
+    for tid in _threads():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            saved[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, {core})
+    try:
+        yield core
+    finally:
+        for tid in _threads():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, saved.get(tid, set(cores)))

@@ -85,3 +85,68 @@ def test_this_xdist_worker_runs_on_its_core_only_when_asked() -> None:
     number = int(worker.removeprefix("gw"))
     expected = {CORES[number % len(CORES)]} if os.environ.get(_affinity.ENV) == "1" else set(CORES)
     assert os.sched_getaffinity(0) == expected
+
+
+# A process on the run's cores (argv[1]) with a thread of its own, which enters one_core() as
+# the xdist worker PYTEST_XDIST_WORKER names, starts a thread inside, and reports the cores of
+# each thread inside the block and after it.
+ONE_CORE_PROBE = """
+import json, os, sys, threading
+os.sched_setaffinity(0, json.loads(sys.argv[1]))
+from tests._affinity import one_core
+ask, seen = threading.Condition(), {}
+asked = []
+def answer():  # the thread's own cores, each time the main thread asks
+    with ask:
+        while True:
+            ask.wait_for(lambda: asked, timeout=10)
+            moment = asked.pop()
+            if moment == "end":
+                return
+            seen[f"thread started before, {moment}"] = sorted(os.sched_getaffinity(0))
+            ask.notify_all()
+def cores_of_before(moment):
+    with ask:
+        asked.append(moment)
+        ask.notify_all()
+        ask.wait_for(lambda: f"thread started before, {moment}" in seen, timeout=10)
+before = threading.Thread(target=answer)
+before.start()
+inside = {}
+with one_core() as core:
+    cores_of_before("inside")
+    seen["main thread, inside"] = sorted(os.sched_getaffinity(0))
+    started = threading.Thread(target=lambda: inside.update(cores=sorted(os.sched_getaffinity(0))))
+    started.start()
+    started.join(10)
+    seen["thread started inside, inside"] = inside["cores"]
+    keeps = threading.Event()
+    later = threading.Thread(target=keeps.wait, args=(10,))
+    later.start()
+cores_of_before("after")
+seen["main thread, after"] = sorted(os.sched_getaffinity(0))
+seen["thread started inside, after"] = sorted(os.sched_getaffinity(later.native_id))
+keeps.set()
+with ask:
+    asked.append("end")
+    ask.notify_all()
+print(json.dumps({"core": core, "seen": seen}))
+"""
+
+
+@needs_two_cores
+@pytest.mark.parametrize(("worker", "number"), [("gw0", 0), ("gw3", 3), ("", 0)])
+def test_a_block_keeps_the_process_to_one_core_and_gives_the_cores_back(worker: str,
+                                                                       number: int) -> None:
+    done = subprocess.run([sys.executable, "-c", ONE_CORE_PROBE, json.dumps(CORES)], cwd=ROOT,
+                          timeout=60, capture_output=True, text=True,
+                          env={**os.environ, "PYTEST_XDIST_WORKER": worker})
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    expected = CORES[number % len(CORES)]
+    assert result["core"] == expected
+    assert result["seen"] == {
+        "thread started before, inside": [expected], "main thread, inside": [expected],
+        "thread started inside, inside": [expected],
+        "thread started before, after": CORES, "main thread, after": CORES,
+        "thread started inside, after": CORES}

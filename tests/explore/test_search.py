@@ -14,6 +14,7 @@ from harness.explore.search import SearchSettings, search
 from harness.explore.shrink import shrink
 from harness.explore.target import explore_store
 from harness.explore.workloads import WORKLOADS, build_plan
+from tests._affinity import one_core
 from tests.explore.conftest import Open
 
 # The reference store on PostgreSQL, as on SQLite: 2,000 schedules per workload (each step is a
@@ -36,7 +37,7 @@ MUTANT_RACES = {
 def test_the_reference_store_holds_for_2000_schedules_on_sqlite(tmp_path: Path,
                                                                  workload: str) -> None:
     with explore_store(f"sqlite:///{tmp_path / 'ref.db'}") as (store, _), \
-            Controller(store) as controller:
+            Controller(store) as controller, one_core():
         found = search(controller, SearchSettings(workload=workload, budget=2000, seed=2026,
                                             clients=4))
     assert found.outcome is None, found.outcome and found.outcome.checks
@@ -49,7 +50,7 @@ def test_the_reference_store_holds_for_2000_schedules_on_sqlite(tmp_path: Path,
 def test_the_reference_store_holds_for_2000_schedules_on_postgresql(
     pg_dsn: str, workload: str
 ) -> None:
-    with explore_store(pg_dsn) as (store, _), Controller(store) as controller:
+    with explore_store(pg_dsn) as (store, _), Controller(store) as controller, one_core():
         found = search(controller, SearchSettings(workload=workload, budget=PG_REFERENCE_SCHEDULES,
                                             seed=2026, clients=4))
     assert found.outcome is None, found.outcome and found.outcome.checks
