@@ -29,7 +29,7 @@ What stays on without it: :func:`one_core`, a block during which a test's proces
 core, for the explore searches only (tests/explore/test_search.py), whose costs are hand-offs
 between the threads of one process: their eight 2,000-schedule tests took 37-39 CPU-s in it and
 49-52 without, two runs each beside two busy loops (alike on an idle machine: 36-37 and 37-39);
-in `pytest -n 6 tests/explore` (the suite's load), four alternating pairs: 61-77 CPU-s (mean
+in ``pytest -n 6 tests/explore`` (the suite's load), four alternating pairs: 61-77 CPU-s (mean
 66) against 66-78 (mean 74), lower in three pairs of four.
 The explore runs through a service (test_through.py) gained nothing measurable (38-48 and
 39-50): their hand-offs cross into the service's process and Redis, so they are left alone.
