@@ -59,28 +59,29 @@ def pin_worker(worker_id: str) -> int | None:
     was pinned (not turned on, not a worker's id, one core, or no affinity on this system)."""
     if os.environ.get(ENV, "0") != "1" or not hasattr(os, "sched_setaffinity"):
         return None
-    number = re.fullmatch(r"gw(\d+)", worker_id)
     cores = sorted(os.sched_getaffinity(0))
+    number = _worker_number(worker_id)
     if number is None or len(cores) < 2:
         return None
-    core = cores[int(number.group(1)) % len(cores)]
+    core = cores[number % len(cores)]
     _before[:] = cores
-    try:
-        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
-    except OSError:  # no /proc: this thread only, and the threads it starts later
-        threads = [0]
-    for tid in threads:
-        try:
+    for tid in _threads():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
             os.sched_setaffinity(tid, {core})
-        except OSError:  # a thread that ended meanwhile
-            continue
     return core
 
 
+def _worker_number(worker_id: str) -> int | None:
+    """``gw3`` -> 3; None for anything else (the controller, a run without xdist)."""
+    number = re.fullmatch(r"gw(\d+)", worker_id)
+    return int(number.group(1)) if number else None
+
+
 def _threads() -> list[int]:
+    """This process's threads; without /proc, this thread only (and those it starts later)."""
     try:
         return [int(tid) for tid in os.listdir("/proc/self/task")]
-    except OSError:  # no /proc: this thread only
+    except OSError:
         return [0]
 
 
@@ -98,11 +99,10 @@ def one_core() -> Iterator[int | None]:
         yield None
         return
     cores = sorted(os.sched_getaffinity(0))
-    number = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
     if len(cores) < 2:
         yield None
         return
-    core = cores[int(number.group(1)) % len(cores) if number else 0]
+    core = cores[(_worker_number(os.environ.get("PYTEST_XDIST_WORKER", "")) or 0) % len(cores)]
     saved: dict[int, set[int]] = {}
     for tid in _threads():
         with contextlib.suppress(OSError):  # a thread that ended meanwhile
