@@ -161,7 +161,7 @@ def test_correct_service_keeps_every_promise(start_service: Any, fakes: dict[str
     # the late answer, held until the fallback's result was seen (a service of the same code
     # that waits 30 s on its primary, so that the answer still reaches it however loaded)
     patient = start(start_service, fakes, "correct_service.py", "--abandon-after", "30")
-    late = held_run(patient, fakes, "conformant", failed=False, after=lambda run: run.races)
+    late = held_run(patient, fakes, "conformant", failed=False, after=lambda run: bool(run.races))
     assert late.providers() == ["fallback"], late.seen  # the late answer never replaces it
     assert len(late.races) == 1 and late.races[0]["winner_attempt_id"]  # discarded, recorded
     assert [c.outcome for c in late.primary] == ["answered"]  # it reached the service
