@@ -77,7 +77,9 @@ PRELOAD = ("httpx", "openai", "anthropic", "redis", "harness.commands.certify",
 STARTUP_PREFIXES = ("PYTHON", "LC_")
 STARTUP_NAMES = ("LANG",)
 MESSAGE_MAX = 1 << 20
-CHILD_GC_THRESHOLDS = (20_000, 50, 100)  # a child's collector (the docstring says why)
+#: the cyclic collector's thresholds of the test processes (tests/conftest.py) and of every
+#: child forked here (the docstring says why)
+GC_THRESHOLDS = (20_000, 50, 100)
 START_TIMEOUT_S = 60.0  # the fork server's own start (the SDKs' imports) on a loaded machine
 CLOSE_TIMEOUT_S = 30.0  # the fork server's end: kill, reap and exit, on a loaded machine
 
@@ -136,7 +138,7 @@ def serve(sock: socket.socket) -> None:
         pid = os.fork()
         if pid == 0:
             signal.set_wakeup_fd(-1)
-            gc.set_threshold(*CHILD_GC_THRESHOLDS)
+            gc.set_threshold(*GC_THRESHOLDS)
             for fd in (wake_r, wake_w, sock.detach()):
                 os.close(fd)
             _child(json.loads(message), fds)

@@ -167,11 +167,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Collected once, kept all session: the modules, test items and fixtures definitions move
     out of the cyclic garbage collector's sight (``gc.freeze``), and a collection starts after
-    20,000 new objects, not 700: a test process's CPU fell 6-12 % (in the test process; the
-    subprocesses it starts keep Python's defaults)."""
+    20,000 new objects, not 700: a test process's CPU fell 6-12 % (the fork server's children
+    use the same thresholds, tests/_forkserver.py; other subprocesses keep Python's defaults)."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(20_000, 50, 100)
+    gc.set_threshold(*_forkserver.GC_THRESHOLDS)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

@@ -69,7 +69,7 @@ def test_a_forked_service_runs_its_script_as_python_would(script: Path, tmp_path
     assert (seen["name"], seen["helper"]) == ("__main__", "beside")
     assert second == "to stderr"
     # the one setting that differs from a fresh Python's (tests/_forkserver.py says why)
-    assert tuple(seen["gc"]) == _forkserver.CHILD_GC_THRESHOLDS != (700, 10, 10)
+    assert tuple(seen["gc"]) == _forkserver.GC_THRESHOLDS != (700, 10, 10)
 
 
 def test_a_forked_service_is_stopped_by_a_signal(script: Path) -> None:
